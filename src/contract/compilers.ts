@@ -1,0 +1,88 @@
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { StandaloneValidator } from '@fastify/ajv-compiler'
+import { StandaloneSerializer } from '@fastify/fast-json-stringify-compiler'
+import type { FastifyServerOptions } from 'fastify'
+import { generatedDir } from '../paths.js'
+
+/** What Fastify tells a compiler about the schema it wants compiled. */
+export interface RouteSchemaKey {
+  method: string
+  url: string
+  /** validators: body, querystring, params or headers */
+  httpPart?: string
+  /** serializers: the status and media type of the response */
+  httpStatus?: string
+  contentType?: string
+}
+
+type Kind = 'validators' | 'serializers'
+
+/** Where the generated module for one route part lives: `validators/post_v1_pets_body.cjs`. */
+export function moduleName(kind: Kind, key: RouteSchemaKey): string {
+  const words = [key.method, key.url, key.httpPart ?? key.httpStatus, key.contentType].filter(Boolean).join(' ')
+  return `${kind}/${words.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '').toLowerCase()}.cjs`
+}
+
+type SchemaController = NonNullable<FastifyServerOptions['schemaController']>
+type CompilersFactory = NonNullable<SchemaController['compilersFactory']>
+
+/** The validators and serializers of generated/, as the running server uses them: no schema is
+ * compiled at startup. A route whose module is missing means generated/ is stale. */
+export function generatedCompilers(dir: string = generatedDir): SchemaController {
+  const require = createRequire(import.meta.url)
+  const restore = (kind: Kind) => (key: RouteSchemaKey) => {
+    const file = join(dir, moduleName(kind, key))
+    if (!existsSync(file)) {
+      throw new Error(`${file} is missing: generated/ does not match openapi.yaml; run npm run generate`)
+    }
+    return require(file)
+  }
+  return {
+    compilersFactory: {
+      buildValidator: StandaloneValidator({ readMode: true, restoreFunction: restore('validators') }),
+      buildSerializer: StandaloneSerializer({ readMode: true, restoreFunction: restore('serializers') }),
+    } as CompilersFactory,
+  }
+}
+
+/**
+ * Ajv's options for each part of a request. Bodies are JSON and taken as sent: `"12"` is not a
+ * number. Path and query parameters are text, read as the schema's type. Unknown properties are
+ * reported, not removed; defaults from the schema are filled in.
+ */
+function ajvOptions(part: string, keywords: string[]) {
+  return {
+    coerceTypes: part !== 'body',
+    useDefaults: true,
+    removeAdditional: false,
+    allErrors: false,
+    strict: true,
+    // errors carry their schema, so a message can quote the rule's description
+    verbose: true,
+    keywords,
+  }
+}
+
+/**
+ * Compilers that also hand the source of every validator and serializer to `store`, keyed by
+ * module name: `npm run generate` builds the app with these and writes what they store.
+ * `keywords` are the OpenAPI words that are not JSON Schema (`example`, `x-*`).
+ */
+export function recordingCompilers(store: (name: string, source: string) => void, keywords: string[]): SchemaController {
+  const validators = StandaloneValidator({ readMode: false, storeFunction: (key, code) => store(moduleName('validators', key), code) })
+  const buildValidator = (externalSchemas: Record<string, unknown>, options: { customOptions?: object }) => {
+    const forPart = (part: string) =>
+      validators(externalSchemas as never, { ...options, customOptions: { ...options.customOptions, ...ajvOptions(part, keywords) } })
+    const body = forPart('body')
+    const parameters = forPart('parameters')
+    return (key: RouteSchemaKey & { schema: unknown }) => (key.httpPart === 'body' ? body : parameters)(key as never)
+  }
+  return {
+    compilersFactory: {
+      buildValidator,
+      buildSerializer: StandaloneSerializer({ readMode: false, storeFunction: (key, code) => store(moduleName('serializers', key), code) }),
+    } as CompilersFactory,
+  }
+}

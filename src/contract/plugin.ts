@@ -1,0 +1,69 @@
+import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
+import openapiGlue from 'fastify-openapi-glue'
+import fp from 'fastify-plugin'
+import { lifecycleHeaders } from './lifecycle.js'
+import type { OperationHandlers } from './operations.js'
+import { type Contract, deref, type Operation } from './spec.js'
+
+export interface ContractOptions {
+  contract: Contract
+  handlers: OperationHandlers
+  /** the onRequest hook of operations that require the bearer scheme */
+  authenticate: onRequestHookHandler
+  /** where the documentation page is served, for the deprecation Link */
+  docsPath: string
+}
+
+/**
+ * Serves the operations of openapi.yaml: fastify-openapi-glue makes a route of each, with its
+ * schemas and handler; this plugin adds, per operation and from the spec alone, the
+ * authentication its `security` requires and the headers its lifecycle calls for.
+ */
+async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, docsPath }: ContractOptions) {
+  app.addHook('onRoute', (route) => {
+    const operation = contract.operations.get((route.schema as { operationId?: string } | undefined)?.operationId ?? '')
+    if (operation === undefined) return
+    acceptJsonBodyOnly(route, operation, contract)
+    const hooks: onRequestHookHandler[] = []
+    const headers = lifecycleHeaders(operation, contract, docsPath)
+    if (headers !== undefined) {
+      hooks.push((_request, reply, done) => {
+        reply.headers(headers)
+        done()
+      })
+    }
+    if (requiresBearer(operation, contract)) hooks.push(authenticate)
+    route.onRequest = [...hooks, ...[route.onRequest ?? []].flat()]
+  })
+  await app.register(openapiGlue, { specification: contract.document, serviceHandlers: handlers, prefix: contract.basePath })
+}
+
+/**
+ * Fastify validates a body keyed by media type only when the request declares that type, so a
+ * POST without a body would reach its handler unchecked. The server reads JSON only: validate
+ * every body, present or not, against the application/json schema.
+ */
+function acceptJsonBodyOnly(route: RouteOptions, operation: Operation, { document }: Contract) {
+  const schema = route.schema as { body?: { content: Record<string, { schema: unknown }> } }
+  if (schema.body === undefined) return
+  const mediaTypes = Object.keys(schema.body.content).join(', ')
+  if (mediaTypes !== 'application/json' || deref(document, operation.definition.requestBody)?.required !== true) {
+    throw new Error(`openapi.yaml: ${operation.id} must require an application/json body (it takes ${mediaTypes})`)
+  }
+  schema.body = schema.body.content['application/json']!.schema as never
+}
+
+/** Whether the spec asks for the bearer scheme; any other scheme is one the server lacks. */
+function requiresBearer(operation: Operation, { document }: Contract): boolean {
+  const requirements = operation.definition.security ?? document.security ?? []
+  if (requirements.length === 0 || requirements.some((requirement) => Object.keys(requirement).length === 0)) return false
+  for (const name of requirements.flatMap(Object.keys)) {
+    const scheme = document.components?.securitySchemes?.[name] as { type?: string; scheme?: string } | undefined
+    if (scheme?.type !== 'http' || scheme.scheme?.toLowerCase() !== 'bearer') {
+      throw new Error(`openapi.yaml: ${operation.id} requires security scheme ${name}, which this server does not implement`)
+    }
+  }
+  return true
+}
+
+export default fp(contractPlugin, { name: 'contract', fastify: '5.x' })

@@ -1,0 +1,68 @@
+import { readFileSync } from 'node:fs'
+import type { OpenAPIV3 } from 'openapi-types'
+import { parse } from 'yaml'
+import { specPath } from '../paths.js'
+
+/** An operation's object as written in the spec, with its `x-*` extensions. */
+export type OperationDefinition = OpenAPIV3.OperationObject & { [extension: `x-${string}`]: unknown }
+
+export interface Operation {
+  id: string
+  /** HTTP method, upper case */
+  method: string
+  /** the path template as written in the spec, e.g. `/pets/{petId}` */
+  path: string
+  definition: OperationDefinition
+}
+
+/** openapi.yaml, read once at startup: everything the server knows about its interface. */
+export interface Contract {
+  /** the file exactly as written, served byte for byte */
+  source: string
+  document: OpenAPIV3.Document
+  /** the path every server URL ends in (`/v1`): the prefix of every route */
+  basePath: string
+  operations: ReadonlyMap<string, Operation>
+}
+
+/** A node of the document, with a local `$ref` (`#/components/...`) followed. */
+export function deref<T>(document: OpenAPIV3.Document, node: T | OpenAPIV3.ReferenceObject): T {
+  if (typeof node !== 'object' || node === null || !('$ref' in node)) return node as T
+  const found = node.$ref
+    .slice(2)
+    .split('/')
+    .reduce<unknown>((parent, key) => (parent as Record<string, unknown>)?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], document)
+  if (found === undefined) throw new Error(`openapi.yaml: ${node.$ref} points to nothing`)
+  return deref(document, found as T)
+}
+
+const methods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
+
+export function loadContract(path: string = specPath): Contract {
+  const source = readFileSync(path, 'utf8')
+  const document = parse(source) as OpenAPIV3.Document
+  return { source, document, basePath: basePathOf(document), operations: operationsOf(document) }
+}
+
+/** The servers differ in host only: the path they share is where the API is mounted. */
+function basePathOf(document: OpenAPIV3.Document): string {
+  const paths = new Set(
+    (document.servers ?? []).map(({ url }) => new URL(url, 'http://localhost').pathname.replace(/\/+$/, '')),
+  )
+  if (paths.size !== 1) {
+    throw new Error(`openapi.yaml: every server URL must end in the same base path, found ${JSON.stringify([...paths])}`)
+  }
+  return [...paths][0] as string
+}
+
+function operationsOf(document: OpenAPIV3.Document): Map<string, Operation> {
+  const operations = new Map<string, Operation>()
+  for (const [path, item] of Object.entries(document.paths)) {
+    for (const [method, definition] of Object.entries(item as Record<string, OperationDefinition>)) {
+      if (!methods.has(method)) continue
+      if (!definition.operationId) throw new Error(`openapi.yaml: ${method.toUpperCase()} ${path} has no operationId`)
+      operations.set(definition.operationId, { id: definition.operationId, method: method.toUpperCase(), path, definition })
+    }
+  }
+  return operations
+}

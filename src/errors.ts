@@ -1,0 +1,106 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+
+/**
+ * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
+ * Error body. openapi.yaml lists the same codes (Error.code, x-extensible-enum); a test holds the
+ * two lists equal.
+ */
+export const errorStatus = {
+  invalid_request: 400,
+  malformed_json: 400,
+  unauthorized: 401,
+  not_found: 404,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
+} as const
+
+export type ErrorCode = keyof typeof errorStatus
+
+export interface ErrorBody {
+  code: ErrorCode
+  message: string
+  status: number
+}
+
+/** An error a handler or hook means to send as it is. */
+export class ApiError extends Error {
+  readonly status: number
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message)
+    this.status = errorStatus[code]
+  }
+
+  get body(): ErrorBody {
+    return { code: this.code, message: this.message, status: this.status }
+  }
+}
+
+interface ValidationIssue {
+  keyword: string
+  instancePath: string
+  message?: string
+  params: { additionalProperty?: string; allowedValues?: unknown[] }
+  parentSchema?: { description?: string }
+}
+
+/** Fastify's names for the parts of a request, in the words of the spec's `in`. */
+const partNames: Record<string, string> = { querystring: 'query', params: 'path' }
+
+/** One validation failure in words a client can act on, e.g. `body/status must be one of: ...`. */
+export function describeValidation(issue: ValidationIssue, part: string): string {
+  const where = `${partNames[part] ?? part}${issue.instancePath}`
+  switch (issue.keyword) {
+    case 'additionalProperties':
+      return `${where} must NOT have additional property '${issue.params.additionalProperty}'`
+    case 'enum':
+      return `${where} must be one of: ${issue.params.allowedValues?.join(', ')}`
+    case 'pattern':
+      // the regular expression helps no one; the schema's description says the rule
+      return `${where} is not valid: ${issue.parentSchema?.description?.trim() ?? issue.message}`
+    default:
+      return `${where} ${issue.message}`
+  }
+}
+
+/** Any error, ours or Fastify's, as one of the catalogue's. */
+export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
+  if (error instanceof ApiError) return error
+  if (error.validation) {
+    if (error.validationContext === 'body' && request.body === undefined) {
+      return new ApiError('invalid_request', 'A request body is required: send a JSON object')
+    }
+    return new ApiError('invalid_request', describeValidation(error.validation[0] as ValidationIssue, error.validationContext!))
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('malformed_json', 'The request body is not valid JSON')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_request', 'The request body is empty: send a JSON object')
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', `The request body is larger than ${request.routeOptions.bodyLimit} bytes`)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(
+        'unsupported_media_type',
+        `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? 'none')}: send application/json`,
+      )
+  }
+  // Anything else a client caused (a malformed URL, a wrong Content-Length) is a bad request.
+  if (error.statusCode !== undefined && error.statusCode < 500) return new ApiError('invalid_request', error.message)
+  return new ApiError('internal_error', 'Internal server error')
+}
+
+/** The one way out for every error: the Error body, with its status and headers. */
+export function errorHandler(error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) {
+  const apiError = toApiError(error, request)
+  if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
+  return reply.code(apiError.status).headers(apiError.headers).send(apiError.body)
+}
+
+export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
+  return errorHandler(new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`), request, reply)
+}

@@ -1,0 +1,29 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig } from './config.js'
+import { DatabaseConfigError } from './storage/index.js'
+import { MigrationError } from './storage/migrations.js'
+
+/** The process: configuration, listening, first key, graceful shutdown. Nothing else. */
+async function main() {
+  const config = loadConfig()
+  const app = await buildApp(config)
+  closeWithGrace({ delay: 10_000 }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error')
+    else app.log.info({ signal }, 'shutting down')
+    await app.close()
+  })
+  const url = await app.listen({ port: config.PORT, host: config.HOST })
+  app.log.info({ url, storage: app.storage.description }, `listening on ${url}`)
+}
+
+main().catch((error: Error) => {
+  // A bad setting is reported in one line; anything else is a bug, reported whole.
+  const known =
+    error instanceof ConfigError ||
+    error instanceof DatabaseConfigError ||
+    error instanceof MigrationError ||
+    (error as NodeJS.ErrnoException).syscall === 'listen'
+  console.error(known ? `petstore: ${error.message}` : error)
+  process.exit(1)
+})

@@ -1,0 +1,56 @@
+import { type Kysely, type Migration, type MigrationResultSet, Migrator } from 'kysely'
+import type { Database, Dialect } from './database.js'
+
+/**
+ * The schema's history, oldest first. A released migration is never edited: a change is a new
+ * entry. Kysely applies the pending ones in one transaction while holding a lock (an advisory
+ * lock on PostgreSQL), so instances starting together apply each exactly once, and a failure
+ * leaves the schema as it was.
+ */
+function migrations(dialect: Dialect): Record<string, Migration> {
+  // The one difference between the dialects: how a table numbers its rows.
+  const tableWithId = (db: Kysely<unknown>, table: string) =>
+    dialect === 'postgres'
+      ? db.schema.createTable(table).addColumn('id', 'bigint', (c) => c.primaryKey().generatedAlwaysAsIdentity())
+      : db.schema.createTable(table).addColumn('id', 'integer', (c) => c.primaryKey())
+
+  return {
+    '0001_pets': {
+      async up(db) {
+        await tableWithId(db, 'pets')
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('category_id', 'bigint', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .execute()
+        // listPets filters by status and pages in id order: this index serves both.
+        await db.schema.createIndex('pets_status_id').on('pets').columns(['status', 'id']).execute()
+      },
+    },
+    '0002_api_keys': {
+      async up(db) {
+        await tableWithId(db, 'api_keys')
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('prefix', 'text', (c) => c.notNull())
+          .addColumn('hash', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('last_used_at', 'bigint')
+          .addColumn('revoked_at', 'bigint')
+          .execute()
+      },
+    },
+  }
+}
+
+export class MigrationError extends Error {}
+
+/** Brings the schema up to date; returns the names of the migrations it applied. */
+export async function migrate({ db, dialect }: Database): Promise<string[]> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => migrations(dialect) },
+  })
+  const { error, results }: MigrationResultSet = await migrator.migrateToLatest()
+  if (error !== undefined) throw new MigrationError(`migration failed: ${(error as Error).message}`)
+  return results!.map((result) => result.migrationName) // results are there whenever error is not
+
+}

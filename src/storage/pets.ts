@@ -1,0 +1,45 @@
+import type { Kysely } from 'kysely'
+import type { components } from '../../generated/api.js'
+import type { Tables } from './database.js'
+
+export type Pet = components['schemas']['Pet']
+export type NewPet = components['schemas']['NewPet']
+export type PetStatus = components['schemas']['PetStatus']
+
+export interface PetQuery {
+  limit: number
+  status?: PetStatus | undefined
+  /** only pets whose id is greater */
+  after?: number | undefined
+}
+
+/** The catalogue, whatever the database: handlers see only this. */
+export interface PetRepository {
+  /** pets in ascending id order */
+  list(query: PetQuery): Promise<Pet[]>
+  create(pet: NewPet): Promise<Pet>
+  find(id: number): Promise<Pet | undefined>
+}
+
+export function petRepository(db: Kysely<Tables>): PetRepository {
+  const pets = () => db.selectFrom('pets').select(['id', 'name', 'category_id as categoryId', 'status'])
+  return {
+    async list({ limit, status, after }) {
+      let query = pets().orderBy('id').limit(limit)
+      if (status !== undefined) query = query.where('status', '=', status)
+      if (after !== undefined) query = query.where('id', '>', after)
+      return (await query.execute()) as Pet[]
+    },
+    async create({ name, categoryId, status }) {
+      const { id } = await db
+        .insertInto('pets')
+        .values({ name, category_id: categoryId, status })
+        .returning('id')
+        .executeTakeFirstOrThrow()
+      return { id, name, categoryId, status }
+    },
+    async find(id) {
+      return (await pets().where('id', '=', id).executeTakeFirst()) as Pet | undefined
+    },
+  }
+}

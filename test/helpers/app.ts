@@ -1,0 +1,57 @@
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import type { Test } from 'tap'
+import { type AppOptions, buildApp } from '../../src/app.js'
+import { contractViolations } from './contract.js'
+
+/** The API key every test app accepts. */
+export const testKey = 'test-key-3f9a1c'
+
+/** A fresh app on its own in-memory database, closed when the test ends. */
+export async function build(t: Test, options: Partial<AppOptions> = {}): Promise<FastifyInstance> {
+  const app = await buildApp({
+    DATABASE_URL: 'sqlite::memory:',
+    DATABASE_POOL_SIZE: 1,
+    API_KEYS: [testKey],
+    LOG_LEVEL: 'silent',
+    ...options,
+  })
+  t.teardown(() => app.close())
+  return app
+}
+
+export interface CallOptions extends InjectOptions {
+  /** the bearer key to send: the test key by default, none when null */
+  key?: string | null
+}
+
+export interface CallResult {
+  status: number
+  headers: Record<string, string | string[] | number | undefined>
+  body: string
+  // biome-ignore lint: the body of a JSON response, shape checked against the contract already
+  json: any
+}
+
+/**
+ * Sends a request through app.inject and checks the response against openapi.yaml before
+ * handing it back: every response in the tests keeps the contract, or the test fails.
+ */
+export async function call(t: Test, app: FastifyInstance, { key = testKey, ...options }: CallOptions): Promise<CallResult> {
+  const headers = { ...(key !== null && { authorization: `Bearer ${key}` }), ...options.headers }
+  const response = await app.inject({ ...options, headers })
+  const observed = {
+    method: options.method ?? 'GET',
+    url: String(options.url),
+    status: response.statusCode,
+    headers: response.headers,
+    body: response.body,
+  }
+  t.strictSame(contractViolations(observed), [], `${observed.method} ${observed.url} ${observed.status} keeps the contract`)
+  let json: unknown
+  try {
+    json = JSON.parse(response.body)
+  } catch {
+    json = undefined
+  }
+  return { ...observed, json }
+}

@@ -1,0 +1,91 @@
+/**
+ * The contract, checked from the outside: every response a test receives is compared with
+ * openapi.yaml (documented status, media type, body schema, documented headers). Schemas are
+ * compiled here from the YAML itself, independently of generated/.
+ */
+import { Ajv } from 'ajv'
+import formats from 'ajv-formats'
+import type { OpenAPIV3 } from 'openapi-types'
+import { deref, loadContract, type Operation } from '../../src/contract/spec.js'
+
+const contract = loadContract()
+const { document, basePath } = contract
+
+const ajv = new Ajv({ strict: false, allErrors: true })
+formats.default(ajv)
+ajv.addSchema(document as object, 'openapi')
+
+/** Headers any HTTP response may carry without the spec naming them. */
+const transportHeaders = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
+
+export interface ObservedResponse {
+  method: string
+  /** the request path, query string allowed */
+  url: string
+  status: number
+  headers: Record<string, string | string[] | number | undefined>
+  body: string
+}
+
+const pointer = (...keys: string[]) => keys.map((key) => key.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
+
+/** The operation of the spec that serves this method and path, if any. */
+export function operationFor(method: string, url: string): Operation | undefined {
+  const path = url.split('?')[0]!
+  if (!path.startsWith(`${basePath}/`)) return undefined
+  const relative = path.slice(basePath.length)
+  return [...contract.operations.values()].find(
+    (operation) =>
+      operation.method === method.toUpperCase() &&
+      new RegExp(`^${operation.path.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(relative),
+  )
+}
+
+/** What is wrong with a response, in words; empty when it keeps the contract. */
+export function contractViolations(response: ObservedResponse): string[] {
+  const operation = operationFor(response.method, response.url)
+  if (operation === undefined) {
+    // Not an operation (the documentation, or a path the spec lacks): errors still take the Error shape.
+    return response.status >= 400 && response.method.toUpperCase() !== 'HEAD'
+      ? bodyViolations(response, '#/components/schemas/Error')
+      : []
+  }
+  const problems: string[] = []
+  const responses = operation.definition.responses
+  let location = `#/${pointer('paths', operation.path, operation.method.toLowerCase(), 'responses', String(response.status))}`
+  const documented = responses[String(response.status)]
+  if (documented === undefined) return [`${operation.id} does not document status ${response.status}`]
+  if ('$ref' in documented) location = documented.$ref
+  const definition = deref<OpenAPIV3.ResponseObject>(document, documented)
+
+  for (const [name, header] of Object.entries(definition.headers ?? {})) {
+    if (deref<OpenAPIV3.HeaderObject>(document, header).required && response.headers[name.toLowerCase()] === undefined) {
+      problems.push(`header ${name} is documented as required but missing`)
+    }
+  }
+  const documentedHeaders = new Set(Object.keys(definition.headers ?? {}).map((name) => name.toLowerCase()))
+  for (const name of Object.keys(response.headers)) {
+    if (!transportHeaders.has(name) && !documentedHeaders.has(name)) problems.push(`header ${name} is not documented`)
+  }
+
+  if (response.method.toUpperCase() === 'HEAD') return problems
+  const mediaTypes = Object.keys(definition.content ?? {})
+  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!
+  if (!mediaTypes.includes(mediaType)) return [...problems, `media type ${mediaType} is not one of ${mediaTypes.join(', ')}`]
+  return [...problems, ...bodyViolations(response, `${location}/content/${pointer(mediaType)}/schema`)]
+}
+
+function bodyViolations(response: ObservedResponse, schemaPointer: string): string[] {
+  let body: unknown
+  try {
+    body = JSON.parse(response.body)
+  } catch {
+    return [`body is not JSON: ${response.body.slice(0, 100)}`]
+  }
+  const validate = ajv.getSchema(`openapi${schemaPointer}`)!
+  const problems = validate(body) ? [] : (validate.errors ?? []).map((error) => `body${error.instancePath} ${error.message}`)
+  if (response.status >= 400 && (body as { status?: unknown }).status !== response.status) {
+    problems.push(`Error.status ${(body as { status?: unknown }).status} differs from the HTTP status ${response.status}`)
+  }
+  return problems
+}

@@ -1,0 +1,70 @@
+/**
+ * Real processes for the tests that need them: the server as `npm start` runs it, and the
+ * command-line scripts. They run under the same TypeScript loader as the tests (tap's), so
+ * their coverage counts.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { projectRoot } from '../../src/paths.js'
+
+export interface Finished {
+  code: number | null
+  signal: NodeJS.Signals | null
+  stdout: string
+  stderr: string
+}
+
+export interface RunningProcess {
+  child: ChildProcess
+  stdout(): string
+  stderr(): string
+  /** resolves when the process has ended */
+  exited: Promise<Finished>
+}
+
+/** Starts `file` (relative to the project root) with `args`, the environment given on top of ours. */
+export function launch(t: Test, file: string, args: string[] = [], env: Record<string, string> = {}): RunningProcess {
+  const child = spawn(process.execPath, [...process.execArgv, join(projectRoot, file), ...args], {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal, stdout, stderr }) as Finished)
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL')
+      await exited
+    }
+  })
+  return { child, stdout: () => stdout, stderr: () => stderr, exited }
+}
+
+/** Runs a script to its end. */
+export function run(t: Test, file: string, args: string[] = [], env: Record<string, string> = {}): Promise<Finished> {
+  return launch(t, file, args, env).exited
+}
+
+export interface ServerProcess extends RunningProcess {
+  /** http://127.0.0.1:PORT */
+  url: string
+}
+
+/** Starts the server on a free port and waits until it listens (it logs its URL). */
+export async function startServer(t: Test, env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServerProcess> {
+  const server = launch(t, 'src/server.ts', [], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env })
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const url = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]
+    if (url !== undefined) return { ...server, url }
+    if (server.child.exitCode !== null || Date.now() > deadline) {
+      throw new Error(`the server did not start:\n${server.stdout()}\n${server.stderr()}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
