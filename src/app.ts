@@ -1,11 +1,11 @@
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
 import { anyOf, bearerAuth, staticKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
-import { errorHandler, notFoundHandler } from './errors.js'
+import { clientErrorHandler, errorHandler, notFoundHandler } from './errors.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 
@@ -19,6 +19,12 @@ export interface AppOptions extends Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL
   schemaController?: FastifyServerOptions['schemaController']
   /** the contract to serve: by default openapi.yaml */
   contract?: Contract
+}
+
+/** One access-log line per request, when it is answered ("request completed", with the
+ * method, URL, status and time); Fastify's default adds a second line as each request arrives. */
+class AccessLog extends LogController {
+  override incomingRequest() {}
 }
 
 declare module 'fastify' {
@@ -46,9 +52,20 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
       level: options.LOG_LEVEL,
       // the key is the one secret a request carries; it is never written down
       redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
+      // the access-log line names the request it answers
+      serializers: {
+        // (typed partial by Fastify, but a reply always has its request)
+        res: ({ statusCode, request }) => ({ statusCode, method: request!.method, url: request!.url }),
+      },
       ...options.logger,
     },
+    logController: new AccessLog(),
     bodyLimit,
+    // a path parameter too long for the router would be a 404 without a word; let validation say why
+    routerOptions: { maxParamLength: 16 * 1024 },
+    // errors Fastify meets before routing (a malformed URL) leave through the same door as all others
+    frameworkErrors: errorHandler,
+    clientErrorHandler,
     // requests that arrive while the server drains are answered, not refused with a 503
     return503OnClosing: false,
     // the routes are the operations of the spec and the documentation, without implicit HEADs

@@ -17,7 +17,7 @@ export const configSchema = Type.Object({
   }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
   API_KEYS: Type.String({
-    pattern: `^\\s*(${token}(\\s*,\\s*${token})*)?\\s*$`,
+    pattern: `^\\s*(${token})?\\s*(,\\s*(${token})?\\s*)*$`,
     default: '',
     description: 'comma-separated API keys accepted beside the stored ones',
   }),

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 
 /**
@@ -103,4 +104,23 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
   return errorHandler(new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`), request, reply)
+}
+
+/** Why Node's HTTP parser gave up on a request, where the code alone would puzzle a client. */
+const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request headers are larger than 16 KiB' }
+
+/**
+ * A request Node cannot read as HTTP (truncated, oversized headers, too slow) never reaches
+ * Fastify: it is answered here, in the Error shape too, and the connection closed.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
+  // a reset connection has no one left to answer
+  if (socket.writable) {
+    const message = unreadable[error.code!] ?? `The HTTP request could not be read (${error.code})`
+    const body = JSON.stringify(new ApiError('invalid_request', message).body)
+    socket.write(
+      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy()
 }

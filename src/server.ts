@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
+import { issueFirstKey } from './auth/first-key.js'
 import { ConfigError, loadConfig } from './config.js'
 import { DatabaseConfigError } from './storage/index.js'
 import { MigrationError } from './storage/migrations.js'
@@ -14,6 +15,8 @@ async function main() {
     await app.close()
   })
   const url = await app.listen({ port: config.PORT, host: config.HOST })
+  // After listening: the key is shown with the URL, and is not created for a server that failed to start.
+  if (config.API_KEYS.length === 0) await issueFirstKey(app, url)
   app.log.info({ url, storage: app.storage.description }, `listening on ${url}`)
 }
 

@@ -90,6 +90,8 @@ t.test('createPet: any body but JSON is 415; a body over 16 KiB is 413', async (
   })
   t.equal(large.status, 413)
   t.strictSame(large.json, { code: 'payload_too_large', message: 'The request body is larger than 16384 bytes', status: 413 })
+  const untyped = await call(t, app, { method: 'POST', url: '/v1/pets', payload: Buffer.from('{"name":"Rex","categoryId":1}') })
+  t.strictSame(untyped.json, { code: 'unsupported_media_type', message: 'Unsupported media type "none": send application/json', status: 415 })
   const charset = await call(t, app, {
     method: 'POST',
     url: '/v1/pets',

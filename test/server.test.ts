@@ -1,9 +1,14 @@
-import { mkdtempSync } from 'node:fs'
+import { once } from 'node:events'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import SQLite from 'better-sqlite3'
 import t from 'tap'
+import { openStorage } from '../src/storage/index.js'
 import { testKey } from './helpers/app.js'
-import { run, startServer } from './helpers/processes.js'
+import { run, startServer, within } from './helpers/processes.js'
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'petstore-server-'))
 
@@ -30,4 +35,44 @@ t.test('bad configuration: one clear line on stderr, exit 1', async (t) => {
     t.equal(code, 1, JSON.stringify(env))
     t.match(stderr, message)
   }
+})
+
+t.test('a database migrated by a newer version, or a port in use: one clear line on stderr, exit 1', async (t) => {
+  const dir = tempDir()
+  const newer = join(dir, 'newer.db')
+  await (await openStorage(`sqlite:${newer}`, { poolSize: 1 })).close()
+  const db = new SQLite(newer)
+  db.prepare('insert into kysely_migration (name, timestamp) values (?, ?)').run('9999_from_a_newer_version', new Date().toISOString())
+  db.close()
+  const taken = createServer().listen(0, '127.0.0.1')
+  t.teardown(() => taken.close())
+  await within(5_000, once(taken, 'listening'))
+  const { port } = taken.address() as AddressInfo
+
+  const env = { API_KEYS: testKey, HOST: '127.0.0.1' }
+  const [migration, listen] = await Promise.all([
+    run(t, 'src/server.ts', [], { ...env, DATABASE_URL: `sqlite:${newer}`, PORT: '0' }),
+    run(t, 'src/server.ts', [], { ...env, DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, PORT: String(port) }),
+  ])
+  t.equal(migration.code, 1)
+  t.match(migration.stderr, /^petstore: [^\n]*9999_from_a_newer_version[^\n]*\n$/)
+  t.equal(listen.code, 1)
+  t.equal(listen.stderr, `petstore: listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`)
+})
+
+t.test('an uncaught error: the server logs it, drains, and exits 1', async (t) => {
+  const dir = tempDir()
+  // A fault put into the process from outside: the server has no way to fail like this on purpose.
+  const fault = join(dir, 'throw-on-sigwinch.mjs')
+  writeFileSync(fault, "process.on('SIGWINCH', () => { throw new Error('an unexpected failure') })\n")
+  const env = {
+    DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`,
+    API_KEYS: testKey,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(fault)}`,
+  }
+  const server = await startServer(t, env)
+  server.child.kill('SIGWINCH')
+  const { code, stdout } = await within(15_000, server.exited)
+  t.equal(code, 1)
+  t.match(stdout, /"level":50,[^\n]*"err":\{[^\n]*"message":"an unexpected failure"[^\n]*"msg":"shutting down after an error"/)
 })

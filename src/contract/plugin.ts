@@ -1,6 +1,5 @@
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import fp from 'fastify-plugin'
 import { lifecycleHeaders } from './lifecycle.js'
 import type { OperationHandlers } from './operations.js'
 import { type Contract, deref, type Operation } from './spec.js'
@@ -17,12 +16,12 @@ export interface ContractOptions {
 /**
  * Serves the operations of openapi.yaml: fastify-openapi-glue makes a route of each, with its
  * schemas and handler; this plugin adds, per operation and from the spec alone, the
- * authentication its `security` requires and the headers its lifecycle calls for.
+ * authentication its `security` requires and the headers its lifecycle calls for. It is an
+ * encapsulated context of its own, so its onRoute hook sees the operations' routes only.
  */
-async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, docsPath }: ContractOptions) {
+export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, docsPath }: ContractOptions) {
   app.addHook('onRoute', (route) => {
-    const operation = contract.operations.get((route.schema as { operationId?: string } | undefined)?.operationId ?? '')
-    if (operation === undefined) return
+    const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
     const hooks: onRequestHookHandler[] = []
     const headers = lifecycleHeaders(operation, contract, docsPath)
@@ -65,5 +64,3 @@ function requiresBearer(operation: Operation, { document }: Contract): boolean {
   }
   return true
 }
-
-export default fp(contractPlugin, { name: 'contract', fastify: '5.x' })

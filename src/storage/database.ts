@@ -1,7 +1,17 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, statSync } from 'node:fs'
 import { dirname } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { type Generated, Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Generated,
+  Kysely,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+} from 'kysely'
 import pg from 'pg'
 
 /** The tables, as Kysely sees them. Timestamps are Unix milliseconds in both dialects. */
@@ -48,10 +58,10 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
     if (!URL.canParse(url)) throw new DatabaseConfigError('DATABASE_URL: not a valid postgres:// URL')
     return { dialect: 'postgres', url }
   }
-  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0] ?? url
-  throw new DatabaseConfigError(
-    `DATABASE_URL: unknown scheme ${JSON.stringify(scheme)}; use sqlite:PATH, sqlite::memory: or postgres://USER@HOST:PORT/DB`,
-  )
+  // Only the scheme is quoted back: the rest may hold a password.
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(url)?.[0]
+  const problem = scheme === undefined ? 'no scheme' : `unknown scheme ${JSON.stringify(scheme)}`
+  throw new DatabaseConfigError(`DATABASE_URL: ${problem}; use sqlite:PATH, sqlite::memory: or postgres://USER@HOST:PORT/DB`)
 }
 
 export interface DatabaseOptions {
@@ -68,13 +78,16 @@ function openSqlite(file: string): Database {
   try {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
     sqlite = new SQLite(file)
+    // Another process holding the write lock is waited for, up to 5 s, not failed at once
+    // (better-sqlite3's default, made explicit: the transactions below rely on it).
+    sqlite.pragma('busy_timeout = 5000')
     // WAL: readers never wait for the writer. synchronous=FULL: a commit is on disk (fsync)
     // before it returns, so a 201 survives a power loss, not only a crash of the process.
     sqlite.pragma('journal_mode = WAL')
     sqlite.pragma('synchronous = FULL')
-    sqlite.pragma('busy_timeout = 5000')
   } catch (error) {
-    throw new DatabaseConfigError(`cannot open SQLite ${file}: ${(error as Error).message}`)
+    const reason = isDirectory(file) ? 'it is a directory, not a file' : (error as Error).message
+    throw new DatabaseConfigError(`cannot open SQLite ${file}: ${reason}`)
   }
   // Kysely prepares every query anew; the handful of distinct statements is prepared once.
   const statements = new Map<string, SQLite.Statement>()
@@ -86,7 +99,44 @@ function openSqlite(file: string): Database {
       return statement
     },
   }
-  return { db: new Kysely<Tables>({ dialect: new SqliteDialect({ database }) }), dialect: 'sqlite', description: `SQLite ${file}` }
+  return { db: new Kysely<Tables>({ dialect: new SharedSqliteDialect({ database }) }), dialect: 'sqlite', description: `SQLite ${file}` }
+}
+
+const isDirectory = (path: string) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true
+
+/**
+ * Kysely's SQLite, fit for a file that several processes open (two servers, or a server and
+ * `npm run migrate`):
+ * - a transaction takes the write lock when it begins (BEGIN IMMEDIATE), waiting busy_timeout
+ *   for another process to finish; a plain BEGIN would read first and then fail with
+ *   SQLITE_BUSY when another process had written in between;
+ * - migrations run in one transaction, as on PostgreSQL: SQLite's DDL is transactional, but
+ *   Kysely assumes it is not and would leave the migrations before a failing one applied.
+ */
+class SharedSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig
+  constructor(config: SqliteDialectConfig) {
+    super(config)
+    this.#config = config
+  }
+  override createDriver() {
+    return new ImmediateTransactionsDriver(this.#config)
+  }
+  override createAdapter() {
+    return new TransactionalDdlAdapter()
+  }
+}
+
+class ImmediateTransactionsDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection) {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
+  }
+}
+
+class TransactionalDdlAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl() {
+    return true
+  }
 }
 
 /** int8 (bigint, ids and timestamps) as a JavaScript number: every value we store is below 2^53. */
@@ -95,11 +145,27 @@ const types = {
     oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 }
 
+/** How long a connection may take to open, and a request may wait for a free one in the pool.
+ * Without it, a server that drops packets (firewall, wrong host) hangs startup in silence. */
+export const connectionTimeoutMs = 5_000
+
 function openPostgres(url: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types })
-  // An idle connection that the server drops (restart, failover) is discarded by the pool; the
-  // next query opens a new one. Without a listener, that error would end the process.
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: connectionTimeoutMs })
+  // A connection that the server drops (restart, failover, pg_terminate_backend) emits an
+  // error event, which would end the process if nothing listened: on the pool while the
+  // connection is idle there (the pool discards it; the next query opens a new one), on the
+  // client while it is lent out (its query fails: that one request gets a 500).
   pool.on('error', () => {})
+  pool.on('connect', (pooled) => {
+    const client = pooled as unknown as pg.Client // what the pool lends is a Client, typed more narrowly
+    client.on('error', () => {})
+    // The server says FATAL before it closes a connection. pg fails the running query but
+    // keeps the connection usable until the close arrives, and the pool would lend it to the
+    // next request in the meantime, failing that one too. Ended now, it is discarded instead.
+    client.connection.on('errorMessage', ({ severity }: { severity?: string }) => {
+      if (severity === 'FATAL') void client.end()
+    })
+  })
   const { hostname, port, pathname } = new URL(url)
   return {
     db: new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) }),

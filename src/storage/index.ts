@@ -15,21 +15,31 @@ export interface Storage {
   close(): Promise<void>
 }
 
+/** Opens the database named by `url` and checks that it answers: a wrong host, role or
+ * database name is reported here, at startup, not at the first request. */
+export async function connect(url: string, options: DatabaseOptions): Promise<Database> {
+  const database = openDatabase(parseDatabaseUrl(url), options)
+  try {
+    await sql`select 1`.execute(database.db)
+  } catch (error) {
+    await database.db.destroy()
+    throw new DatabaseConfigError(`cannot connect to ${database.description}: ${(error as Error).message}`)
+  }
+  return database
+}
+
 /** Opens the database named by `url`, checks it answers, and brings its schema up to date. */
 export async function openStorage(url: string, options: DatabaseOptions): Promise<Storage> {
-  const database: Database = openDatabase(parseDatabaseUrl(url), options)
+  const database = await connect(url, options)
   const { db, dialect, description } = database
   try {
-    await sql`select 1`.execute(db).catch((error: Error) => {
-      throw new DatabaseConfigError(`cannot reach ${description}: ${error.message}`)
-    })
     await migrate(database)
   } catch (error) {
     await db.destroy()
     throw error
   }
   return {
-    pets: petRepository(db),
+    pets: petRepository(db, dialect),
     keys: keyRepository(db, dialect),
     description,
     close: () => db.destroy(),

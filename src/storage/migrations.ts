@@ -4,8 +4,8 @@ import type { Database, Dialect } from './database.js'
 /**
  * The schema's history, oldest first. A released migration is never edited: a change is a new
  * entry. Kysely applies the pending ones in one transaction while holding a lock (an advisory
- * lock on PostgreSQL), so instances starting together apply each exactly once, and a failure
- * leaves the schema as it was.
+ * lock on PostgreSQL; on SQLite the write lock that BEGIN IMMEDIATE takes, see database.ts), so
+ * instances starting together apply each exactly once, and a failure leaves the schema as it was.
  */
 function migrations(dialect: Dialect): Record<string, Migration> {
   // The one difference between the dialects: how a table numbers its rows.
@@ -41,6 +41,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
   }
 }
 
+/** The schema could not be brought up to date; the process reports it in one line and exits. */
 export class MigrationError extends Error {}
 
 /** Brings the schema up to date; returns the names of the migrations it applied. */
@@ -49,8 +50,13 @@ export async function migrate({ db, dialect }: Database): Promise<string[]> {
     db,
     provider: { getMigrations: async () => migrations(dialect) },
   })
-  const { error, results }: MigrationResultSet = await migrator.migrateToLatest()
-  if (error !== undefined) throw new MigrationError(`migration failed: ${(error as Error).message}`)
-  return results!.map((result) => result.migrationName) // results are there whenever error is not
-
+  const { error, results = [] }: MigrationResultSet = await migrator.migrateToLatest()
+  if (error !== undefined) {
+    // Kysely's results list the migrations before the failing one as successes, but they ran
+    // in its transaction and were rolled back with it: none is applied.
+    const failed = results.find((result) => result.status === 'Error')
+    const what = failed ? `migration ${failed.migrationName} failed` : 'cannot migrate'
+    throw new MigrationError(`${what}: ${(error as Error).message}; no migration was applied`)
+  }
+  return results.map((result) => result.migrationName)
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely'
 import type { components } from '../../generated/api.js'
-import type { Tables } from './database.js'
+import type { Dialect, Tables } from './database.js'
+import { groupCommit } from './group-commit.js'
 
 export type Pet = components['schemas']['Pet']
 export type NewPet = components['schemas']['NewPet']
@@ -21,8 +22,30 @@ export interface PetRepository {
   find(id: number): Promise<Pet | undefined>
 }
 
-export function petRepository(db: Kysely<Tables>): PetRepository {
+export function petRepository(db: Kysely<Tables>, dialect: Dialect): PetRepository {
   const pets = () => db.selectFrom('pets').select(['id', 'name', 'category_id as categoryId', 'status'])
+
+  const insert = async (executor: Kysely<Tables>, { name, categoryId, status }: NewPet): Promise<Pet> => {
+    const { id } = await executor
+      .insertInto('pets')
+      .values({ name, category_id: categoryId, status })
+      .returning('id')
+      .executeTakeFirstOrThrow()
+    return { id, name, categoryId, status }
+  }
+  // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.
+  // PostgreSQL takes them in parallel on its pool, and groups commits itself.
+  const create =
+    dialect === 'sqlite'
+      ? groupCommit((batch: NewPet[]) =>
+          db.transaction().execute(async (trx) => {
+            const created: Pet[] = []
+            for (const pet of batch) created.push(await insert(trx, pet))
+            return created
+          }),
+        )
+      : (pet: NewPet) => insert(db, pet)
+
   return {
     async list({ limit, status, after }) {
       let query = pets().orderBy('id').limit(limit)
@@ -30,14 +53,7 @@ export function petRepository(db: Kysely<Tables>): PetRepository {
       if (after !== undefined) query = query.where('id', '>', after)
       return (await query.execute()) as Pet[]
     },
-    async create({ name, categoryId, status }) {
-      const { id } = await db
-        .insertInto('pets')
-        .values({ name, category_id: categoryId, status })
-        .returning('id')
-        .executeTakeFirstOrThrow()
-      return { id, name, categoryId, status }
-    },
+    create,
     async find(id) {
       return (await pets().where('id', '=', id).executeTakeFirst()) as Pet | undefined
     },

@@ -9,6 +9,22 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { projectRoot } from '../../src/paths.js'
 
+/** How long a process may take: seconds under the TypeScript loader, tens on a busy machine. */
+export const processBound = 60_000
+
+/** `promise`, or a failure after `ms`: no wait in the tests is unbounded. */
+export async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 export interface Finished {
   code: number | null
   signal: NodeJS.Signals | null
@@ -45,9 +61,9 @@ export function launch(t: Test, file: string, args: string[] = [], env: Record<s
   return { child, stdout: () => stdout, stderr: () => stderr, exited }
 }
 
-/** Runs a script to its end. */
+/** Runs a script to its end (within `processBound`; the teardown kills it otherwise). */
 export function run(t: Test, file: string, args: string[] = [], env: Record<string, string> = {}): Promise<Finished> {
-  return launch(t, file, args, env).exited
+  return within(processBound, launch(t, file, args, env).exited)
 }
 
 export interface ServerProcess extends RunningProcess {
@@ -56,7 +72,7 @@ export interface ServerProcess extends RunningProcess {
 }
 
 /** Starts the server on a free port and waits until it listens (it logs its URL). */
-export async function startServer(t: Test, env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ServerProcess> {
+export async function startServer(t: Test, env: Record<string, string> = {}, timeoutMs = processBound): Promise<ServerProcess> {
   const server = launch(t, 'src/server.ts', [], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env })
   const deadline = Date.now() + timeoutMs
   for (;;) {

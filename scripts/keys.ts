@@ -1,0 +1,145 @@
+/**
+ * npm run -s keys -- create --name NAME | list | revoke ID
+ *
+ * Manages the API keys kept in the database of DATABASE_URL (SQLite or PostgreSQL), whose
+ * schema it brings up to date first. A key is shown once, when created: the store keeps only
+ * its SHA-256. The server looks every key up in the store, with no cache, so a revocation
+ * holds from the next request on, on every instance.
+ */
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from '../src/config.js'
+import { DatabaseConfigError, openStorage } from '../src/storage/index.js'
+import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
+import { MigrationError } from '../src/storage/migrations.js'
+
+const usage = `Usage: npm run -s keys -- <command>
+
+Commands:
+  create --name NAME  issue a key; prints it once, alone on the last line
+  list                all keys: id, name, prefix, created, last used, revoked
+  revoke ID           refuse the key from the next request on, on every instance
+  help                this text
+
+The keys are kept in the database of DATABASE_URL (default sqlite:./data/petstore.db).
+
+Exit status: 0 done; 1 failed, including revoke of an unknown or an already revoked
+key; 2 a usage error.`
+
+/** A command line this script cannot follow: it answers with the usage and exit status 2. */
+class UsageError extends Error {}
+
+/** A command, ready to run against the store; it resolves to the exit status. */
+type Command = (keys: KeyRepository) => Promise<number>
+
+function parseCommand(args: string[]): Command | 'help' {
+  let parsed
+  try {
+    parsed = parseArgs({ args, options: { name: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true })
+  } catch (error) {
+    // an unknown option, or --name without a value
+    throw new UsageError((error as Error).message)
+  }
+  const { name, help } = parsed.values
+  const [command, ...operands] = parsed.positionals
+  if (help || command === 'help') return 'help'
+  if (command === undefined) throw new UsageError('no command given')
+  if (!['create', 'list', 'revoke'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  if (name !== undefined && command !== 'create') throw new UsageError('--name goes with create only')
+  if (operands.length !== (command === 'revoke' ? 1 : 0)) {
+    throw new UsageError(command === 'revoke' ? 'revoke takes one ID' : `${command} takes no arguments`)
+  }
+
+  if (command === 'list') return list
+  if (command === 'revoke') return revoke(keyId(operands[0]!))
+  if (name === undefined) throw new UsageError('create needs --name NAME')
+  // a name is read in a table: blanks or control characters would only garble it
+  if (name.trim() === '' || /\p{Cc}/u.test(name)) throw new UsageError('--name must be non-empty, without control characters')
+  return create(name.trim())
+}
+
+function keyId(text: string): number {
+  const id = Number(text)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(id)) throw new UsageError(`ID must be a key's id (a whole number), not ${JSON.stringify(text)}`)
+  return id
+}
+
+const create =
+  (name: string): Command =>
+  async (keys) => {
+    const { record, key } = await keys.issue(name)
+    console.log(`Created key ${record.id} "${record.name}" (prefix ${record.prefix}).`)
+    console.log('Copy it now: it is shown only this once, and the store keeps only a hash of it.')
+    // alone on the last line, so that `... create --name ci | tail -n1` is the key
+    console.log(key)
+    return 0
+  }
+
+const list: Command = async (keys) => {
+  const records = await keys.list()
+  if (records.length === 0) console.log('No API keys yet. Create one: npm run -s keys -- create --name NAME')
+  else console.log(table([['id', 'name', 'prefix', 'created', 'last used', 'revoked'], ...records.map(columns)]))
+  return 0
+}
+
+const revoke =
+  (id: number): Command =>
+  async (keys) => {
+    const outcome = await keys.revoke(id)
+    if (outcome === 'revoked') {
+      console.log(`Revoked key ${id}: every instance refuses it from the next request on.`)
+      return 0
+    }
+    console.error(`petstore keys: ${outcome === 'not found' ? `no key has id ${id}` : `key ${id} was revoked already`}`)
+    return 1
+  }
+
+/** What `list` shows of a key: never the key, which is not stored, nor its hash. */
+const columns = (key: ApiKeyRecord) => [
+  String(key.id),
+  key.name,
+  key.prefix,
+  timestamp(key.createdAt),
+  timestamp(key.lastUsedAt),
+  timestamp(key.revokedAt),
+]
+
+/** ISO 8601 in UTC, to the second; `-` for a moment that has not come. */
+const timestamp = (date: Date | null) => (date === null ? '-' : date.toISOString().replace(/\.\d+Z$/, 'Z'))
+
+/** Rows as left-aligned columns, two spaces apart. */
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
+  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')
+}
+
+async function main(args: string[]): Promise<number> {
+  const command = parseCommand(args)
+  if (command === 'help') {
+    console.log(usage)
+    return 0
+  }
+  const config = loadConfig()
+  const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE })
+  try {
+    return await command(storage.keys)
+  } finally {
+    await storage.close()
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (status) => {
+    process.exitCode = status
+  },
+  (error: Error) => {
+    if (error instanceof UsageError) {
+      console.error(`petstore keys: ${error.message}\n\n${usage}`)
+      process.exitCode = 2
+      return
+    }
+    // A bad setting is reported in one line; anything else is a bug, reported whole.
+    const known = error instanceof ConfigError || error instanceof DatabaseConfigError || error instanceof MigrationError
+    console.error(known ? `petstore keys: ${error.message}` : error)
+    process.exitCode = 1
+  },
+)

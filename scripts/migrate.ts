@@ -1,0 +1,27 @@
+/**
+ * npm run migrate: brings the schema of the database at DATABASE_URL up to date, as the server
+ * does when it starts. Safe to run beside running servers and other migrate runs: migrations
+ * are applied under a lock, in one transaction, each exactly once.
+ */
+import { loadConfig } from '../src/config.js'
+import { connect } from '../src/storage/index.js'
+import { migrate } from '../src/storage/migrations.js'
+
+async function main() {
+  const config = loadConfig()
+  const database = await connect(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE })
+  try {
+    const applied = await migrate(database)
+    for (const name of applied) console.log(`applied ${name}`)
+    console.log(`${database.description} is up to date${applied.length === 0 ? '; nothing to apply' : ''}`)
+  } finally {
+    await database.db.destroy()
+  }
+}
+
+main().catch((error: Error) => {
+  // Every failure here is a setting or a state of the database (each wrapped with a message that
+  // says so): one line, no stack trace.
+  console.error(`petstore migrate: ${error.message}`)
+  process.exit(1)
+})

@@ -1,0 +1,32 @@
+import type { FastifyInstance } from 'fastify'
+import { loadContract } from '../contract/spec.js'
+
+/** What `npm run keys -- list` calls the key of a first start. */
+const firstKeyName = 'first start'
+
+/**
+ * A first start (no API_KEYS, no key in the store yet) issues one key and shows it once, with a
+ * request that uses it, so that `npm start` alone gives a working setup. The key goes to stdout
+ * as plain text, never through the logger: logs are kept and shipped, and must hold no key.
+ * `url` is where the server listens.
+ */
+export async function issueFirstKey(app: FastifyInstance, url: string): Promise<void> {
+  const issued = await app.storage.keys.issueFirst(firstKeyName)
+  if (issued === undefined) return
+  const { record, key } = issued
+  app.log.info({ keyId: record.id, prefix: record.prefix }, 'issued the first API key, shown once on stdout')
+  process.stdout.write(
+    [
+      '',
+      `No API key was set up, so this first start created one: "${record.name}" (id ${record.id}).`,
+      'It is shown only this once: copy it now.',
+      '',
+      `  API key:  ${key}`,
+      `  Try it:   curl -H "Authorization: Bearer ${key}" ${url}${loadContract().basePath}/pets`,
+      '',
+      'Manage keys with: npm run -s keys -- create --name NAME | list | revoke ID',
+      '',
+      '',
+    ].join('\n'),
+  )
+}

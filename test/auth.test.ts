@@ -1,0 +1,65 @@
+import t from 'tap'
+import { build, call, testKey } from './helpers/app.js'
+
+const challenge = 'Bearer realm="petstore"'
+const invalidToken = 'Bearer realm="petstore", error="invalid_token"'
+
+t.test('every operation answers a missing, wrong or malformed key with 401 and a bearer challenge', async (t) => {
+  const app = await build(t, { API_KEYS: [testKey, 'second-key'] })
+  const cases: [string | undefined, string, RegExp][] = [
+    [undefined, challenge, /^Missing API key/],
+    ['', challenge, /^Missing API key/],
+    ['Bearer wrong-key', invalidToken, /^Invalid API key$/],
+    [`Bearer ${testKey}x`, invalidToken, /^Invalid API key$/],
+    ['Bearer', invalidToken, /^Malformed bearer token/],
+    [`Bearer ${testKey} extra`, invalidToken, /^Malformed bearer token/],
+    ['Bearer k€y', invalidToken, /^Malformed bearer token/],
+    [`Basic ${Buffer.from(`user:${testKey}`).toString('base64')}`, challenge, /^Unsupported authorization scheme/],
+    [testKey, challenge, /^Unsupported authorization scheme/],
+    [`Token ${testKey}`, challenge, /^Unsupported authorization scheme/],
+  ]
+  for (const url of ['/v1/pets', '/v1/pets/1']) {
+    for (const [authorization, wwwAuthenticate, message] of cases) {
+      const headers = authorization === undefined ? {} : { authorization }
+      const response = await call(t, app, { url, key: null, headers })
+      t.equal(response.status, 401, `${url} with ${JSON.stringify(authorization)}`)
+      t.equal(response.headers['www-authenticate'], wwwAuthenticate)
+      t.equal(response.json.code, 'unauthorized')
+      t.match(response.json.message, message)
+    }
+  }
+  const create = await call(t, app, { method: 'POST', url: '/v1/pets', key: 'nope', payload: { name: 'Rex', categoryId: 1 } })
+  t.equal(create.status, 401)
+  const list = await call(t, app, { url: '/v1/pets', key: null })
+  t.equal(list.status, 401)
+})
+
+t.test('the scheme is case-insensitive, spaces after it are allowed, and every configured key works', async (t) => {
+  const app = await build(t, { API_KEYS: [testKey, 'second-key'] })
+  for (const authorization of [`Bearer ${testKey}`, `bearer ${testKey}`, `BEARER ${testKey}`, `Bearer   ${testKey}`, 'Bearer second-key']) {
+    const response = await call(t, app, { url: '/v1/pets', key: null, headers: { authorization } })
+    t.equal(response.status, 200, authorization)
+  }
+})
+
+t.test('authentication comes first: an unauthenticated bad request is a 401, never a 400, 413 or 415', async (t) => {
+  const app = await build(t)
+  const requests = [
+    { method: 'GET' as const, url: '/v1/pets?limit=0' },
+    { method: 'GET' as const, url: '/v1/pets/abc' },
+    { method: 'POST' as const, url: '/v1/pets', payload: { name: '' } },
+    { method: 'POST' as const, url: '/v1/pets', headers: { 'content-type': 'application/json' }, payload: '{not json' },
+    { method: 'POST' as const, url: '/v1/pets', headers: { 'content-type': 'text/plain' }, payload: 'Rex' },
+    { method: 'POST' as const, url: '/v1/pets', headers: { 'content-type': 'application/json' }, payload: 'x'.repeat(20_000) },
+  ]
+  for (const request of requests) {
+    const response = await call(t, app, { ...request, key: null })
+    t.equal(response.status, 401, `${request.method} ${request.url} ${JSON.stringify(request.payload ?? '').slice(0, 20)}`)
+  }
+})
+
+t.test('with no key configured and none stored, every operation is refused', async (t) => {
+  const app = await build(t, { API_KEYS: [] })
+  const response = await call(t, app, { url: '/v1/pets', key: 'anything' })
+  t.equal(response.status, 401)
+})

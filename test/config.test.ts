@@ -1,0 +1,47 @@
+import t from 'tap'
+import { ConfigError, loadConfig } from '../src/config.js'
+
+t.test('defaults: port 3000 on 127.0.0.1, SQLite in ./data, no keys, level info', async (t) => {
+  t.strictSame(loadConfig({}), {
+    PORT: 3000,
+    HOST: '127.0.0.1',
+    DATABASE_URL: 'sqlite:./data/petstore.db',
+    DATABASE_POOL_SIZE: 10,
+    API_KEYS: [],
+    LOG_LEVEL: 'info',
+  })
+})
+
+t.test('values are read from their text; API_KEYS is a comma-separated list', async (t) => {
+  const config = loadConfig({
+    PORT: '8080',
+    HOST: '0.0.0.0',
+    DATABASE_URL: 'postgres://db/pets',
+    DATABASE_POOL_SIZE: '4',
+    API_KEYS: ' key-one , key.two~+/== ,,',
+    LOG_LEVEL: 'warn',
+    UNRELATED: 'ignored',
+  })
+  t.strictSame(config, {
+    PORT: 8080,
+    HOST: '0.0.0.0',
+    DATABASE_URL: 'postgres://db/pets',
+    DATABASE_POOL_SIZE: 4,
+    API_KEYS: ['key-one', 'key.two~+/=='],
+    LOG_LEVEL: 'warn',
+  })
+})
+
+t.test('a bad value is a ConfigError naming the variable and what it may be', async (t) => {
+  const cases: [Record<string, string>, string][] = [
+    [{ PORT: '70000' }, 'invalid configuration: PORT must be <= 65535'],
+    [{ PORT: 'http' }, 'invalid configuration: PORT must be integer'],
+    [{ DATABASE_POOL_SIZE: '0' }, 'invalid configuration: DATABASE_POOL_SIZE must be >= 1'],
+    [{ LOG_LEVEL: 'verbose' }, 'invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
+    [{ API_KEYS: 'good,has space' }, 'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/)'],
+    [{ HOST: '', PORT: '-1' }, 'invalid configuration: PORT must be >= 0; HOST must NOT have fewer than 1 characters'],
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), new ConfigError(message), JSON.stringify(env))
+  }
+})

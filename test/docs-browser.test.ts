@@ -1,0 +1,42 @@
+import { existsSync } from 'node:fs'
+import { chromium } from 'playwright-core'
+import t from 'tap'
+import { build, testKey } from './helpers/app.js'
+
+/** Debian's Chromium (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1. */
+const executablePath = '/usr/bin/chromium'
+const browserMissing =
+  existsSync(executablePath) || process.env.REQUIRE_BROWSER === '1' ? false : `no browser at ${executablePath}: skipped`
+
+t.test('the documentation page, in a real browser: deprecation shown, requests tried against this server', { skip: browserMissing }, async (t) => {
+  const app = await build(t)
+  const origin = await app.listen({ host: '127.0.0.1', port: 0 })
+  const browser = await chromium.launch({
+    executablePath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  })
+  t.teardown(() => browser.close())
+  const page = await browser.newPage()
+  page.setDefaultTimeout(20_000)
+  await page.goto(`${origin}/v1/docs/`)
+
+  await page.waitForSelector('#operations-pets-getPet')
+  t.equal(await page.locator('.opblock').count(), 3, 'three operations')
+  t.equal(await page.locator('#operations-pets-getPet.opblock-deprecated').count(), 1, 'getPet is shown deprecated')
+  await page.click('#operations-pets-getPet .opblock-summary')
+  const details = await page.locator('#operations-pets-getPet').innerText()
+  t.match(details, /x-sunset[\s\S]*2030-12-05/, 'the removal date is on the page')
+  t.match(details, /x-successor[\s\S]*listPets/)
+
+  // Authorize with a key, then "Try it out" on listPets: the page calls this server.
+  await page.click('.auth-wrapper .authorize')
+  await page.fill('.modal-ux input[type=text]', testKey)
+  await page.click('.modal-ux .auth-btn-wrapper .authorize')
+  await page.click('.modal-ux .close-modal')
+  await page.click('#operations-pets-listPets .opblock-summary')
+  await page.click('#operations-pets-listPets .try-out__btn')
+  await page.click('#operations-pets-listPets .execute')
+  const status = page.locator('#operations-pets-listPets .live-responses-table tbody .response-col_status').first()
+  await status.waitFor()
+  t.equal((await status.innerText()).trim(), '200', 'listPets answered 200 through the page')
+})

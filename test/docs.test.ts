@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs'
+import t from 'tap'
+import { parse } from 'yaml'
+import { specPath } from '../src/paths.js'
+import { build, call } from './helpers/app.js'
+
+t.test('the spec is published without a key: the YAML byte for byte, the same document as JSON', async (t) => {
+  const app = await build(t)
+  const yaml = await call(t, app, { url: '/v1/openapi.yaml', key: null })
+  t.equal(yaml.status, 200)
+  t.equal(yaml.headers['content-type'], 'application/yaml; charset=utf-8')
+  t.equal(yaml.body, readFileSync(specPath, 'utf8'), 'identical to openapi.yaml')
+
+  const json = await call(t, app, { url: '/v1/openapi.json', key: null })
+  t.equal(json.status, 200)
+  t.equal(json.headers['content-type'], 'application/json; charset=utf-8')
+  t.strictSame(json.json, parse(readFileSync(specPath, 'utf8')))
+  t.equal(json.json.paths['/pets/{petId}'].get.deprecated, true, 'deprecation is published')
+  t.equal(json.json.paths['/pets/{petId}'].get['x-sunset'], '2030-12-05')
+})
+
+t.test('the documentation page is served without a key and tries requests against this server', async (t) => {
+  const app = await build(t)
+  for (const url of ['/v1/docs/', '/v1/docs']) {
+    const page = await call(t, app, { url, key: null })
+    t.equal(page.status, 200, url)
+    t.match(page.headers['content-type'], /^text\/html/)
+    t.match(page.body, /swagger-ui/i)
+  }
+  const initializer = await call(t, app, { url: '/v1/docs/static/swagger-initializer.js', key: null })
+  t.match(initializer.body, /"showExtensions":true/, 'x-stability and x-sunset show on the page')
+  const document = await call(t, app, { url: '/v1/docs/json', key: null })
+  t.strictSame(document.json.servers[0], { url: '/v1', description: 'This server' })
+  t.strictSame(document.json.servers.slice(1), parse(readFileSync(specPath, 'utf8')).servers)
+  const asset = await call(t, app, { url: '/v1/docs/static/swagger-ui-bundle.js', key: null })
+  t.equal(asset.status, 200)
+  const missing = await call(t, app, { url: '/v1/docs/static/no-such-file.js', key: null })
+  t.equal(missing.status, 404)
+  t.equal(missing.json.code, 'not_found')
+})

@@ -1,0 +1,50 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { describeValidation, errorStatus } from '../src/errors.js'
+import { loadContract } from '../src/contract/spec.js'
+import { build, call, testKey } from './helpers/app.js'
+
+t.test('the error codes are the catalogue openapi.yaml publishes', async (t) => {
+  const code = (loadContract().document.components!.schemas!.Error as { properties: { code: Record<string, unknown> } }).properties.code
+  t.strictSame([...(code['x-extensible-enum'] as string[])].sort(), Object.keys(errorStatus).sort())
+  const description = String(code.description).replace(/\s+/g, ' ')
+  for (const [name, status] of Object.entries(errorStatus)) t.match(description, `\`${name}\` (${status}`)
+})
+
+t.test('validation failures read as the rule that was broken', async (t) => {
+  const issue = { instancePath: '/name', message: 'must match pattern "^x$"', params: {} }
+  t.equal(describeValidation({ ...issue, keyword: 'pattern', parentSchema: { description: ' Letters only. ' } }, 'body'), 'body/name is not valid: Letters only.')
+  t.equal(describeValidation({ ...issue, keyword: 'pattern' }, 'body'), 'body/name is not valid: must match pattern "^x$"')
+  t.equal(describeValidation({ ...issue, keyword: 'enum', params: { allowedValues: ['a', 'b'] } }, 'querystring'), 'query/name must be one of: a, b')
+  t.equal(describeValidation({ ...issue, instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'x' } }, 'body'), "body must NOT have additional property 'x'")
+  t.equal(describeValidation({ ...issue, instancePath: '/petId', keyword: 'type', message: 'must be integer' }, 'params'), 'path/petId must be integer')
+})
+
+t.test('a malformed URL is a 400 in the Error shape', async (t) => {
+  const app = await build(t)
+  const response = await call(t, app, { url: '/v1/%' })
+  t.strictSame(response.json, { code: 'invalid_request', message: "'/v1/%' is not a valid url component", status: 400 })
+})
+
+t.test('a failure of the server is a 500 internal_error that reveals nothing, and is logged', async (t) => {
+  let logs = ''
+  const stream = new Writable({ write: (chunk, _encoding, done) => ((logs += chunk), done()) })
+  const app = await build(t, { LOG_LEVEL: 'info', logger: { stream } })
+  await app.storage.close() // the database goes away under the running app
+  for (const request of [{ url: '/v1/pets' }, { url: '/v1/pets/1' }, { method: 'POST' as const, url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } }]) {
+    const response = await call(t, app, { key: 'a-stored-key-that-cannot-be-checked', ...request })
+    t.strictSame(response.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
+  }
+  // with a key from API_KEYS the request gets past authentication, to the repositories
+  for (const request of [{ url: '/v1/pets' }, { url: '/v1/pets/1' }, { method: 'POST' as const, url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } }]) {
+    const response = await call(t, app, request)
+    t.strictSame(response.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
+  }
+  t.match(logs, /"level":50.*"msg":"request failed"/, 'the cause is logged')
+  const access = logs.split('\n').filter((line) => line.includes('"msg":"request completed"'))
+  t.equal(access.length, 6, 'one access-log line per request')
+  t.match(JSON.parse(access[0]!), { res: { method: 'GET', url: '/v1/pets', statusCode: 500 }, responseTime: Number })
+  t.notMatch(logs, '"msg":"incoming request"', 'not a second line per request')
+  t.notMatch(logs, testKey, 'the key is not')
+  t.notMatch(logs, 'a-stored-key-that-cannot-be-checked')
+})

@@ -1,0 +1,284 @@
+import { createHash } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
+import t, { type Test } from 'tap'
+import { openStorage } from '../src/storage/index.js'
+import { build, call } from './helpers/app.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { run, startServer } from './helpers/processes.js'
+
+const keyPattern = /^pet_[0-9a-f]{8}_[A-Za-z0-9_-]{32}$/
+const isoSecond = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
+
+const tempDb = () => join(mkdtempSync(join(tmpdir(), 'petstore-keys-')), 'keys.db')
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** `npm run -s keys -- ...args`, as a real process, on the database at `url`. */
+const keysCli = (t: Test, url: string, ...args: string[]) => run(t, 'scripts/keys.ts', args, { DATABASE_URL: url })
+
+/** `work` over `items`, a few at a time: they overlap, yet each process gets the CPU to finish in its bound. */
+async function fewAtATime<T, R>(items: T[], work: (item: T) => Promise<R>, limit = 3): Promise<R[]> {
+  const results: R[] = []
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++
+      results[i] = await work(items[i]!)
+    }
+  }
+  await Promise.all(Array.from({ length: limit }, worker))
+  return results
+}
+
+/** Creates a key with the CLI; returns its id and what it printed on its last line. */
+async function createKey(t: Test, url: string, name: string): Promise<{ id: number; key: string }> {
+  const { code, stdout, stderr } = await keysCli(t, url, 'create', '--name', name)
+  t.equal(code, 0, stderr)
+  const lines = stdout.split('\n')
+  t.equal(lines.pop(), '', 'the output ends with a line break')
+  const key = lines.at(-1)!
+  t.match(key, keyPattern, 'the last line is the key, alone (what `tail -n1` gives)')
+  const created = new RegExp(`^Created key (\\d+) "${name}" \\(prefix ${key.slice(0, 12)}\\)\\.\\n.*shown only this once`)
+  const id = created.exec(lines.slice(0, -1).join('\n'))?.[1]
+  t.ok(id, 'it says the id, the name and the prefix, and that the key is shown once')
+  return { id: Number(id), key }
+}
+
+/** The status of GET /v1/pets at a running server, sent with `key`. */
+const petsStatus = async (server: { url: string }, key: string) =>
+  (await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) })).status
+
+/** The rows of `keys list`, cell by cell, a timestamp as `ISO`; checks the header on the way. */
+async function listed(t: Test, url: string): Promise<string[][]> {
+  const { code, stdout } = await keysCli(t, url, 'list')
+  t.equal(code, 0)
+  const [header, ...rows] = stdout.trimEnd().split('\n')
+  t.match(header, /^id +name +prefix +created +last used +revoked$/)
+  return rows.map((row) => row.split(/ {2,}/).map((cell) => (isoSecond.test(cell) ? 'ISO' : cell)))
+}
+
+/** Raw SQL on the test database, beside the store. */
+type Sql = (text: string) => Promise<Record<string, unknown>[]>
+
+function sqliteSql(t: Test, file: string): Sql {
+  const db = new SQLite(file)
+  t.teardown(() => db.close())
+  return async (text) => {
+    const statement = db.prepare(text)
+    if (statement.reader) return statement.all() as Record<string, unknown>[]
+    statement.run()
+    return []
+  }
+}
+
+const postgresSql =
+  (url: string): Sql =>
+  async (text) =>
+    (await query(url, text)).rows
+
+// --- the store ----------------------------------------------------------------------------
+
+async function checkKeyStore(t: Test, url: string, sql: Sql) {
+  const storage = await openStorage(url, { poolSize: 2 })
+  t.teardown(() => storage.close())
+  const { keys } = storage
+  const start = Date.now()
+
+  t.strictSame(await keys.list(), [], 'a new store holds no key')
+  const first = await keys.issueFirst('first start')
+  if (first === undefined) throw new Error('issueFirst issued nothing in an empty store')
+  t.match(first.key, keyPattern)
+  t.equal(first.record.prefix, first.key.slice(0, 12), 'the prefix is the start of the key')
+  t.equal(await keys.issueFirst('again'), undefined, 'issueFirst issues nothing once the store holds a key')
+  const ci = await keys.issue('ci')
+  t.not(ci.key, first.key)
+
+  const records = await keys.list()
+  t.strictSame(
+    records.map(({ id, name, prefix, lastUsedAt, revokedAt }) => ({ id, name, prefix, lastUsedAt, revokedAt })),
+    [
+      { id: first.record.id, name: 'first start', prefix: first.record.prefix, lastUsedAt: null, revokedAt: null },
+      { id: ci.record.id, name: 'ci', prefix: ci.record.prefix, lastUsedAt: null, revokedAt: null },
+    ],
+  )
+  for (const { createdAt } of records) t.ok(createdAt.getTime() >= start && createdAt.getTime() <= Date.now(), 'created now')
+
+  const rows = await sql('select * from api_keys order by id')
+  t.strictSame(
+    rows.map((row) => row.hash),
+    [sha256(first.key), sha256(ci.key)],
+    'the store keeps the SHA-256 of each key',
+  )
+  t.notOk(JSON.stringify(rows).includes(first.key) || JSON.stringify(rows).includes(ci.key), 'and never the key')
+
+  const lastUsed = async () => Number((await sql(`select last_used_at from api_keys where id = ${ci.record.id}`))[0]!.last_used_at)
+  t.equal(await keys.authenticate(ci.key), true, 'an issued key is accepted')
+  t.ok(await lastUsed() >= start, 'and its use recorded')
+  const recent = Date.now() - 50_000
+  await sql(`update api_keys set last_used_at = ${recent} where id = ${ci.record.id}`)
+  t.equal(await keys.authenticate(ci.key), true)
+  t.equal(await lastUsed(), recent, 'a use within the minute is not written again')
+  const stale = Date.now() - 61_000
+  await sql(`update api_keys set last_used_at = ${stale} where id = ${ci.record.id}`)
+  const beforeUse = Date.now()
+  t.equal(await keys.authenticate(ci.key), true)
+  t.ok(await lastUsed() >= beforeUse, 'a use after more than a minute is')
+  t.ok((await keys.list())[1]!.lastUsedAt!.getTime() >= beforeUse, 'list shows the last use')
+
+  const altered = ci.key.slice(0, -1) + (ci.key.endsWith('A') ? 'B' : 'A')
+  t.equal(await keys.authenticate(altered), false, 'a key one character off is refused')
+  t.equal(await keys.authenticate('test-key-3f9a1c'), false, 'a key never issued is refused')
+
+  t.equal(await keys.revoke(ci.record.id), 'revoked')
+  t.equal(await keys.authenticate(ci.key), false, 'a revoked key is refused')
+  const { revokedAt } = (await keys.list())[1]!
+  t.ok(revokedAt !== null && revokedAt.getTime() >= start, 'list shows when it was revoked')
+  t.equal(await keys.revoke(ci.record.id), 'already revoked')
+  t.strictSame((await keys.list())[1]!.revokedAt, revokedAt, 'a second revoke leaves the first date')
+  t.equal(await keys.revoke(ci.record.id + 1000), 'not found')
+  t.equal(await keys.authenticate(first.key), true, 'the other keys still work')
+}
+
+t.test('the key store on SQLite: issue, issueFirst, list, authenticate, revoke', async (t) => {
+  const file = tempDb()
+  await checkKeyStore(t, `sqlite:${file}`, sqliteSql(t, file))
+})
+
+t.test('the key store on PostgreSQL: issue, issueFirst, list, authenticate, revoke', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  await checkKeyStore(t, url, postgresSql(url))
+})
+
+t.test('issueFirst on PostgreSQL: instances starting together on an empty store issue one key', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  const stores = await Promise.all([1, 2, 3, 4].map(() => openStorage(url, { poolSize: 1 })))
+  t.teardown(() => Promise.all(stores.map((storage) => storage.close())))
+  const issued = await Promise.all(stores.map((storage, i) => storage.keys.issueFirst(`instance ${i}`)))
+  t.equal(issued.filter((key) => key !== undefined).length, 1)
+  t.equal((await stores[0]!.keys.list()).length, 1)
+})
+
+t.test('a key store that cannot be read lets no request through, and the CLI reports the error whole', async (t) => {
+  const file = tempDb()
+  const app = await build(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: [] })
+  const { key } = await app.storage.keys.issue('ci')
+  t.equal((await call(t, app, { url: '/v1/pets', key })).status, 200)
+
+  const other = new SQLite(file)
+  other.exec('drop table api_keys')
+  other.close()
+  const refused = await call(t, app, { url: '/v1/pets', key })
+  t.equal(refused.status, 500)
+  t.strictSame(refused.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
+
+  const { code, stderr } = await keysCli(t, `sqlite:${file}`, 'list')
+  t.equal(code, 1)
+  t.match(stderr, /no such table: api_keys/)
+  t.match(stderr, /\n +at /, 'an unexpected error comes with its stack')
+})
+
+// --- the CLI ------------------------------------------------------------------------------
+
+t.test('keys CLI on SQLite: a created key works at once, revoke refuses it at the next request, list shows both', async (t) => {
+  const file = tempDb()
+  const url = `sqlite:${file}`
+  const [ci, bot] = await Promise.all([createKey(t, url, 'ci'), createKey(t, url, 'deploy bot')])
+  const server = await startServer(t, { DATABASE_URL: url, API_KEYS: '' })
+  t.equal(await petsStatus(server, ci.key), 200, 'the key works on a running server')
+
+  const revoked = await keysCli(t, url, 'revoke', String(ci.id))
+  t.equal(revoked.code, 0)
+  t.equal(revoked.stdout, `Revoked key ${ci.id}: every instance refuses it from the next request on.\n`)
+  t.equal(await petsStatus(server, ci.key), 401, 'the very next request with it is refused')
+  t.equal(await petsStatus(server, bot.key), 200, 'the other key still works')
+
+  const [again, unknown, rows] = await Promise.all([keysCli(t, url, 'revoke', String(ci.id)), keysCli(t, url, 'revoke', '3'), listed(t, url)])
+  t.equal(again.code, 1)
+  t.equal(again.stderr, `petstore keys: key ${ci.id} was revoked already\n`)
+  t.equal(unknown.code, 1)
+  t.equal(unknown.stderr, 'petstore keys: no key has id 3\n')
+  t.strictSame(
+    rows.sort(([a], [b]) => Number(a) - Number(b)),
+    [
+      [String(ci.id), 'ci', ci.key.slice(0, 12), 'ISO', 'ISO', 'ISO'],
+      [String(bot.id), 'deploy bot', bot.key.slice(0, 12), 'ISO', 'ISO', '-'],
+    ].sort(([a], [b]) => Number(a) - Number(b)),
+    'list: id, name, prefix, created, last used, revoked',
+  )
+
+  const stored = await sqliteSql(t, file)('select * from api_keys')
+  t.strictSame(stored.map((row) => row.hash).sort(), [sha256(ci.key), sha256(bot.key)].sort())
+  t.notOk(JSON.stringify(stored).includes(ci.key), 'api_keys holds no key')
+  for (const suffix of ['', '-wal']) {
+    if (existsSync(file + suffix)) t.notOk(readFileSync(file + suffix).includes(ci.key), `nor does the file ${file + suffix}`)
+  }
+  t.notOk(server.stdout().includes(ci.key), 'nor the log')
+})
+
+t.test('keys CLI on PostgreSQL: revoke holds at once on every running instance', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  const { id, key } = await createKey(t, url, 'ci')
+  const env = { DATABASE_URL: url, API_KEYS: '' }
+  const servers = await Promise.all([startServer(t, env), startServer(t, env)])
+  for (const server of servers) t.equal(await petsStatus(server, key), 200, 'the key works on each instance')
+
+  const revoked = await keysCli(t, url, 'revoke', String(id))
+  t.equal(revoked.code, 0)
+  for (const server of servers) t.equal(await petsStatus(server, key), 401, 'each instance refuses it at the next request')
+
+  const [again, unknown, rows] = await Promise.all([keysCli(t, url, 'revoke', String(id)), keysCli(t, url, 'revoke', '7'), listed(t, url)])
+  t.equal(again.code, 1)
+  t.equal(again.stderr, `petstore keys: key ${id} was revoked already\n`)
+  t.equal(unknown.code, 1)
+  t.equal(unknown.stderr, 'petstore keys: no key has id 7\n')
+  t.strictSame(rows, [[String(id), 'ci', key.slice(0, 12), 'ISO', 'ISO', 'ISO']], 'list: used, then revoked')
+
+  const { rows: stored } = await query(url, 'select * from api_keys')
+  t.equal(stored[0].hash, sha256(key))
+  t.notOk(JSON.stringify(stored).includes(key), 'api_keys holds no key')
+})
+
+t.test('keys CLI usage errors: the usage on stderr, exit 2, the database untouched', async (t) => {
+  const file = tempDb()
+  const cases: [string[], RegExp][] = [
+    [[], /no command given/],
+    [['feed'], /unknown command "feed"/],
+    [['create'], /create needs --name NAME/],
+    [['create', '--name'], /argument missing/],
+    [['create', '--name', '  '], /--name must be non-empty/],
+    [['create', '--name', 'c\ti'], /--name must be non-empty, without control characters/],
+    [['list', 'all'], /list takes no arguments/],
+    [['list', '--name', 'ci'], /--name goes with create only/],
+    [['revoke'], /revoke takes one ID/],
+    [['revoke', '1.5'], /ID must be a key's id \(a whole number\), not "1.5"/],
+  ]
+  const results = await fewAtATime(cases, ([args]) => keysCli(t, `sqlite:${file}`, ...args))
+  cases.forEach(([args, message], i) => {
+    const { code, stdout, stderr } = results[i]!
+    t.equal(code, 2, `keys ${args.join(' ')}`)
+    t.match(stderr, message)
+    t.match(stderr, /\n\nUsage: npm run -s keys -- <command>\n/)
+    t.equal(stdout, '')
+  })
+  t.notOk(existsSync(file), 'no database was opened')
+})
+
+t.test('keys CLI: --help prints the usage; an empty store says so; a bad setting is one line on stderr, exit 1', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-keys-'))
+  const [help, empty, badUrl, badPool] = await Promise.all([
+    run(t, 'scripts/keys.ts', ['--help']),
+    keysCli(t, `sqlite:${dir}/empty.db`, 'list'),
+    keysCli(t, 'mysql://localhost/pets', 'list'),
+    run(t, 'scripts/keys.ts', ['list'], { DATABASE_URL: `sqlite:${dir}/x.db`, DATABASE_POOL_SIZE: '0' }),
+  ])
+  t.equal(help.code, 0)
+  t.match(help.stdout, /^Usage: npm run -s keys -- <command>\n[^]*revoke ID[^]*already revoked/)
+  t.equal(empty.code, 0)
+  t.equal(empty.stdout, 'No API keys yet. Create one: npm run -s keys -- create --name NAME\n')
+  t.equal(badUrl.code, 1)
+  t.match(badUrl.stderr, /^petstore keys: DATABASE_URL: unknown scheme "mysql:"[^\n]*\n$/)
+  t.equal(badPool.code, 1)
+  t.equal(badPool.stderr, 'petstore keys: invalid configuration: DATABASE_POOL_SIZE must be >= 1\n')
+})

@@ -1,0 +1,193 @@
+/**
+ * Versioned migrations: `npm run migrate` (scripts/migrate.ts) and the migrations the server
+ * applies at startup, on SQLite and PostgreSQL. Applied once, under a lock, all pending ones in
+ * one transaction.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { sql } from 'kysely'
+import t, { type Test } from 'tap'
+import { connect } from '../src/storage/index.js'
+import { MigrationError, migrate } from '../src/storage/migrations.js'
+import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { launch, run } from './helpers/processes.js'
+
+// Each process costs seconds under the TypeScript loader: the tests run side by side.
+t.jobs = 3
+
+/** Every migration there is, in order. */
+const allMigrations = ['0001_pets', '0002_api_keys']
+
+/** A new folder, removed when the test ends. */
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-migrate-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+const sqliteFile = async (t: Test) => `sqlite:${join(tempDir(t), 'pets.db')}`
+
+/** What the database holds: the migrations recorded as applied, and the tables. */
+async function schemaOf(url: string): Promise<{ recorded: string[]; tables: string[] }> {
+  const { db } = await connect(url, { poolSize: 1 })
+  try {
+    const tables = (await db.introspection.getTables({ withInternalKyselyTables: true })).map((table) => table.name).sort()
+    const recorded = tables.includes('kysely_migration')
+      ? (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db)).rows.map((row) => row.name)
+      : []
+    return { recorded, tables }
+  } finally {
+    await db.destroy()
+  }
+}
+
+/** Runs SQL on the database at `url`, outside the code under test's migrations. */
+async function execute(url: string, statement: string) {
+  const { db } = await connect(url, { poolSize: 1 })
+  try {
+    await sql.raw(statement).execute(db)
+  } finally {
+    await db.destroy()
+  }
+}
+
+const migrateScript = 'scripts/migrate.ts'
+
+async function appliesOnceThenNothing(t: Test, url: string) {
+  const first = await run(t, migrateScript, [], { DATABASE_URL: url })
+  t.equal(first.code, 0, first.stderr)
+  t.match(first.stdout, /^applied 0001_pets\napplied 0002_api_keys\n(SQLite|PostgreSQL) \S+ is up to date\n$/)
+  t.strictSame((await schemaOf(url)).recorded, allMigrations)
+
+  const second = await run(t, migrateScript, [], { DATABASE_URL: url })
+  t.equal(second.code, 0, second.stderr)
+  t.match(second.stdout, /^(SQLite|PostgreSQL) \S+ is up to date; nothing to apply\n$/, 'the second run applies nothing')
+  t.equal(second.stderr, '')
+  t.strictSame((await schemaOf(url)).recorded, allMigrations)
+}
+
+t.test('npm run migrate on a SQLite file applies every migration, then nothing the second time', async (t) => {
+  await appliesOnceThenNothing(t, await sqliteFile(t))
+})
+
+t.test('npm run migrate on PostgreSQL applies every migration, then nothing the second time', { skip: postgresMissing }, async (t) => {
+  await appliesOnceThenNothing(t, await freshPostgres(t))
+})
+
+/** Starts `count` migrate processes on one fresh database and lets them go at the same instant. */
+async function migrateTogether(t: Test, url: string, count: number) {
+  const signal = join(tempDir(t), 'go')
+  const processes = Array.from({ length: count }, () =>
+    launch(t, 'test/fixtures/migrate-on-signal.ts', [signal], { DATABASE_URL: url }),
+  )
+  const deadline = Date.now() + 60_000
+  while (!processes.every((process) => process.stdout().startsWith('ready\n'))) {
+    if (processes.some((process) => process.child.exitCode !== null) || Date.now() > deadline) {
+      t.fail(`not all processes got ready: ${processes.map((process) => process.stderr()).join('\n')}`)
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  writeFileSync(signal, '')
+  const finished = await Promise.all(processes.map((process) => process.exited))
+
+  t.strictSame(
+    finished.map(({ code }) => code),
+    Array(count).fill(0),
+    `every process exits 0 ${finished.map(({ stderr }) => stderr).join('')}`,
+  )
+  const applied = finished.flatMap(({ stdout }) => [...stdout.matchAll(/^applied (\S+)$/gm)].map((match) => match[1]))
+  t.strictSame(applied.sort(), allMigrations, 'each migration is applied by exactly one process')
+  t.equal(finished.filter(({ stdout }) => stdout.includes('nothing to apply')).length, count - 1, 'the others find nothing to apply')
+  t.strictSame((await schemaOf(url)).recorded, allMigrations, 'and is recorded once')
+}
+
+t.test('four npm run migrate at once on one fresh SQLite file: all exit 0, each migration applied once', async (t) => {
+  await migrateTogether(t, await sqliteFile(t), 4)
+})
+
+t.test('four npm run migrate at once on one fresh PostgreSQL database: all exit 0, each migration applied once', { skip: postgresMissing }, async (t) => {
+  await migrateTogether(t, await freshPostgres(t), 4)
+})
+
+t.test('eight connections migrating one fresh PostgreSQL database at once apply each migration once', { skip: postgresMissing }, async (t) => {
+  // In one process, so that the eight overlap for certain: the race on creating Kysely's own
+  // tables, then the advisory lock.
+  const url = await freshPostgres(t)
+  const databases = await Promise.all(Array.from({ length: 8 }, () => connect(url, { poolSize: 1 })))
+  t.teardown(() => Promise.all(databases.map(({ db }) => db.destroy())))
+  const applied = await Promise.all(databases.map((database) => migrate(database)))
+  t.strictSame(applied.flat().sort(), allMigrations)
+  t.equal(applied.filter((names) => names.length === 0).length, 7, 'seven found nothing to apply')
+})
+
+/** A database where migration 0002 cannot run: a table of its name is there already. */
+async function failingMigrationLeavesNothing(t: Test, url: string, alreadyExists: RegExp) {
+  await execute(url, 'create table api_keys (id integer)')
+  const failed = await run(t, migrateScript, [], { DATABASE_URL: url })
+  t.equal(failed.code, 1)
+  t.match(failed.stderr, /^petstore migrate: migration 0002_api_keys failed: .+; no migration was applied\n$/, 'one line, no stack')
+  t.match(failed.stderr, alreadyExists, 'it names the problem')
+  const after = await schemaOf(url)
+  t.notOk(after.tables.includes('pets'), 'the pets table of migration 0001, run before in the same transaction, is not there')
+  t.strictSame(after.recorded, [], 'no migration is recorded')
+
+  // With the obstacle gone, the same migrations apply.
+  await execute(url, 'drop table api_keys')
+  const { db, dialect } = await connect(url, { poolSize: 1 })
+  t.teardown(() => db.destroy())
+  t.strictSame(await migrate({ db, dialect, description: url }), allMigrations)
+}
+
+t.test('a migration that fails leaves no half-applied schema on a SQLite file', async (t) => {
+  await failingMigrationLeavesNothing(t, await sqliteFile(t), /table "?api_keys"? already exists/)
+})
+
+t.test('a migration that fails leaves no half-applied schema on PostgreSQL', { skip: postgresMissing }, async (t) => {
+  await failingMigrationLeavesNothing(t, await freshPostgres(t), /relation "api_keys" already exists/)
+})
+
+t.test('the server does not start on a schema it cannot migrate, and says why in one line', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  await execute(url, 'create table api_keys (id integer)')
+  const { code, stderr } = await run(t, 'src/server.ts', [], { DATABASE_URL: url })
+  t.equal(code, 1)
+  t.match(stderr, /^petstore: migration 0002_api_keys failed: relation "api_keys" already exists; no migration was applied\n$/)
+})
+
+t.test('a database migrated by a newer version (a migration this one lacks) is refused, not changed', async (t) => {
+  const database = await connect('sqlite::memory:', { poolSize: 1 })
+  t.teardown(() => database.db.destroy())
+  await migrate(database)
+  await sql`insert into kysely_migration (name, timestamp) values ('0003_from_a_newer_version', ${new Date().toISOString()})`.execute(
+    database.db,
+  )
+  const error = await migrate(database).catch((error: Error) => error)
+  t.ok(error instanceof MigrationError, 'a MigrationError: the server reports it in one line')
+  t.match(
+    (error as Error).message,
+    /^cannot migrate: corrupted migrations: previously executed migration 0003_from_a_newer_version is missing; no migration was applied$/,
+  )
+  t.strictSame(
+    (await sql<{ name: string }>`select name from kysely_migration order by name`.execute(database.db)).rows.map((row) => row.name),
+    [...allMigrations, '0003_from_a_newer_version'],
+    'the record is as it was',
+  )
+})
+
+t.test('npm run migrate with bad configuration: one line on stderr, exit 1', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ DATABASE_URL: 'mysql://localhost/pets' }, /^petstore migrate: DATABASE_URL: unknown scheme "mysql:"; use sqlite:PATH/],
+    [{ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' }, /^petstore migrate: cannot connect to PostgreSQL 127\.0\.0\.1:1\/x: connect ECONNREFUSED/],
+    [{ DATABASE_POOL_SIZE: '0' }, /^petstore migrate: invalid configuration: DATABASE_POOL_SIZE must be >= 1/],
+  ]
+  const finished = await Promise.all(cases.map(([env]) => run(t, migrateScript, [], env)))
+  for (const [i, { code, stdout, stderr }] of finished.entries()) {
+    const [env, message] = cases[i]!
+    t.equal(code, 1, JSON.stringify(env))
+    t.match(stderr, message)
+    t.equal(stderr.split('\n').length, 2, 'exactly one line')
+    t.equal(stdout, '')
+  }
+})
