@@ -104,8 +104,9 @@ export interface components {
             /**
              * @description Machine-readable error code; new codes may be added. `invalid_request`
              *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
-             *     `unauthorized` (401), `not_found` (404), `payload_too_large` (413),
-             *     `unsupported_media_type` (415), `internal_error` (500).
+             *     `unauthorized` (401), `not_found` (404), `method_not_allowed` (405),
+             *     `payload_too_large` (413), `unsupported_media_type` (415),
+             *     `internal_error` (500).
              * @example not_found
              */
             code: string;

@@ -10,7 +10,7 @@ import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 
 /** Request bodies above this size are refused with 413 (openapi.yaml says 16 KiB). */
-export const bodyLimit = 16 * 1024
+const bodyLimit = 16 * 1024
 
 export interface AppOptions extends Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_SIZE' | 'API_KEYS' | 'LOG_LEVEL'> {
   /** pino options beside the level, e.g. a destination stream */
@@ -78,7 +78,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   // JSON only: without the text/plain parser, any other body is a 415.
   app.removeContentTypeParser('text/plain')
   app.setErrorHandler(errorHandler)
-  app.setNotFoundHandler(notFoundHandler)
+  app.setNotFoundHandler(notFoundHandler(contract))
 
   await app.register(docs, { contract })
   await app.register(contractPlugin, {

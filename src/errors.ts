@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import type { Contract } from './contract/spec.js'
 
 /**
  * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
@@ -11,6 +12,7 @@ export const errorStatus = {
   malformed_json: 400,
   unauthorized: 401,
   not_found: 404,
+  method_not_allowed: 405,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,
@@ -102,8 +104,17 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
   return reply.code(apiError.status).headers(apiError.headers).send(apiError.body)
 }
 
-export function notFoundHandler(request: FastifyRequest, reply: FastifyReply) {
-  return errorHandler(new ApiError('not_found', `No route ${request.method} ${request.url.split('?')[0]}`), request, reply)
+/** No route: a path the spec lacks is a 404; a path it has, asked with another method, a 405
+ * that names the methods it takes (RFC 9110). */
+export function notFoundHandler(contract: Contract) {
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0]!
+    const allowed = contract.methodsAt(path)?.join(', ')
+    const error = allowed
+      ? new ApiError('method_not_allowed', `${request.method} is not served at ${path}; it takes ${allowed}`, { Allow: allowed })
+      : new ApiError('not_found', `No route ${request.method} ${path}`)
+    return errorHandler(error, request, reply)
+  }
 }
 
 /** Why Node's HTTP parser gave up on a request, where the code alone would puzzle a client. */

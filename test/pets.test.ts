@@ -165,17 +165,25 @@ t.test('getPet answers 404 not_found for an unknown id and 400 for an id that ca
   }
 })
 
-t.test('unknown routes and methods are 404 not_found in the Error shape', async (t) => {
+t.test('unknown paths are 404 not_found; a known path with another method is 405 with Allow', async (t) => {
   const app = await build(t)
-  for (const [method, url] of [
-    ['GET', '/'],
-    ['GET', '/v2/pets'],
-    ['DELETE', '/v1/pets/1'],
-    ['PUT', '/v1/pets'],
-    ['HEAD', '/v1/pets'],
+  for (const url of ['/', '/v2/pets', '/v1/pets/1/owner', '/v1/cats']) {
+    const response = await call(t, app, { url })
+    t.strictSame(response.json, { code: 'not_found', message: `No route GET ${url}`, status: 404 }, url)
+  }
+  for (const [method, url, allow] of [
+    ['DELETE', '/v1/pets/1', 'GET'],
+    ['PUT', '/v1/pets?limit=1', 'GET, POST'],
+    ['PATCH', '/v1/pets/abc', 'GET'],
+    ['OPTIONS', '/v1/pets', 'GET, POST'],
+    ['HEAD', '/v1/pets', 'GET, POST'],
   ] as const) {
-    const response = await call(t, app, { method, url })
-    t.equal(response.status, 404, `${method} ${url}`)
-    if (method !== 'HEAD') t.strictSame(response.json, { code: 'not_found', message: `No route ${method} ${url}`, status: 404 })
+    const response = await call(t, app, { method, url, key: null })
+    t.equal(response.status, 405, `${method} ${url}`)
+    t.equal(response.headers.allow, allow)
+    const path = url.split('?')[0]
+    if (method !== 'HEAD') {
+      t.strictSame(response.json, { code: 'method_not_allowed', message: `${method} is not served at ${path}; it takes ${allow}`, status: 405 })
+    }
   }
 })

@@ -23,6 +23,8 @@ export interface Contract {
   /** the path every server URL ends in (`/v1`): the prefix of every route */
   basePath: string
   operations: ReadonlyMap<string, Operation>
+  /** the methods the spec serves at a request path (`/v1/pets/7`), or undefined for a path it lacks */
+  methodsAt(path: string): string[] | undefined
 }
 
 /** A node of the document, with a local `$ref` (`#/components/...`) followed. */
@@ -41,7 +43,20 @@ const methods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'pat
 export function loadContract(path: string = specPath): Contract {
   const source = readFileSync(path, 'utf8')
   const document = parse(source) as OpenAPIV3.Document
-  return { source, document, basePath: basePathOf(document), operations: operationsOf(document) }
+  const basePath = basePathOf(document)
+  const operations = operationsOf(document)
+  return { source, document, basePath, operations, methodsAt: methodsByPath(basePath, operations) }
+}
+
+/** `/pets/{petId}` matches `/v1/pets/7`: a template becomes a pattern under the base path. */
+function methodsByPath(basePath: string, operations: Map<string, Operation>) {
+  const paths = new Map<string, { pattern: RegExp; methods: string[] }>()
+  for (const { path, method } of operations.values()) {
+    const entry = paths.get(path) ?? { pattern: new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '[^/]+')}$`), methods: [] }
+    entry.methods.push(method)
+    paths.set(path, entry)
+  }
+  return (requestPath: string) => [...paths.values()].find(({ pattern }) => pattern.test(requestPath))?.methods
 }
 
 /** The servers differ in host only: the path they share is where the API is mounted. */
