@@ -7,10 +7,10 @@
  * holds from the next request on, on every instance.
  */
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig } from '../src/config.js'
-import { DatabaseConfigError, openStorage } from '../src/storage/index.js'
+import { loadConfig } from '../src/config.js'
+import { reportFailure } from '../src/failure.js'
+import { openStorage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
-import { MigrationError } from '../src/storage/migrations.js'
 
 const usage = `Usage: npm run -s keys -- <command>
 
@@ -137,9 +137,7 @@ main(process.argv.slice(2)).then(
       process.exitCode = 2
       return
     }
-    // A bad setting is reported in one line; anything else is a bug, reported whole.
-    const known = error instanceof ConfigError || error instanceof DatabaseConfigError || error instanceof MigrationError
-    console.error(known ? `petstore keys: ${error.message}` : error)
+    reportFailure('petstore keys', error)
     process.exitCode = 1
   },
 )

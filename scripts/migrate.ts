@@ -4,6 +4,7 @@
  * are applied under a lock, in one transaction, each exactly once.
  */
 import { loadConfig } from '../src/config.js'
+import { reportFailure } from '../src/failure.js'
 import { connect } from '../src/storage/index.js'
 import { migrate } from '../src/storage/migrations.js'
 
@@ -20,8 +21,6 @@ async function main() {
 }
 
 main().catch((error: Error) => {
-  // Every failure here is a setting or a state of the database (each wrapped with a message that
-  // says so): one line, no stack trace.
-  console.error(`petstore migrate: ${error.message}`)
+  reportFailure('petstore migrate', error)
   process.exit(1)
 })

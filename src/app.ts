@@ -30,6 +30,7 @@ class AccessLog extends LogController {
 declare module 'fastify' {
   interface FastifyInstance {
     storage: Storage
+    contract: Contract
   }
 }
 
@@ -73,6 +74,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     schemaController: options.schemaController ?? generatedCompilers(),
   })
   app.decorate('storage', storage)
+  app.decorate('contract', contract)
   app.addHook('onClose', () => storage.close())
 
   // JSON only: without the text/plain parser, any other body is a 415.

@@ -1,9 +1,8 @@
 import closeWithGrace from 'close-with-grace'
 import { buildApp } from './app.js'
 import { issueFirstKey } from './auth/first-key.js'
-import { ConfigError, loadConfig } from './config.js'
-import { DatabaseConfigError } from './storage/index.js'
-import { MigrationError } from './storage/migrations.js'
+import { loadConfig } from './config.js'
+import { reportFailure } from './failure.js'
 
 /** The process: configuration, listening, first key, graceful shutdown. Nothing else. */
 async function main() {
@@ -21,12 +20,6 @@ async function main() {
 }
 
 main().catch((error: Error) => {
-  // A bad setting is reported in one line; anything else is a bug, reported whole.
-  const known =
-    error instanceof ConfigError ||
-    error instanceof DatabaseConfigError ||
-    error instanceof MigrationError ||
-    (error as NodeJS.ErrnoException).syscall === 'listen'
-  console.error(known ? `petstore: ${error.message}` : error)
+  reportFailure('petstore', error)
   process.exit(1)
 })

@@ -8,6 +8,7 @@ import t, { type Test } from 'tap'
 import type { Pet } from '../src/storage/pets.js'
 import { testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
+import { atMost } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { type ServerProcess, startServer } from './helpers/processes.js'
 
@@ -36,21 +37,6 @@ async function listAll(t: Test, server: ServerProcess, maxPages: number): Promis
     path = /^<([^>]+)>; rel="next"$/.exec(response.headers.link ?? '')?.[1]
   }
   return pets
-}
-
-/** Runs `work(0..count-1)` with at most `concurrency` at a time. */
-async function bounded<T>(count: number, concurrency: number, work: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = []
-  let next = 0
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < count) {
-        const i = next++
-        results[i] = await work(i)
-      }
-    }),
-  )
-  return results
 }
 
 /** The most connections each instance (by application_name) held to the database at any of
@@ -104,7 +90,7 @@ t.test('two instances on one PostgreSQL database share one catalogue', { skip: p
     const before = await listAll(t, a, 10)
     const count = 200
     // 32 at a time, half to each: far more than a pool of 2 could serve at once
-    const load = bounded(count, 32, (i) =>
+    const load = atMost(32, count, (i) =>
       request(t, i % 2 === 0 ? a : b, 'POST', '/v1/pets', { name: `Pet ${i}`, categoryId: 1 + i, status: 'available' }),
     )
     const peak = await peakConnections(url, load)

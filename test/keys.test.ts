@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { openStorage } from '../src/storage/index.js'
 import { build, call } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { atMost } from './helpers/concurrency.js'
 import { run, startServer } from './helpers/processes.js'
 
 const keyPattern = /^pet_[0-9a-f]{8}_[A-Za-z0-9_-]{32}$/
@@ -17,20 +18,6 @@ const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** `npm run -s keys -- ...args`, as a real process, on the database at `url`. */
 const keysCli = (t: Test, url: string, ...args: string[]) => run(t, 'scripts/keys.ts', args, { DATABASE_URL: url })
-
-/** `work` over `items`, a few at a time: they overlap, yet each process gets the CPU to finish in its bound. */
-async function fewAtATime<T, R>(items: T[], work: (item: T) => Promise<R>, limit = 3): Promise<R[]> {
-  const results: R[] = []
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++
-      results[i] = await work(items[i]!)
-    }
-  }
-  await Promise.all(Array.from({ length: limit }, worker))
-  return results
-}
 
 /** Creates a key with the CLI; returns its id and what it printed on its last line. */
 async function createKey(t: Test, url: string, name: string): Promise<{ id: number; key: string }> {
@@ -254,7 +241,8 @@ t.test('keys CLI usage errors: the usage on stderr, exit 2, the database untouch
     [['revoke'], /revoke takes one ID/],
     [['revoke', '1.5'], /ID must be a key's id \(a whole number\), not "1.5"/],
   ]
-  const results = await fewAtATime(cases, ([args]) => keysCli(t, `sqlite:${file}`, ...args))
+  // a few at a time: they overlap, yet each process gets the CPU to finish within its bound
+  const results = await atMost(3, cases.length, (i) => keysCli(t, `sqlite:${file}`, ...cases[i]![0]))
   cases.forEach(([args, message], i) => {
     const { code, stdout, stderr } = results[i]!
     t.equal(code, 2, `keys ${args.join(' ')}`)

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import { loadContract } from '../contract/spec.js'
 
 /** What `npm run keys -- list` calls the key of a first start. */
 const firstKeyName = 'first start'
@@ -22,7 +21,7 @@ export async function issueFirstKey(app: FastifyInstance, url: string): Promise<
       'It is shown only this once: copy it now.',
       '',
       `  API key:  ${key}`,
-      `  Try it:   curl -H "Authorization: Bearer ${key}" ${url}${loadContract().basePath}/pets`,
+      `  Try it:   curl -H "Authorization: Bearer ${key}" ${url}${app.contract.basePath}/pets`,
       '',
       'Manage keys with: npm run -s keys -- create --name NAME | list | revoke ID',
       '',
