@@ -105,8 +105,9 @@ export interface components {
              * @description Machine-readable error code; new codes may be added. `invalid_request`
              *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
              *     `unauthorized` (401), `not_found` (404), `method_not_allowed` (405),
-             *     `payload_too_large` (413), `unsupported_media_type` (415),
-             *     `internal_error` (500).
+             *     `request_timeout` (408), `payload_too_large` (413),
+             *     `unsupported_media_type` (415), `internal_error` (500), `unavailable`
+             *     (503).
              * @example not_found
              */
             code: string;
@@ -125,11 +126,13 @@ export interface components {
     responses: {
         /**
          * @description The request is invalid: a parameter or the body breaks the rules of this
-         *     document (code `invalid_request`), or the body is not well-formed JSON
-         *     (code `malformed_json`).
+         *     document (code `invalid_request`), or the body is not well-formed JSON in
+         *     UTF-8 (code `malformed_json`).
          */
         InvalidRequest: {
             headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 [name: string]: unknown;
             };
             content: {
@@ -143,10 +146,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The API key is missing, malformed or unknown (code `unauthorized`). */
+        /**
+         * @description The API key is missing, malformed or unknown, or more than one
+         *     `Authorization` header was sent (code `unauthorized`).
+         */
         Unauthorized: {
             headers: {
                 "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 [name: string]: unknown;
             };
             content: {
@@ -160,9 +168,33 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description The request did not arrive in time: its headers within 10 s, all of it within
+         *     30 s, or its body paused for more than 10 s (code `request_timeout`). The
+         *     connection is closed.
+         */
+        RequestTimeout: {
+            headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "request_timeout",
+                 *       "message": "The request body paused for more than 10 s",
+                 *       "status": 408
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description The request body is larger than 16 KiB (code `payload_too_large`). */
         PayloadTooLarge: {
             headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 [name: string]: unknown;
             };
             content: {
@@ -176,9 +208,14 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body is not `application/json` (code `unsupported_media_type`). */
+        /**
+         * @description The request body is not `application/json` in UTF-8, or is sent with a
+         *     `Content-Encoding` (code `unsupported_media_type`).
+         */
         UnsupportedMediaType: {
             headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 [name: string]: unknown;
             };
             content: {
@@ -195,6 +232,8 @@ export interface components {
         /** @description An unexpected server error (code `internal_error`). */
         InternalError: {
             headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
                 [name: string]: unknown;
             };
             content: {
@@ -208,18 +247,41 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description The database cannot be reached for now (code `unavailable`): try again after
+         *     `Retry-After` seconds.
+         */
+        Unavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "unavailable",
+                 *       "message": "The service is unavailable for a moment: try again later",
+                 *       "status": 503
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
-        /** @description Maximum number of pets returned. */
+        /** @description Maximum number of pets returned, in decimal digits. */
         Limit: number;
         /** @description Keep only pets with this availability status. */
         StatusFilter: components["schemas"]["PetStatus"];
         /**
-         * @description Pagination cursor: return only pets whose `id` is greater than this value.
-         *     Take it from the `Link` header (`rel="next"`) of the previous page.
+         * @description Pagination cursor: return only pets whose `id` is greater than this value,
+         *     in decimal digits. Take it from the `Link` header (`rel="next"`) of the
+         *     previous page.
          */
         After: number;
-        /** @description Identifier of the pet. */
+        /** @description Identifier of the pet, in decimal digits. */
         PetId: components["schemas"]["PetId"];
     };
     requestBodies: never;
@@ -253,10 +315,20 @@ export interface components {
         LifecycleLink: string;
         /**
          * @description The bearer challenge (RFC 6750): `Bearer realm="petstore"`, with
-         *     `error="invalid_token"` when a bearer token was sent but is malformed or unknown.
+         *     `error="invalid_token"` when a bearer token was sent but is malformed or unknown,
+         *     and `error="invalid_request"` when more than one `Authorization` header was sent.
          * @example Bearer realm="petstore", error="invalid_token"
          */
         WWWAuthenticate: string;
+        /** @description Always `nosniff`; the body is only ever what `Content-Type` says. */
+        XContentTypeOptions: "nosniff";
+        /** @description Always `no-store`; no cache may keep an answer meant for one client. */
+        CacheControl: "no-store";
+        /**
+         * @description Seconds to wait before trying again (RFC 9110).
+         * @example 5
+         */
+        RetryAfter: number;
     };
     pathItems: never;
 }
@@ -265,13 +337,14 @@ export interface operations {
     listPets: {
         parameters: {
             query?: {
-                /** @description Maximum number of pets returned. */
+                /** @description Maximum number of pets returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Keep only pets with this availability status. */
                 status?: components["parameters"]["StatusFilter"];
                 /**
-                 * @description Pagination cursor: return only pets whose `id` is greater than this value.
-                 *     Take it from the `Link` header (`rel="next"`) of the previous page.
+                 * @description Pagination cursor: return only pets whose `id` is greater than this value,
+                 *     in decimal digits. Take it from the `Link` header (`rel="next"`) of the
+                 *     previous page.
                  */
                 after?: components["parameters"]["After"];
             };
@@ -285,6 +358,8 @@ export interface operations {
             200: {
                 headers: {
                     Link: components["headers"]["NextPageLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -309,7 +384,9 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     createPet: {
@@ -330,6 +407,8 @@ export interface operations {
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -346,9 +425,11 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
     getPet: {
@@ -356,7 +437,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description Identifier of the pet. */
+                /** @description Identifier of the pet, in decimal digits. */
                 petId: components["parameters"]["PetId"];
             };
             cookie?: never;
@@ -369,6 +450,8 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -383,12 +466,14 @@ export interface operations {
                     "application/json": components["schemas"]["Pet"];
                 };
             };
-            /** @description `petId` is not an integer from 1 to 9007199254740991 (code `invalid_request`). */
+            /** @description `petId` is not an integer from 1 to 9007199254740991, in decimal digits (code `invalid_request`). */
             400: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -402,13 +487,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The API key is missing, malformed or unknown (code `unauthorized`). */
+            /**
+             * @description The API key is missing, malformed or unknown, or more than one
+             *     `Authorization` header was sent (code `unauthorized`).
+             */
             401: {
                 headers: {
                     "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -428,6 +518,8 @@ export interface operations {
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -441,12 +533,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            408: components["responses"]["RequestTimeout"];
             /** @description An unexpected server error (code `internal_error`). */
             500: {
                 headers: {
                     Deprecation: components["headers"]["Deprecation"];
                     Sunset: components["headers"]["Sunset"];
                     Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -455,6 +550,31 @@ export interface operations {
                      *       "code": "internal_error",
                      *       "message": "Internal server error",
                      *       "status": 500
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The database cannot be reached for now (code `unavailable`): try again after
+             *     `Retry-After` seconds.
+             */
+            503: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "unavailable",
+                     *       "message": "The service is unavailable for a moment: try again later",
+                     *       "status": 503
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];

@@ -11,6 +11,7 @@ import { dirname, join, relative } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { buildApp } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
 import { recordingCompilers } from '../src/contract/compilers.js'
 import { type Contract, deref, loadContract } from '../src/contract/spec.js'
 import { generatedDir } from '../src/paths.js'
@@ -37,9 +38,8 @@ export async function generate(outDir: string = generatedDir): Promise<Generated
 
   // The app, built as the server builds it, hands over each schema it compiles.
   const app = await buildApp({
+    ...loadConfig({}),
     DATABASE_URL: 'sqlite::memory:',
-    DATABASE_POOL_SIZE: 1,
-    API_KEYS: [],
     LOG_LEVEL: 'silent',
     contract,
     schemaController: recordingCompilers((name, source) => files.set(name, header + source), openapiKeywords(contract.document)),

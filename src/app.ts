@@ -1,18 +1,22 @@
 import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
-import { anyOf, bearerAuth, staticKeys } from './auth/bearer.js'
+import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
-import { clientErrorHandler, errorHandler, notFoundHandler } from './errors.js'
+import { errorHandler, notFoundHandler } from './errors.js'
+import { guardServer, serverOptions } from './http/connections.js'
+import { jsonBodyParser } from './http/json-body.js'
+import { redactUrl } from './http/redact.js'
+import { requestHooks } from './http/request-hooks.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 
 /** Request bodies above this size are refused with 413 (openapi.yaml says 16 KiB). */
 const bodyLimit = 16 * 1024
 
-export interface AppOptions extends Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL_SIZE' | 'API_KEYS' | 'LOG_LEVEL'> {
+export interface AppOptions extends Omit<Config, 'PORT' | 'HOST'> {
   /** pino options beside the level, e.g. a destination stream */
   logger?: Exclude<FastifyServerOptions['logger'], boolean>
   /** the compilers of validators and serializers: by default those in generated/ */
@@ -22,9 +26,11 @@ export interface AppOptions extends Pick<Config, 'DATABASE_URL' | 'DATABASE_POOL
 }
 
 /** One access-log line per request, when it is answered ("request completed", with the
- * method, URL, status and time); Fastify's default adds a second line as each request arrives. */
+ * method, URL, status and time); Fastify's default adds a second line as each request arrives,
+ * and one more for an unknown route. */
 class AccessLog extends LogController {
   override incomingRequest() {}
+  override routeNotFound() {}
 }
 
 declare module 'fastify' {
@@ -38,7 +44,10 @@ declare module 'fastify' {
  * closes its storage. */
 export async function buildApp(options: AppOptions) {
   const contract = options.contract ?? loadContract()
-  const storage = await openStorage(options.DATABASE_URL, { poolSize: options.DATABASE_POOL_SIZE })
+  const storage = await openStorage(options.DATABASE_URL, {
+    poolSize: options.DATABASE_POOL_SIZE,
+    timeoutMs: options.DATABASE_TIMEOUT_MS,
+  })
   try {
     return await assemble(contract, storage, options)
   } catch (error) {
@@ -48,37 +57,41 @@ export async function buildApp(options: AppOptions) {
 }
 
 async function assemble(contract: Contract, storage: Storage, options: AppOptions) {
+  const secrets = options.API_KEYS
   const app = Fastify({
     logger: {
       level: options.LOG_LEVEL,
       // the key is the one secret a request carries; it is never written down
       redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
-      // the access-log line names the request it answers
+      // the access-log line names the request it answers, without a credential it may carry
       serializers: {
         // (typed partial by Fastify, but a reply always has its request)
-        res: ({ statusCode, request }) => ({ statusCode, method: request!.method, url: request!.url }),
+        res: ({ statusCode, request }) => ({ statusCode, method: request!.method, url: redactUrl(request!.url, secrets) }),
       },
       ...options.logger,
     },
     logController: new AccessLog(),
+    ...serverOptions(options),
     bodyLimit,
     // a path parameter too long for the router would be a 404 without a word; let validation say why
     routerOptions: { maxParamLength: 16 * 1024 },
     // errors Fastify meets before routing (a malformed URL) leave through the same door as all others
     frameworkErrors: errorHandler,
-    clientErrorHandler,
     // requests that arrive while the server drains are answered, not refused with a 503
     return503OnClosing: false,
-    // the routes are the operations of the spec and the documentation, without implicit HEADs
-    exposeHeadRoutes: false,
+    // HEAD works wherever GET does (RFC 9110)
+    exposeHeadRoutes: true,
     schemaController: options.schemaController ?? generatedCompilers(),
   })
+  guardServer(app.server, app.log, options)
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.addHook('onClose', () => storage.close())
 
-  // JSON only: without the text/plain parser, any other body is a 415.
-  app.removeContentTypeParser('text/plain')
+  // JSON only, read by one parser that knows the limits: any other body is a 415.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
+  requestHooks(app)
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler(contract))
 
@@ -86,7 +99,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   await app.register(contractPlugin, {
     contract,
     handlers: petHandlers(storage.pets),
-    authenticate: bearerAuth(anyOf(staticKeys(options.API_KEYS), storage.keys.authenticate)),
+    authenticate: bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys))),
     docsPath: docsPath(contract),
   })
   return app

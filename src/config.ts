@@ -22,7 +22,18 @@ export const configSchema = Type.Object({
     description: 'comma-separated API keys accepted beside the stored ones',
   }),
   LOG_LEVEL: Type.Unsafe<(typeof logLevels)[number]>({ type: 'string', enum: logLevels, default: 'info' }),
+  DATABASE_TIMEOUT_MS: milliseconds(5_000, 'how long a statement or a connection may take before the database counts as unavailable (503)'),
+  HEADERS_TIMEOUT_MS: milliseconds(10_000, 'the request headers must arrive within this time (408)'),
+  REQUEST_TIMEOUT_MS: milliseconds(30_000, 'the whole request, headers and body, must arrive within this time (408)'),
+  BODY_IDLE_TIMEOUT_MS: milliseconds(10_000, 'the longest pause allowed while a request body arrives (408)'),
+  KEEP_ALIVE_TIMEOUT_MS: milliseconds(72_000, 'an idle keep-alive connection is closed after this time'),
+  MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 512, description: 'connections open at once; more are refused, with a log line' }),
+  SHUTDOWN_GRACE_MS: milliseconds(10_000, 'on SIGTERM or SIGINT, requests in flight get this long to finish'),
 })
+
+function milliseconds(fallback: number, description: string) {
+  return Type.Integer({ minimum: 100, maximum: 3_600_000, default: fallback, description })
+}
 
 export type Config = Omit<Static<typeof configSchema>, 'API_KEYS'> & { API_KEYS: string[] }
 

@@ -1,6 +1,9 @@
-import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Contract } from './contract/spec.js'
+import { StorageUnavailable } from './storage/sql.js'
+
+/** Seconds a client is asked to wait (Retry-After) before trying again after a 503. */
+export const retryAfterSeconds = 5
 
 /**
  * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
@@ -13,9 +16,11 @@ export const errorStatus = {
   unauthorized: 401,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,
+  unavailable: 503,
 } as const
 
 export type ErrorCode = keyof typeof errorStatus
@@ -47,7 +52,7 @@ interface ValidationIssue {
   keyword: string
   instancePath: string
   message?: string
-  params: { additionalProperty?: string; allowedValues?: unknown[] }
+  params: { additionalProperty?: string; allowedValues?: unknown[]; type?: string }
   parentSchema?: { description?: string }
 }
 
@@ -62,6 +67,11 @@ export function describeValidation(issue: ValidationIssue, part: string): string
       return `${where} must NOT have additional property '${issue.params.additionalProperty}'`
     case 'enum':
       return `${where} must be one of: ${issue.params.allowedValues?.join(', ')}`
+    case 'type':
+      // a parameter is text: say how an integer is written
+      return part !== 'body' && issue.params.type === 'integer'
+        ? `${where} must be an integer in decimal digits`
+        : `${where} ${issue.message}`
     case 'pattern':
       // the regular expression helps no one; the schema's description says the rule
       return `${where} is not valid: ${issue.parentSchema?.description?.trim() ?? issue.message}`
@@ -73,24 +83,22 @@ export function describeValidation(issue: ValidationIssue, part: string): string
 /** Any error, ours or Fastify's, as one of the catalogue's. */
 export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
+  if (error instanceof StorageUnavailable) {
+    return new ApiError('unavailable', 'The service is unavailable for a moment: try again later', {
+      'Retry-After': String(retryAfterSeconds),
+    })
+  }
   if (error.validation) {
     if (error.validationContext === 'body' && request.body === undefined) {
       return new ApiError('invalid_request', 'A request body is required: send a JSON object')
     }
     return new ApiError('invalid_request', describeValidation(error.validation[0] as ValidationIssue, error.validationContext!))
   }
-  switch (error.code) {
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ApiError('malformed_json', 'The request body is not valid JSON')
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError('invalid_request', 'The request body is empty: send a JSON object')
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large', `The request body is larger than ${request.routeOptions.bodyLimit} bytes`)
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(
-        'unsupported_media_type',
-        `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? 'none')}: send application/json`,
-      )
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new ApiError(
+      'unsupported_media_type',
+      `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? 'none')}: send application/json`,
+    )
   }
   // Anything else a client caused (a malformed URL, a wrong Content-Length) is a bad request.
   if (error.statusCode !== undefined && error.statusCode < 500) return new ApiError('invalid_request', error.message)
@@ -100,7 +108,9 @@ export function toApiError(error: FastifyError | ApiError, request: FastifyReque
 /** The one way out for every error: the Error body, with its status and headers. */
 export function errorHandler(error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = toApiError(error, request)
-  if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
+  // the operator is told the cause (SQLITE_FULL, ECONNREFUSED…), the client only what to do
+  if (error instanceof StorageUnavailable) request.log.error({ err: error.cause }, 'the database is unavailable')
+  else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
   return reply.code(apiError.status).headers(apiError.headers).send(apiError.body)
 }
 
@@ -115,23 +125,4 @@ export function notFoundHandler(contract: Contract) {
       : new ApiError('not_found', `No route ${request.method} ${path}`)
     return errorHandler(error, request, reply)
   }
-}
-
-/** Why Node's HTTP parser gave up on a request, where the code alone would puzzle a client. */
-const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request headers are larger than 16 KiB' }
-
-/**
- * A request Node cannot read as HTTP (truncated, oversized headers, too slow) never reaches
- * Fastify: it is answered here, in the Error shape too, and the connection closed.
- */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket) {
-  // a reset connection has no one left to answer
-  if (socket.writable) {
-    const message = unreadable[error.code!] ?? `The HTTP request could not be read (${error.code})`
-    const body = JSON.stringify(new ApiError('invalid_request', message).body)
-    socket.write(
-      `HTTP/1.1 400 Bad Request\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    )
-  }
-  socket.destroy()
 }

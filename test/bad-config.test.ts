@@ -7,7 +7,7 @@ import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { connectionTimeoutMs, DatabaseConfigError, parseDatabaseUrl } from '../src/storage/database.js'
+import { databaseTimeoutMs, DatabaseConfigError, parseDatabaseUrl } from '../src/storage/database.js'
 import { adminUrl, postgresMissing } from './helpers/postgres.js'
 import { run } from './helpers/processes.js'
 
@@ -56,7 +56,7 @@ t.test('a PostgreSQL that never answers (a host that drops packets): a timeout, 
   const { port } = silent.address() as { port: number }
   const started = Date.now()
   await failsInOneLine(t, `postgres://postgres@127.0.0.1:${port}/petstore`, /cannot connect to PostgreSQL .+: .*timeout/i)
-  t.ok(Date.now() - started >= connectionTimeoutMs, `it waited the ${connectionTimeoutMs} ms of the connection timeout`)
+  t.ok(Date.now() - started >= databaseTimeoutMs, `it waited the ${databaseTimeoutMs} ms of the connection timeout`)
   t.equal(sockets.size, 1, 'the server did try to connect')
 })
 
@@ -90,13 +90,13 @@ t.test('a SQLite path that is a directory', async (t) => {
 
 t.test('a SQLite file in a place where no file can be created', async (t) => {
   // /proc: not even root may create files there (the tests may run as root, whom file modes do not stop)
-  await failsInOneLine(t, 'sqlite:/proc/petstore.db', /^petstore: cannot open SQLite \/proc\/petstore\.db: unable to open database file\n$/)
+  await failsInOneLine(t, 'sqlite:/proc/petstore.db', /^petstore: cannot open SQLite \/proc\/petstore\.db: unable to open database file \(SQLITE_CANTOPEN\); the file and its folder must be writable\n$/)
 })
 
 t.test('a SQLite path to a file that is not a database', async (t) => {
   const file = join(tempDir(t), 'notes.txt')
   writeFileSync(file, 'not a database, but long enough to have a header that SQLite reads and refuses\n'.repeat(20))
-  await failsInOneLine(t, `sqlite:${file}`, /^petstore: cannot open SQLite .+notes\.txt: file is not a database\n$/)
+  await failsInOneLine(t, `sqlite:${file}`, /^petstore: cannot open SQLite .+notes\.txt: file is not a database \(SQLITE_NOTADB\)\n$/)
 })
 
 function refusalOf(url: string): Error | undefined {

@@ -9,6 +9,13 @@ t.test('defaults: port 3000 on 127.0.0.1, SQLite in ./data, no keys, level info'
     DATABASE_POOL_SIZE: 10,
     API_KEYS: [],
     LOG_LEVEL: 'info',
+    DATABASE_TIMEOUT_MS: 5000,
+    HEADERS_TIMEOUT_MS: 10000,
+    REQUEST_TIMEOUT_MS: 30000,
+    BODY_IDLE_TIMEOUT_MS: 10000,
+    KEEP_ALIVE_TIMEOUT_MS: 72000,
+    MAX_CONNECTIONS: 512,
+    SHUTDOWN_GRACE_MS: 10000,
   })
 })
 
@@ -20,6 +27,7 @@ t.test('values are read from their text; API_KEYS is a comma-separated list', as
     DATABASE_POOL_SIZE: '4',
     API_KEYS: ' key-one , key.two~+/== ,,',
     LOG_LEVEL: 'warn',
+    REQUEST_TIMEOUT_MS: '20000',
     UNRELATED: 'ignored',
   })
   t.strictSame(config, {
@@ -29,6 +37,13 @@ t.test('values are read from their text; API_KEYS is a comma-separated list', as
     DATABASE_POOL_SIZE: 4,
     API_KEYS: ['key-one', 'key.two~+/=='],
     LOG_LEVEL: 'warn',
+    DATABASE_TIMEOUT_MS: 5000,
+    HEADERS_TIMEOUT_MS: 10000,
+    REQUEST_TIMEOUT_MS: 20000,
+    BODY_IDLE_TIMEOUT_MS: 10000,
+    KEEP_ALIVE_TIMEOUT_MS: 72000,
+    MAX_CONNECTIONS: 512,
+    SHUTDOWN_GRACE_MS: 10000,
   })
 })
 
@@ -39,6 +54,7 @@ t.test('a bad value is a ConfigError naming the variable and what it may be', as
     [{ DATABASE_POOL_SIZE: '0' }, 'invalid configuration: DATABASE_POOL_SIZE must be >= 1'],
     [{ LOG_LEVEL: 'verbose' }, 'invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/)'],
+    [{ BODY_IDLE_TIMEOUT_MS: '5' }, 'invalid configuration: BODY_IDLE_TIMEOUT_MS must be >= 100'],
     [{ HOST: '', PORT: '-1' }, 'invalid configuration: PORT must be >= 0; HOST must NOT have fewer than 1 characters'],
   ]
   for (const [env, message] of cases) {

@@ -100,32 +100,46 @@ async function checkKeyStore(t: Test, url: string, sql: Sql) {
   )
   t.notOk(JSON.stringify(rows).includes(first.key) || JSON.stringify(rows).includes(ci.key), 'and never the key')
 
-  const lastUsed = async () => Number((await sql(`select last_used_at from api_keys where id = ${ci.record.id}`))[0]!.last_used_at)
-  t.equal(await keys.authenticate(ci.key), true, 'an issued key is accepted')
-  t.ok(await lastUsed() >= start, 'and its use recorded')
-  const recent = Date.now() - 50_000
-  await sql(`update api_keys set last_used_at = ${recent} where id = ${ci.record.id}`)
-  t.equal(await keys.authenticate(ci.key), true)
-  t.equal(await lastUsed(), recent, 'a use within the minute is not written again')
-  const stale = Date.now() - 61_000
-  await sql(`update api_keys set last_used_at = ${stale} where id = ${ci.record.id}`)
+  const lastUsed = async () => (await sql(`select last_used_at from api_keys where id = ${ci.record.id}`))[0]!.last_used_at
+  t.equal(await keys.authenticate(ci.key), ci.record.id, 'an issued key is accepted: its id')
+  t.equal(await lastUsed(), null, 'its use is not written on the request path')
   const beforeUse = Date.now()
-  t.equal(await keys.authenticate(ci.key), true)
-  t.ok(await lastUsed() >= beforeUse, 'a use after more than a minute is')
-  t.ok((await keys.list())[1]!.lastUsedAt!.getTime() >= beforeUse, 'list shows the last use')
+  t.equal(await keys.authenticate(ci.key), ci.record.id, 'a second use, from the cache')
+  await keys.recordUses()
+  t.ok(Number(await lastUsed()) >= beforeUse, 'recordUses writes the last use down')
+  const later = Date.now() + 3_600_000
+  await sql(`update api_keys set last_used_at = ${later} where id = ${ci.record.id}`)
+  t.equal(await keys.authenticate(ci.key), ci.record.id)
+  await keys.recordUses()
+  t.equal(Number(await lastUsed()), later, 'a later use written by another instance is kept')
+  t.equal((await keys.list())[1]!.lastUsedAt!.getTime(), later, 'list shows the last use')
+  await keys.recordUses()
+  t.equal(Number(await lastUsed()), later, 'nothing to write: nothing written')
 
   const altered = ci.key.slice(0, -1) + (ci.key.endsWith('A') ? 'B' : 'A')
-  t.equal(await keys.authenticate(altered), false, 'a key one character off is refused')
-  t.equal(await keys.authenticate('test-key-3f9a1c'), false, 'a key never issued is refused')
+  t.equal(await keys.authenticate(altered), undefined, 'a key one character off is refused')
+  t.equal(await keys.authenticate('test-key-3f9a1c'), undefined, 'a key never issued is refused')
 
   t.equal(await keys.revoke(ci.record.id), 'revoked')
-  t.equal(await keys.authenticate(ci.key), false, 'a revoked key is refused')
+  t.equal(await keys.authenticate(ci.key), undefined, 'a key revoked here is refused at once')
   const { revokedAt } = (await keys.list())[1]!
   t.ok(revokedAt !== null && revokedAt.getTime() >= start, 'list shows when it was revoked')
   t.equal(await keys.revoke(ci.record.id), 'already revoked')
   t.strictSame((await keys.list())[1]!.revokedAt, revokedAt, 'a second revoke leaves the first date')
   t.equal(await keys.revoke(ci.record.id + 1000), 'not found')
-  t.equal(await keys.authenticate(first.key), true, 'the other keys still work')
+  t.equal(await keys.authenticate(first.key), first.record.id, 'the other keys still work')
+
+  // Another process (the keys CLI, another instance) revokes a key this store has cached.
+  t.equal(await keys.authenticate(first.key), first.record.id, 'cached')
+  await sql(`update api_keys set revoked_at = ${Date.now()} where id = ${first.record.id}`)
+  const revokedElsewhere = Date.now()
+  let answer = await keys.authenticate(first.key)
+  // PostgreSQL's NOTIFY reaches the listener after the commit, in a millisecond or so
+  while (answer !== undefined && Date.now() - revokedElsewhere < 2_000) {
+    await new Promise((resolve) => setTimeout(resolve, 1))
+    answer = await keys.authenticate(first.key)
+  }
+  t.equal(answer, undefined, `a key revoked by another process is refused (after ${Date.now() - revokedElsewhere} ms)`)
 }
 
 t.test('the key store on SQLite: issue, issueFirst, list, authenticate, revoke', async (t) => {
@@ -180,6 +194,9 @@ t.test('keys CLI on SQLite: a created key works at once, revoke refuses it at th
   t.equal(revoked.stdout, `Revoked key ${ci.id}: every instance refuses it from the next request on.\n`)
   t.equal(await petsStatus(server, ci.key), 401, 'the very next request with it is refused')
   t.equal(await petsStatus(server, bot.key), 200, 'the other key still works')
+  // uses are written down every minute, and when the server stops
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0, 'the server stops cleanly')
 
   const [again, unknown, rows] = await Promise.all([keysCli(t, url, 'revoke', String(ci.id)), keysCli(t, url, 'revoke', '3'), listed(t, url)])
   t.equal(again.code, 1)
@@ -214,6 +231,8 @@ t.test('keys CLI on PostgreSQL: revoke holds at once on every running instance',
   const revoked = await keysCli(t, url, 'revoke', String(id))
   t.equal(revoked.code, 0)
   for (const server of servers) t.equal(await petsStatus(server, key), 401, 'each instance refuses it at the next request')
+  for (const server of servers) server.child.kill('SIGTERM')
+  for (const server of servers) t.equal((await server.exited).code, 0, 'each stops cleanly, writing down when the key was used')
 
   const [again, unknown, rows] = await Promise.all([keysCli(t, url, 'revoke', String(id)), keysCli(t, url, 'revoke', '7'), listed(t, url)])
   t.equal(again.code, 1)

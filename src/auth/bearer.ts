@@ -1,9 +1,23 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
+import { occurrences } from '../http/raw-headers.js'
+import type { KeyRepository } from '../storage/keys.js'
+import { hashKey } from '../storage/keys.js'
 
-/** Whether a token is an accepted API key. A store that cannot answer throws: no answer is no access. */
-export type KeyCheck = (token: string) => boolean | Promise<boolean>
+/** Who a request speaks for: its API key, as `key:<id>` (a stored key) or `env:<hash prefix>`
+ * (a key from API_KEYS). Never the key itself. Rate limits and idempotency keys are per principal. */
+export type Principal = string
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** set by bearer authentication, on operations that require it */
+    principal?: Principal
+  }
+}
+
+/** The principal of an accepted API key, or undefined. A store that cannot answer throws: no
+ * answer is no access. */
+export type KeyCheck = (token: string) => Principal | undefined | Promise<Principal | undefined>
 
 const realm = 'Bearer realm="petstore"'
 
@@ -11,9 +25,16 @@ const realm = 'Bearer realm="petstore"'
 const credentials = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i
 
 /** The API key in `Authorization`, or the 401 that answers its absence or its form. */
-export function bearerToken(authorization: string | undefined): string {
+export function bearerToken(request: FastifyRequest): string {
+  const authorization = request.headers.authorization
   if (authorization === undefined || authorization === '') {
     throw new ApiError('unauthorized', 'Missing API key: send Authorization: Bearer <API_KEY>', { 'WWW-Authenticate': realm })
+  }
+  // Node keeps the first of several Authorization headers; which one the client meant is unknown.
+  if (occurrences(request.raw.rawHeaders, 'authorization') > 1) {
+    throw new ApiError('unauthorized', 'Send one Authorization header, not several', {
+      'WWW-Authenticate': `${realm}, error="invalid_request"`,
+    })
   }
   const match = credentials.exec(authorization)
   if (!match) {
@@ -30,32 +51,38 @@ export function bearerToken(authorization: string | undefined): string {
 
 /** The onRequest hook of every operation that requires bearerAuth: it runs before the body is
  * read or anything validated, so an unauthenticated request is a 401 whatever else is wrong. */
-export function bearerAuth(isValidKey: KeyCheck) {
+export function bearerAuth(check: KeyCheck) {
   return async function authenticate(request: FastifyRequest) {
-    if (!(await isValidKey(bearerToken(request.headers.authorization)))) {
+    const principal = await check(bearerToken(request))
+    if (principal === undefined) {
       throw new ApiError('unauthorized', 'Invalid API key', { 'WWW-Authenticate': `${realm}, error="invalid_token"` })
     }
+    request.principal = principal
   }
 }
 
-const digest = (value: string) => createHash('sha256').update(value).digest()
-
-/** Keys given in the environment, compared in constant time: every configured key is compared,
- * always, and digests of equal length hide how much of a key matched. */
+/** Keys given in the environment. Looked up by SHA-256: what a guess costs in time depends on
+ * its hash, which tells nothing of the keys. */
 export function staticKeys(keys: readonly string[]): KeyCheck {
-  const digests = keys.map(digest)
-  return (token) => {
-    const candidate = digest(token)
-    let found = false
-    for (const known of digests) found = timingSafeEqual(candidate, known) || found
-    return found
+  const principals = new Map(keys.map((key) => [hashKey(key), `env:${hashKey(key).slice(0, 12)}`]))
+  return (token) => (principals.size === 0 ? undefined : principals.get(hashKey(token)))
+}
+
+/** Keys issued with `npm run keys`, kept in the store. */
+export function storedKeys(keys: KeyRepository): KeyCheck {
+  return async (token) => {
+    const id = await keys.authenticate(token)
+    return id === undefined ? undefined : `key:${id}`
   }
 }
 
 /** Accepted when any of the checks accepts, tried in order. */
 export function anyOf(...checks: KeyCheck[]): KeyCheck {
   return async (token) => {
-    for (const check of checks) if (await check(token)) return true
-    return false
+    for (const check of checks) {
+      const principal = await check(token)
+      if (principal !== undefined) return principal
+    }
+    return undefined
   }
 }

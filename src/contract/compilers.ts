@@ -19,9 +19,11 @@ export interface RouteSchemaKey {
 
 type Kind = 'validators' | 'serializers'
 
-/** Where the generated module for one route part lives: `validators/post_v1_pets_body.cjs`. */
+/** Where the generated module for one route part lives: `validators/post_v1_pets_body.cjs`.
+ * A HEAD route is Fastify's copy of a GET route, schemas included: it shares GET's modules. */
 export function moduleName(kind: Kind, key: RouteSchemaKey): string {
-  const words = [key.method, key.url, key.httpPart ?? key.httpStatus, key.contentType].filter(Boolean).join(' ')
+  const method = key.method === 'HEAD' ? 'GET' : key.method
+  const words = [method, key.url, key.httpPart ?? key.httpStatus, key.contentType].filter(Boolean).join(' ')
   return `${kind}/${words.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '').toLowerCase()}.cjs`
 }
 
@@ -48,13 +50,16 @@ export function generatedCompilers(dir: string = generatedDir): SchemaController
 }
 
 /**
- * Ajv's options for each part of a request. Bodies are JSON and taken as sent: `"12"` is not a
- * number. Path and query parameters are text, read as the schema's type. Unknown properties are
- * reported, not removed; defaults from the schema are filled in.
+ * Ajv's options for every part of a request. Values are taken as sent, never coerced: a JSON
+ * `"12"` is not a number, and a query's `1e2` is not 100 (parameters.ts turns the text of
+ * integer parameters into numbers first, strictly). Unknown properties are reported, not
+ * removed; defaults from the schema are filled in.
  */
-function ajvOptions(part: string, keywords: string[]) {
+function ajvOptions(keywords: string[]) {
   return {
-    coerceTypes: part !== 'body',
+    coerceTypes: false,
+    // NaN and Infinity are not numbers a client can mean
+    strictNumbers: true,
     useDefaults: true,
     removeAdditional: false,
     allErrors: false,
@@ -72,13 +77,8 @@ function ajvOptions(part: string, keywords: string[]) {
  */
 export function recordingCompilers(store: (name: string, source: string) => void, keywords: string[]): SchemaController {
   const validators = StandaloneValidator({ readMode: false, storeFunction: (key, code) => store(moduleName('validators', key), code) })
-  const buildValidator = (externalSchemas: Record<string, unknown>, options: { customOptions?: object }) => {
-    const forPart = (part: string) =>
-      validators(externalSchemas as never, { ...options, customOptions: { ...options.customOptions, ...ajvOptions(part, keywords) } })
-    const body = forPart('body')
-    const parameters = forPart('parameters')
-    return (key: RouteSchemaKey & { schema: unknown }) => (key.httpPart === 'body' ? body : parameters)(key as never)
-  }
+  const buildValidator = (externalSchemas: Record<string, unknown>, options: { customOptions?: object }) =>
+    validators(externalSchemas as never, { ...options, customOptions: { ...options.customOptions, ...ajvOptions(keywords) } })
   return {
     compilersFactory: {
       buildValidator,

@@ -2,6 +2,7 @@ import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastif
 import openapiGlue from 'fastify-openapi-glue'
 import { lifecycleHeaders } from './lifecycle.js'
 import type { OperationHandlers } from './operations.js'
+import { integerParameters, strictIntegers } from './parameters.js'
 import { type Contract, deref, type Operation } from './spec.js'
 
 export interface ContractOptions {
@@ -15,9 +16,10 @@ export interface ContractOptions {
 
 /**
  * Serves the operations of openapi.yaml: fastify-openapi-glue makes a route of each, with its
- * schemas and handler; this plugin adds, per operation and from the spec alone, the
- * authentication its `security` requires and the headers its lifecycle calls for. It is an
- * encapsulated context of its own, so its onRoute hook sees the operations' routes only.
+ * schemas and handler; this plugin adds, per operation and from the spec alone, the headers its
+ * lifecycle calls for, the authentication its `security` requires, and the strict reading of
+ * its integer parameters. It is an encapsulated context of its own, so its onRoute hook sees
+ * the operations' routes only (each GET twice: HEAD is made from it).
  */
 export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, docsPath }: ContractOptions) {
   app.addHook('onRoute', (route) => {
@@ -33,6 +35,8 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
     }
     if (requiresBearer(operation, contract)) hooks.push(authenticate)
     route.onRequest = [...hooks, ...[route.onRequest ?? []].flat()]
+    const integers = strictIntegers(integerParameters(operation, contract))
+    if (integers !== undefined) route.preValidation = [integers, ...[route.preValidation ?? []].flat()]
   })
   await app.register(openapiGlue, { specification: contract.document, serviceHandlers: handlers, prefix: contract.basePath })
 }

@@ -53,7 +53,8 @@ function methodsByPath(basePath: string, operations: Map<string, Operation>) {
   const paths = new Map<string, { pattern: RegExp; methods: string[] }>()
   for (const { path, method } of operations.values()) {
     const entry = paths.get(path) ?? { pattern: new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '[^/]+')}$`), methods: [] }
-    entry.methods.push(method)
+    // HEAD is served wherever GET is (RFC 9110)
+    entry.methods.push(...(method === 'GET' ? ['GET', 'HEAD'] : [method]))
     paths.set(path, entry)
   }
   return (requestPath: string) => [...paths.values()].find(({ pattern }) => pattern.test(requestPath))?.methods

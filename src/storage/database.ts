@@ -13,6 +13,8 @@ import {
   SqliteDriver,
 } from 'kysely'
 import pg from 'pg'
+import { type KeyChanges, postgresKeyChanges, sqliteKeyChanges } from './key-changes.js'
+import { postgresSql, type Sql, sqliteSql } from './sql.js'
 
 /** The tables, as Kysely sees them. Timestamps are Unix milliseconds in both dialects. */
 export interface Tables {
@@ -38,10 +40,16 @@ export type Dialect = 'sqlite' | 'postgres'
 export type DatabaseTarget = { dialect: 'sqlite'; file: string } | { dialect: 'postgres'; url: string }
 
 export interface Database {
+  /** the repositories' way in: prepared SQL, both dialects */
+  sql: Sql
+  /** the schema's way in: Kysely, for migrations (and tests that look at the schema) */
   db: Kysely<Tables>
   dialect: Dialect
+  /** starts watching api_keys for changes made by other processes */
+  watchKeyChanges(): KeyChanges
   /** where it is, without credentials, for messages */
   description: string
+  close(): Promise<void>
 }
 
 /** A configuration error: the process reports its message in one line and exits. */
@@ -67,29 +75,23 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
 export interface DatabaseOptions {
   /** PostgreSQL connections kept open at most */
   poolSize: number
+  /** how long a statement, a connection or a wait for the write lock may take before the
+   * database counts as unavailable (default: databaseTimeoutMs) */
+  timeoutMs?: number
 }
+
+/** The default of DatabaseOptions.timeoutMs: long enough for any statement of ours under load,
+ * short enough that a client is told "try again" (503) before it gives up on its own. */
+export const databaseTimeoutMs = 5_000
 
 export function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Database {
-  return target.dialect === 'sqlite' ? openSqlite(target.file) : openPostgres(target.url, options.poolSize)
+  const timeoutMs = options.timeoutMs ?? databaseTimeoutMs
+  return target.dialect === 'sqlite' ? openSqlite(target.file, timeoutMs) : openPostgres(target.url, options.poolSize, timeoutMs)
 }
 
-function openSqlite(file: string): Database {
-  let sqlite: SQLite.Database
-  try {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
-    sqlite = new SQLite(file)
-    // Another process holding the write lock is waited for, up to 5 s, not failed at once
-    // (better-sqlite3's default, made explicit: the transactions below rely on it).
-    sqlite.pragma('busy_timeout = 5000')
-    // WAL: readers never wait for the writer. synchronous=FULL: a commit is on disk (fsync)
-    // before it returns, so a 201 survives a power loss, not only a crash of the process.
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma('synchronous = FULL')
-  } catch (error) {
-    const reason = isDirectory(file) ? 'it is a directory, not a file' : (error as Error).message
-    throw new DatabaseConfigError(`cannot open SQLite ${file}: ${reason}`)
-  }
-  // Kysely prepares every query anew; the handful of distinct statements is prepared once.
+function openSqlite(file: string, timeoutMs: number): Database {
+  const sqlite = openSqliteFile(file, timeoutMs)
+  // Kysely's driver prepares every query anew; the handful of distinct statements is prepared once.
   const statements = new Map<string, SQLite.Statement>()
   const database = {
     close: () => sqlite.close(),
@@ -99,7 +101,45 @@ function openSqlite(file: string): Database {
       return statement
     },
   }
-  return { db: new Kysely<Tables>({ dialect: new SharedSqliteDialect({ database }) }), dialect: 'sqlite', description: `SQLite ${file}` }
+  const db = new Kysely<Tables>({ dialect: new SharedSqliteDialect({ database }) })
+  return {
+    sql: sqliteSql(sqlite),
+    db,
+    dialect: 'sqlite',
+    watchKeyChanges: () => sqliteKeyChanges(sqlite),
+    description: `SQLite ${file}`,
+    close: () => db.destroy(),
+  }
+}
+
+/** The SQLite file, ready for the service: or a DatabaseConfigError saying why it cannot be. */
+function openSqliteFile(file: string, timeoutMs: number): SQLite.Database {
+  let sqlite: SQLite.Database | undefined
+  try {
+    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+    sqlite = new SQLite(file)
+    // Another process holding the write lock is waited for, not failed at once.
+    sqlite.pragma(`busy_timeout = ${timeoutMs}`)
+    // WAL: readers never wait for the writer. synchronous=FULL: a commit is on disk (fsync)
+    // before it returns, so a 201 survives a power loss, not only a crash of the process.
+    sqlite.pragma('journal_mode = WAL')
+    sqlite.pragma('synchronous = FULL')
+    // SQLite opens a file it may not write read-only, without a word, and every write would
+    // fail later: a header write now proves the store takes writes.
+    sqlite.pragma(`user_version = ${sqlite.pragma('user_version', { simple: true })}`)
+    return sqlite
+  } catch (error) {
+    sqlite?.close()
+    throw new DatabaseConfigError(`cannot open SQLite ${file}: ${whySqliteFails(file, error as Error)}`)
+  }
+}
+
+/** What to tell the operator: the cause in words, and the SQLite code that names it. */
+function whySqliteFails(file: string, error: Error): string {
+  if (isDirectory(file)) return 'it is a directory, not a file'
+  const code = (error as { code?: string }).code
+  const hint = /^SQLITE_(READONLY|CANTOPEN)/.test(code ?? '') ? '; the file and its folder must be writable' : ''
+  return `${error.message}${code ? ` (${code})` : ''}${hint}`
 }
 
 const isDirectory = (path: string) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true
@@ -145,16 +185,24 @@ const types = {
     oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 }
 
-/** How long a connection may take to open, and a request may wait for a free one in the pool.
- * Without it, a server that drops packets (firewall, wrong host) hangs startup in silence. */
-export const connectionTimeoutMs = 5_000
-
-function openPostgres(url: string, poolSize: number): Database {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: connectionTimeoutMs })
+function openPostgres(url: string, poolSize: number, timeoutMs: number): Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    types,
+    // A server that drops packets (firewall, wrong host) or stops answering (frozen, overloaded)
+    // costs a request at most this long: opening a connection or waiting for a free one,
+    connectionTimeoutMillis: timeoutMs,
+    // a statement, cancelled by the server,
+    statement_timeout: timeoutMs,
+    // and, should the server not even answer the cancel, the wait for its answer.
+    query_timeout: timeoutMs + 1_000,
+    keepAlive: true,
+  })
   // A connection that the server drops (restart, failover, pg_terminate_backend) emits an
   // error event, which would end the process if nothing listened: on the pool while the
   // connection is idle there (the pool discards it; the next query opens a new one), on the
-  // client while it is lent out (its query fails: that one request gets a 500).
+  // client while it is lent out (its query fails: that one request gets a 503).
   pool.on('error', () => {})
   pool.on('connect', (pooled) => {
     const client = pooled as unknown as pg.Client // what the pool lends is a Client, typed more narrowly
@@ -167,9 +215,13 @@ function openPostgres(url: string, poolSize: number): Database {
     })
   })
   const { hostname, port, pathname } = new URL(url)
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
   return {
-    db: new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) }),
+    sql: postgresSql(pool),
+    db,
     dialect: 'postgres',
+    watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }),
     description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
+    close: () => db.destroy(),
   }
 }

@@ -1,4 +1,3 @@
-import { sql } from 'kysely'
 import { type Database, DatabaseConfigError, type DatabaseOptions, openDatabase, parseDatabaseUrl } from './database.js'
 import { type KeyRepository, keyRepository } from './keys.js'
 import { migrate } from './migrations.js'
@@ -20,10 +19,11 @@ export interface Storage {
 export async function connect(url: string, options: DatabaseOptions): Promise<Database> {
   const database = openDatabase(parseDatabaseUrl(url), options)
   try {
-    await sql`select 1`.execute(database.db)
+    await database.sql.row('select 1')
   } catch (error) {
-    await database.db.destroy()
-    throw new DatabaseConfigError(`cannot connect to ${database.description}: ${(error as Error).message}`)
+    await database.close()
+    const cause = (error as Error).cause ?? error
+    throw new DatabaseConfigError(`cannot connect to ${database.description}: ${(cause as Error).message}`)
   }
   return database
 }
@@ -31,17 +31,23 @@ export async function connect(url: string, options: DatabaseOptions): Promise<Da
 /** Opens the database named by `url`, checks it answers, and brings its schema up to date. */
 export async function openStorage(url: string, options: DatabaseOptions): Promise<Storage> {
   const database = await connect(url, options)
-  const { db, dialect, description } = database
   try {
     await migrate(database)
   } catch (error) {
-    await db.destroy()
+    await database.close()
     throw error
   }
+  const { sql, dialect, description } = database
+  const keyChanges = database.watchKeyChanges()
+  const keys = keyRepository(sql, dialect, keyChanges)
   return {
-    pets: petRepository(db, dialect),
-    keys: keyRepository(db, dialect),
+    pets: petRepository(sql, dialect),
+    keys,
     description,
-    close: () => db.destroy(),
+    async close() {
+      await keys.close()
+      await keyChanges.close()
+      await database.close()
+    },
   }
 }

@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto'
-import { type Kysely, sql } from 'kysely'
-import type { Dialect, Tables } from './database.js'
+import { hash, randomBytes } from 'node:crypto'
+import type { Dialect } from './database.js'
+import type { KeyChanges } from './key-changes.js'
+import type { Sql } from './sql.js'
 
 export interface ApiKeyRecord {
   id: number
@@ -27,12 +28,20 @@ export interface KeyRepository {
   issueFirst(name: string): Promise<IssuedKey | undefined>
   list(): Promise<ApiKeyRecord[]>
   revoke(id: number): Promise<RevokeOutcome>
-  /** whether this is an active key; records when it was last used */
-  authenticate(key: string): Promise<boolean>
+  /** the id of the active key this is, or undefined; notes that it was used */
+  authenticate(key: string): Promise<number | undefined>
+  /** writes down when keys were last used (done every minute, and on close) */
+  recordUses(): Promise<void>
+  /** writes down when keys were last used, and stops */
+  close(): Promise<void>
 }
 
-/** last_used_at is written at most this often per key, so reads do not become writes. */
-const lastUsedResolutionMs = 60_000
+/** When keys were used is written down this often, in one transaction, never by a request. */
+export const lastUsedFlushMs = 60_000
+
+/** Keys kept in memory at most; a cache this full starts over (keys are few, guesses are not
+ * cached at all). */
+const cachedKeysLimit = 10_000
 
 /** Keys read `pet_<8 hex>_<32 base64url>`: bearer-token safe, 192 random bits, and a
  * recognisable prefix for logs of leaked-secret scanners. */
@@ -41,16 +50,18 @@ function newKey(): { key: string; prefix: string } {
   return { key: `${prefix}_${randomBytes(24).toString('base64url')}`, prefix }
 }
 
-export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex')
+export const hashKey = (key: string) => hash('sha256', key)
 
-const asRecord = (row: {
+interface KeyRow {
   id: number
   name: string
   prefix: string
   created_at: number
   last_used_at: number | null
   revoked_at: number | null
-}): ApiKeyRecord => ({
+}
+
+const asRecord = (row: KeyRow): ApiKeyRecord => ({
   id: row.id,
   name: row.name,
   prefix: row.prefix,
@@ -59,60 +70,95 @@ const asRecord = (row: {
   revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
 })
 
-export function keyRepository(db: Kysely<Tables>, dialect: Dialect): KeyRepository {
-  async function insert(executor: Kysely<Tables>, name: string): Promise<IssuedKey> {
+const columns = 'id, name, prefix, created_at, last_used_at, revoked_at'
+
+export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
+  async function insert(executor: Sql, name: string): Promise<IssuedKey> {
     const { key, prefix } = newKey()
-    const row = await executor
-      .insertInto('api_keys')
-      .values({ name, prefix, hash: hashKey(key), created_at: Date.now() })
-      .returningAll()
-      .executeTakeFirstOrThrow()
-    return { record: asRecord(row), key }
+    const row = await executor.row<KeyRow>(
+      `insert into api_keys (name, prefix, hash, created_at) values ($1, $2, $3, $4) returning ${columns}`,
+      [name, prefix, hashKey(key), Date.now()],
+    )
+    return { record: asRecord(row!), key }
   }
 
+  // Active keys by hash, so that a request with a known key costs no query. A revocation
+  // elsewhere reaches it through `changes`, checked before every use; `generation` keeps a
+  // lookup that began before a revocation from caching its outdated answer after it.
+  const cached = new Map<string, number>()
+  let generation = 0
+  const forget = () => {
+    cached.clear()
+    generation++
+  }
+
+  // When each key was last used, written down in the background (never on a request's path).
+  let used = new Map<number, number>()
+  async function recordUses() {
+    const batch = used
+    used = new Map()
+    if (batch.size === 0) return
+    try {
+      await sql.transaction(async (tx) => {
+        for (const [id, at] of batch) {
+          await tx.run('update api_keys set last_used_at = $2 where id = $1 and (last_used_at is null or last_used_at < $2)', [id, at])
+        }
+      })
+    } catch {
+      // the store is unavailable: keep the times for the next try
+      for (const [id, at] of batch) used.set(id, Math.max(at, used.get(id) ?? 0))
+    }
+  }
+  const flusher = setInterval(recordUses, lastUsedFlushMs).unref()
+
   return {
-    issue: (name) => insert(db, name),
+    issue: (name) => insert(sql, name),
 
     issueFirst: (name) =>
-      db.transaction().execute(async (trx) => {
+      sql.transaction(async (tx) => {
         // Two instances starting on one empty PostgreSQL: the lock lets only one of them look
         // and insert at a time. (SQLite transactions are serialised already.)
-        if (dialect === 'postgres') await sql`select pg_advisory_xact_lock(hashtext('petstore.api_keys.first'))`.execute(trx)
-        const existing = await trx.selectFrom('api_keys').select('id').limit(1).executeTakeFirst()
-        return existing === undefined ? insert(trx, name) : undefined
+        if (dialect === 'postgres') await tx.run("select pg_advisory_xact_lock(hashtext('petstore.api_keys.first'))")
+        const existing = await tx.row('select id from api_keys limit 1')
+        return existing === undefined ? insert(tx, name) : undefined
       }),
 
     async list() {
-      const rows = await db.selectFrom('api_keys').selectAll().orderBy('id').execute()
-      return rows.map(asRecord)
+      return (await sql.rows<KeyRow>(`select ${columns} from api_keys order by id`)).map(asRecord)
     },
 
     async revoke(id) {
-      const { numUpdatedRows } = await db
-        .updateTable('api_keys')
-        .set({ revoked_at: Date.now() })
-        .where('id', '=', id)
-        .where('revoked_at', 'is', null)
-        .executeTakeFirstOrThrow()
-      if (numUpdatedRows > 0n) return 'revoked'
-      const row = await db.selectFrom('api_keys').select('id').where('id', '=', id).executeTakeFirst()
+      const revoked = await sql.run('update api_keys set revoked_at = $1 where id = $2 and revoked_at is null', [Date.now(), id])
+      forget()
+      if (revoked > 0) return 'revoked'
+      const row = await sql.row('select id from api_keys where id = $1', [id])
       return row === undefined ? 'not found' : 'already revoked'
     },
 
     async authenticate(key) {
+      if (changes.changed()) forget()
       // Looked up by hash: equal hashes mean equal keys, and timing reveals nothing of the key.
-      const row = await db
-        .selectFrom('api_keys')
-        .select(['id', 'last_used_at'])
-        .where('hash', '=', hashKey(key))
-        .where('revoked_at', 'is', null)
-        .executeTakeFirst()
-      if (row === undefined) return false
-      const now = Date.now()
-      if (now - (row.last_used_at ?? 0) >= lastUsedResolutionMs) {
-        await db.updateTable('api_keys').set({ last_used_at: now }).where('id', '=', row.id).execute()
+      const digest = hashKey(key)
+      let id = cached.get(digest)
+      if (id === undefined) {
+        const lookedUpIn = generation
+        const row = await sql.row<{ id: number }>('select id from api_keys where hash = $1 and revoked_at is null', [digest])
+        if (row === undefined) return undefined
+        id = row.id
+        if (lookedUpIn === generation) {
+          if (cached.size >= cachedKeysLimit) forget()
+          cached.set(digest, id)
+        }
       }
-      return true
+      used.set(id, Date.now())
+      return id
+    },
+
+    recordUses,
+
+    async close() {
+      clearInterval(flusher)
+      await recordUses()
     },
   }
 }

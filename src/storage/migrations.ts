@@ -1,5 +1,6 @@
-import { type Kysely, type Migration, type MigrationResultSet, Migrator } from 'kysely'
+import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import type { Database, Dialect } from './database.js'
+import { keysChannel } from './key-changes.js'
 
 /**
  * The schema's history, oldest first. A released migration is never edited: a change is a new
@@ -38,6 +39,17 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           .execute()
       },
     },
+    '0003_api_keys_notify': {
+      // Instances cache the keys they have seen: on PostgreSQL a revocation (or deletion) tells
+      // every one of them at once. SQLite needs nothing: its data_version tells (key-changes.ts).
+      async up(db) {
+        if (dialect !== 'postgres') return
+        await sql`create function petstore_api_keys_changed() returns trigger language plpgsql as $$
+          begin perform pg_notify(${sql.lit(keysChannel)}, ''); return null; end $$`.execute(db)
+        await sql`create trigger api_keys_changed after update of revoked_at or delete on api_keys
+          for each statement execute function petstore_api_keys_changed()`.execute(db)
+      },
+    },
   }
 }
 
@@ -45,7 +57,7 @@ function migrations(dialect: Dialect): Record<string, Migration> {
 export class MigrationError extends Error {}
 
 /** Brings the schema up to date; returns the names of the migrations it applied. */
-export async function migrate({ db, dialect }: Database): Promise<string[]> {
+export async function migrate({ db, dialect }: Pick<Database, 'db' | 'dialect'>): Promise<string[]> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations(dialect) },

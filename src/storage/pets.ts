@@ -1,7 +1,7 @@
-import type { Kysely } from 'kysely'
 import type { components } from '../../generated/api.js'
-import type { Dialect, Tables } from './database.js'
+import type { Dialect } from './database.js'
 import { groupCommit } from './group-commit.js'
+import type { Sql } from './sql.js'
 
 export type Pet = components['schemas']['Pet']
 export type NewPet = components['schemas']['NewPet']
@@ -22,15 +22,17 @@ export interface PetRepository {
   find(id: number): Promise<Pet | undefined>
 }
 
-export function petRepository(db: Kysely<Tables>, dialect: Dialect): PetRepository {
-  const pets = () => db.selectFrom('pets').select(['id', 'name', 'category_id as categoryId', 'status'])
+export const petColumns = 'id, name, category_id as "categoryId", status'
 
-  const insert = async (executor: Kysely<Tables>, { name, categoryId, status }: NewPet): Promise<Pet> => {
-    const { id } = await executor
-      .insertInto('pets')
-      .values({ name, category_id: categoryId, status })
-      .returning('id')
-      .executeTakeFirstOrThrow()
+// listPets pages by id: with a status, the (status, id) index serves it; without, the primary key.
+const listAll = `select ${petColumns} from pets where id > $1 order by id limit $2`
+const listByStatus = `select ${petColumns} from pets where status = $1 and id > $2 order by id limit $3`
+const findOne = `select ${petColumns} from pets where id = $1`
+const insertOne = 'insert into pets (name, category_id, status) values ($1, $2, $3) returning id'
+
+export function petRepository(sql: Sql, dialect: Dialect): PetRepository {
+  const insert = async (executor: Sql, { name, categoryId, status }: NewPet): Promise<Pet> => {
+    const { id } = (await executor.row<{ id: number }>(insertOne, [name, categoryId, status]))!
     return { id, name, categoryId, status }
   }
   // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.
@@ -38,24 +40,18 @@ export function petRepository(db: Kysely<Tables>, dialect: Dialect): PetReposito
   const create =
     dialect === 'sqlite'
       ? groupCommit((batch: NewPet[]) =>
-          db.transaction().execute(async (trx) => {
+          sql.transaction(async (tx) => {
             const created: Pet[] = []
-            for (const pet of batch) created.push(await insert(trx, pet))
+            for (const pet of batch) created.push(await insert(tx, pet))
             return created
           }),
         )
-      : (pet: NewPet) => insert(db, pet)
+      : (pet: NewPet) => insert(sql, pet)
 
   return {
-    async list({ limit, status, after }) {
-      let query = pets().orderBy('id').limit(limit)
-      if (status !== undefined) query = query.where('status', '=', status)
-      if (after !== undefined) query = query.where('id', '>', after)
-      return (await query.execute()) as Pet[]
-    },
+    list: ({ limit, status, after = 0 }) =>
+      status === undefined ? sql.rows<Pet>(listAll, [after, limit]) : sql.rows<Pet>(listByStatus, [status, after, limit]),
     create,
-    async find(id) {
-      return (await pets().where('id', '=', id).executeTakeFirst()) as Pet | undefined
-    },
+    find: (id) => sql.row<Pet>(findOne, [id]),
   }
 }

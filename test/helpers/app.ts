@@ -1,6 +1,7 @@
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { type AppOptions, buildApp } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
 import { contractViolations } from './contract.js'
 
 /** The API key every test app accepts. */
@@ -9,6 +10,7 @@ export const testKey = 'test-key-3f9a1c'
 /** A fresh app on its own in-memory database, closed when the test ends. */
 export async function build(t: Test, options: Partial<AppOptions> = {}): Promise<FastifyInstance> {
   const app = await buildApp({
+    ...loadConfig({}),
     DATABASE_URL: 'sqlite::memory:',
     DATABASE_POOL_SIZE: 1,
     API_KEYS: [testKey],

@@ -29,14 +29,16 @@ export interface ObservedResponse {
 
 const pointer = (...keys: string[]) => keys.map((key) => key.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
 
-/** The operation of the spec that serves this method and path, if any. */
+/** The operation of the spec that serves this method and path, if any. HEAD is served as GET,
+ * without the body. */
 export function operationFor(method: string, url: string): Operation | undefined {
+  const served = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase()
   const path = url.split('?')[0]!
   if (!path.startsWith(`${basePath}/`)) return undefined
   const relative = path.slice(basePath.length)
   return [...contract.operations.values()].find(
     (operation) =>
-      operation.method === method.toUpperCase() &&
+      operation.method === served &&
       new RegExp(`^${operation.path.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(relative),
   )
 }

@@ -1,0 +1,42 @@
+import type { preValidationHookHandler } from 'fastify'
+import type { OpenAPIV3 } from 'openapi-types'
+import { type Contract, deref, type Operation } from './spec.js'
+
+/** How an integer parameter must be written: decimal digits, no sign, no leading zero. */
+const decimal = /^(0|[1-9][0-9]*)$/
+
+type Location = 'query' | 'path'
+
+/** The integer parameters of an operation, by where they are sent, from the spec. */
+export function integerParameters(operation: Operation, { document }: Contract): Record<Location, string[]> {
+  const found: Record<Location, string[]> = { query: [], path: [] }
+  const pathItem = document.paths[operation.path] ?? {}
+  for (const reference of [...(pathItem.parameters ?? []), ...(operation.definition.parameters ?? [])]) {
+    const parameter = deref<OpenAPIV3.ParameterObject>(document, reference)
+    const schema = parameter.schema && deref<OpenAPIV3.SchemaObject>(document, parameter.schema)
+    if (schema?.type === 'integer' && (parameter.in === 'query' || parameter.in === 'path')) found[parameter.in].push(parameter.name)
+  }
+  return found
+}
+
+/**
+ * Reads the integer parameters of a request from their text, strictly: `limit=20` is 20, but
+ * `1e2`, `0x10`, `+5`, ` 5`, `007`, `20.0` and `Infinity` stay text, which the generated
+ * validator (type coercion off) refuses as "must be integer", naming the parameter. Range
+ * checks then see the real number: a 309-digit id is over its maximum, not Infinity.
+ * Undefined when the operation has no integer parameter.
+ */
+export function strictIntegers({ query, path }: Record<Location, string[]>): preValidationHookHandler | undefined {
+  if (query.length + path.length === 0) return undefined
+  const read = (values: Record<string, unknown>, names: string[]) => {
+    for (const name of names) {
+      const text = values[name]
+      if (typeof text === 'string' && decimal.test(text)) values[name] = Number(text)
+    }
+  }
+  return (request, _reply, done) => {
+    read(request.query as Record<string, unknown>, query)
+    read(request.params as Record<string, unknown>, path)
+    done()
+  }
+}

@@ -1,0 +1,106 @@
+import { type IncomingMessage, type Server, STATUS_CODES, type ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify'
+import type { Config } from '../config.js'
+import { ApiError } from '../errors.js'
+import { linger } from './linger.js'
+
+/** The limits a connection lives under, from the configuration. */
+export type ConnectionLimits = Pick<
+  Config,
+  'HEADERS_TIMEOUT_MS' | 'REQUEST_TIMEOUT_MS' | 'KEEP_ALIVE_TIMEOUT_MS' | 'MAX_CONNECTIONS'
+>
+
+/** Headers on every answer the server gives, Node-level ones included: a client must not guess
+ * a type, nor anything in between keep an answer meant for one client. */
+export const protectiveHeaders = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' } as const
+
+/**
+ * Fastify's and Node's options for the HTTP server. Every phase of a request is bounded: the
+ * headers must arrive within HEADERS_TIMEOUT_MS and the whole request within REQUEST_TIMEOUT_MS
+ * (Node answers 408 through clientErrorHandler), a body may not pause longer than
+ * BODY_IDLE_TIMEOUT_MS (json-body.ts), and a connection silent as long as a whole request
+ * (a client that does not read its answer) is closed.
+ */
+export function serverOptions(limits: ConnectionLimits): Partial<FastifyHttpOptions<Server>> {
+  return {
+    requestTimeout: limits.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: limits.KEEP_ALIVE_TIMEOUT_MS,
+    connectionTimeout: limits.REQUEST_TIMEOUT_MS,
+    http: {
+      headersTimeout: limits.HEADERS_TIMEOUT_MS,
+      // Node looks for expired requests this often (by default every 30 s, far past the limits)
+      connectionsCheckingInterval: 1_000,
+      // Node would answer a request without Host itself, with an empty 400; requestChecks does
+      requireHostHeader: false,
+    },
+    clientErrorHandler,
+  }
+}
+
+/**
+ * What Node would otherwise do on its own, without the Error body or in silence: refuse
+ * connections past MAX_CONNECTIONS (now with a log line), answer `Expect` (now after
+ * authentication) and CONNECT (now with an answer).
+ */
+export function guardServer(server: Server, log: FastifyBaseLogger, limits: ConnectionLimits): void {
+  server.maxConnections = limits.MAX_CONNECTIONS
+  // One line a second at most, however many are refused: a flood must not flood the log too.
+  let refused = 0
+  let reporting: NodeJS.Timeout | undefined
+  server.on('drop', () => {
+    refused++
+    reporting ??= setTimeout(() => {
+      log.warn({ refused, maxConnections: limits.MAX_CONNECTIONS }, 'refused connections: too many open (MAX_CONNECTIONS)')
+      refused = 0
+      reporting = undefined
+    }, 1_000).unref()
+  })
+  // `Expect: 100-continue` is granted once the request is authenticated (see the preParsing
+  // hook of the app); any other expectation is ignored, as RFC 9110 allows.
+  const dispatch = (request: IncomingMessage, response: ServerResponse) => server.emit('request', request, response)
+  server.on('checkContinue', dispatch)
+  server.on('checkExpectation', dispatch)
+  server.on('connect', (_request: IncomingMessage, socket: Socket) => {
+    answerRaw(socket, new ApiError('invalid_request', 'CONNECT is not supported: this server is not a proxy'))
+  })
+}
+
+/** Why Node's HTTP parser gave up on a request, where the code alone would puzzle a client. */
+const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request headers are larger than 16 KiB' }
+
+/**
+ * A request Node cannot read as HTTP (truncated, oversized headers, or too slow) never reaches
+ * Fastify: it is answered here, in the Error shape too, and the connection closed.
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  // Node reports each later chunk of a broken request again; the first answer stands.
+  if (socket.writableEnded || socket.destroyed) return
+  // An answer already on its way (the request was too slow to finish) cannot be replaced.
+  if ((socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent) {
+    socket.destroy()
+    return
+  }
+  answerRaw(
+    socket,
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new ApiError('request_timeout', 'The request did not arrive in time')
+      : new ApiError('invalid_request', unreadable[error.code!] ?? `The HTTP request could not be read (${error.code})`),
+  )
+}
+
+/** An answer written straight to the socket, for requests Fastify never sees; then the
+ * connection is closed without losing it. */
+export function answerRaw(socket: Socket, error: ApiError): void {
+  const body = JSON.stringify(error.body)
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+    ...protectiveHeaders,
+    ...error.headers,
+  }
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`)
+  socket.write(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head.join('')}\r\n${body}`)
+  linger(socket)
+}

@@ -1,0 +1,109 @@
+import { isUtf8 } from 'node:buffer'
+import type { IncomingMessage } from 'node:http'
+import type { FastifyRequest } from 'fastify'
+import secureJson from 'secure-json-parse'
+import { ApiError } from '../errors.js'
+
+export interface JsonBodyLimits {
+  /** bytes */
+  bodyLimit: number
+  /** the longest pause allowed while a body arrives */
+  idleTimeoutMs: number
+}
+
+/**
+ * The one body parser: JSON, read so that what is acknowledged is exactly what was sent. A body
+ * is refused when it is larger than bodyLimit (413), pauses longer than idleTimeoutMs (408),
+ * declares a charset other than UTF-8 or a content coding (415), is not UTF-8 or not JSON (400
+ * malformed_json), or holds a string that is not Unicode, such as a lone surrogate `"\ud800"`
+ * that no store could keep as it is (400 invalid_request).
+ */
+export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
+  return (request: FastifyRequest, payload: IncomingMessage, done: (error: Error | null, body?: unknown) => void) => {
+    const refusal = refuseHeaders(request, bodyLimit)
+    if (refusal) return done(refusal)
+
+    const chunks: Buffer[] = []
+    let received = 0
+    let idle: NodeJS.Timeout | undefined
+    const finish = (error: Error | null, body?: unknown) => {
+      clearTimeout(idle)
+      payload.removeListener('data', onData).removeListener('end', onEnd).removeListener('error', onError)
+      // what the client still sends is read and dropped (see linger.ts), never left unread
+      payload.resume()
+      done(error, body)
+    }
+    const wait = () => {
+      clearTimeout(idle)
+      idle = setTimeout(
+        () => finish(new ApiError('request_timeout', `The request body paused for more than ${idleTimeoutMs / 1000} s`)),
+        idleTimeoutMs,
+      )
+    }
+    const onData = (chunk: Buffer) => {
+      received += chunk.length
+      if (received > bodyLimit) return finish(tooLarge(bodyLimit))
+      chunks.push(chunk)
+      wait()
+    }
+    const onEnd = () => {
+      try {
+        finish(null, parse(Buffer.concat(chunks, received)))
+      } catch (error) {
+        finish(error as Error)
+      }
+    }
+    // the client went away mid-body: no one will read the answer, but the log will
+    const onError = () => finish(new ApiError('invalid_request', 'The connection closed before the request body ended'))
+    payload.on('data', onData).on('end', onEnd).on('error', onError)
+    wait()
+  }
+}
+
+function refuseHeaders(request: FastifyRequest, bodyLimit: number): ApiError | undefined {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers['content-type'] ?? '')?.[1]
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+    return new ApiError('unsupported_media_type', `Unsupported charset ${JSON.stringify(charset)}: send application/json in UTF-8`)
+  }
+  const coding = request.headers['content-encoding']
+  if (coding !== undefined && coding.trim().toLowerCase() !== 'identity') {
+    return new ApiError('unsupported_media_type', `Unsupported Content-Encoding ${JSON.stringify(coding)}: send the body uncompressed`)
+  }
+  if (Number(request.headers['content-length']) > bodyLimit) return tooLarge(bodyLimit)
+  return undefined
+}
+
+const tooLarge = (bodyLimit: number) => new ApiError('payload_too_large', `The request body is larger than ${bodyLimit} bytes`)
+
+function parse(bytes: Buffer): unknown {
+  if (bytes.length === 0) throw new ApiError('invalid_request', 'The request body is empty: send a JSON object')
+  if (!isUtf8(bytes)) throw new ApiError('malformed_json', 'The request body is not valid UTF-8')
+  const text = bytes.toString('utf8')
+  let body: unknown
+  try {
+    // Keys that would reach an object's prototype are refused outright, not dropped.
+    body = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' })
+  } catch (error) {
+    throw (error as Error).message.startsWith('Object contains forbidden prototype property')
+      ? new ApiError('invalid_request', 'The request body must not hold the property "__proto__" or "constructor.prototype"')
+      : new ApiError('malformed_json', 'The request body is not valid JSON')
+  }
+  // Only an escape (\ud800) can put a surrogate into a string of valid UTF-8.
+  if (/\\u[dD][89a-fA-F]/.test(text)) {
+    const where = unpairedSurrogate(body, 'body')
+    if (where) throw new ApiError('invalid_request', `${where} is not valid Unicode: it holds an unpaired surrogate`)
+  }
+  return body
+}
+
+/** Where in a JSON value a string (value or key) holds an unpaired UTF-16 surrogate. */
+function unpairedSurrogate(value: unknown, path: string): string | undefined {
+  if (typeof value === 'string') return value.isWellFormed() ? undefined : path
+  if (typeof value !== 'object' || value === null) return undefined
+  for (const [key, item] of Object.entries(value)) {
+    if (!key.isWellFormed()) return `${path} (a property name)`
+    const found = unpairedSurrogate(item, `${path}/${key}`)
+    if (found) return found
+  }
+  return undefined
+}

@@ -1,0 +1,39 @@
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+
+/** What a connection closed after its answer may still read: at most this long, */
+export const lingerMs = 5_000
+/** and at most this many bytes. */
+export const lingerBytes = 16 * 1024 * 1024
+
+/**
+ * Closes a connection without losing the answer just written to it. A client whose request was
+ * refused before its body was read (401, 413, 415, 408, an unreadable request) may still be
+ * sending; closing at once would reset the connection, and a reset makes the client's system
+ * drop the answer it has not read yet. So the server stops writing (FIN) and reads on,
+ * discarding, until the client closes or the request ends, for at most lingerMs and lingerBytes.
+ */
+export function linger(socket: Socket, request?: IncomingMessage): void {
+  if (socket.destroyed) return
+  socket.end()
+  const readBefore = socket.bytesRead
+  const startedAt = Date.now()
+  const destroy = () => socket.destroy()
+  // The request's parser keeps reading the socket: it ends when the client closes, or when the
+  // body it was sending has all arrived.
+  socket.once('end', destroy)
+  request?.once('end', destroy)
+  const watch = setInterval(() => {
+    if (Date.now() - startedAt >= lingerMs || socket.bytesRead - readBefore > lingerBytes) destroy()
+  }, 100)
+  socket.once('close', () => clearInterval(watch))
+}
+
+/**
+ * Lets Node close the connection of `request` by lingering: after a response that announces
+ * `Connection: close`, Node calls socket.destroySoon(), which closes at once.
+ */
+export function lingerAfterResponse(request: IncomingMessage): void {
+  const socket = request.socket as Socket & { destroySoon?: () => void }
+  socket.destroySoon = () => linger(socket, request)
+}

@@ -1,0 +1,38 @@
+import { Server } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+
+/** After the signal, connections idle at that moment get this long to send a request already
+ * on its way (it is answered) before they are closed. */
+export const settleMs = 500
+
+/** Requests still unfinished this long before the grace period ends are cut. */
+const cutBeforeEndMs = 1_000
+
+/**
+ * Stops the service within `graceMs` without dropping what it accepted: no new connection is
+ * accepted; every answer from now on says `Connection: close`; connections idle after
+ * `settleMs` are closed; requests in flight are answered; those that have not finished shortly
+ * before the grace period ends (a client stalled mid-request) are cut. Then the app and its
+ * storage close.
+ */
+export async function drain(app: FastifyInstance, graceMs: number): Promise<void> {
+  app.draining = true
+  const server = app.server
+  if (server.listening) {
+    // Node's HTTP close() would also close the idle connections at once, resetting any whose
+    // next request is already on its way: the listener is closed alone, first.
+    const closed = new Promise<void>((resolve) => Server.prototype.close.call(server, () => resolve()))
+    const settle = setTimeout(() => server.closeIdleConnections(), settleMs)
+    const cut = setTimeout(
+      () => {
+        app.log.warn('cutting the connections whose requests did not finish in the grace period')
+        server.closeAllConnections()
+      },
+      Math.max(graceMs - cutBeforeEndMs, settleMs),
+    )
+    await closed
+    clearTimeout(settle)
+    clearTimeout(cut)
+  }
+  await app.close()
+}

@@ -1,0 +1,96 @@
+import type SQLite from 'better-sqlite3'
+import pg from 'pg'
+
+/**
+ * Whether the API keys may have changed in another process (a revocation by `npm run keys`, or
+ * by another instance) since the last call. A cache of keys asks it before each use: when the
+ * answer is true, or unknown, the cache starts over.
+ */
+export interface KeyChanges {
+  /** true when api_keys may have changed since the last call, or when this cannot be known */
+  changed(): boolean
+  close(): Promise<void>
+}
+
+/**
+ * SQLite counts the commits of other connections to the file (PRAGMA data_version): a change
+ * of the count means another process wrote something, perhaps a key. Our own writes do not
+ * count; the key repository forgets what it changes itself.
+ */
+export function sqliteKeyChanges(connection: SQLite.Database): KeyChanges {
+  const dataVersion = connection.prepare('pragma data_version').pluck()
+  let seen = dataVersion.get()
+  return {
+    changed() {
+      const now = dataVersion.get()
+      if (now === seen) return false
+      seen = now
+      return true
+    },
+    close: async () => {},
+  }
+}
+
+/** The channel that a trigger on api_keys notifies (migration 0003). */
+export const keysChannel = 'petstore_api_keys'
+
+/** How long to wait before listening again after the connection was lost. */
+const relistenMs = 1_000
+
+/**
+ * PostgreSQL tells every instance at once: a trigger on api_keys NOTIFYs keysChannel when a key
+ * is revoked or deleted, and each instance LISTENs on a connection of its own. While that
+ * connection is down, a notification could be missed: every call answers true until it is back.
+ */
+export function postgresKeyChanges(config: pg.ClientConfig): KeyChanges {
+  let listening = false
+  let notified = false
+  let closed = false
+  let client: pg.Client | undefined
+  let retry: NodeJS.Timeout | undefined
+
+  /** The listening connection failed or ended: forget it, and listen again in a moment. */
+  const lost = (which: pg.Client) => {
+    if (which !== client) return
+    listening = false
+    client = undefined
+    which.removeAllListeners().on('error', () => {})
+    void which.end().catch(() => {})
+    if (!closed) retry = setTimeout(listen, relistenMs).unref()
+  }
+  async function listen() {
+    const current = (client = new pg.Client(config))
+    current.on('error', () => lost(current)).on('end', () => lost(current))
+    current.on('notification', () => {
+      notified = true
+    })
+    try {
+      await current.connect()
+      await current.query(`listen ${keysChannel}`)
+      // whatever was cached before now may have been revoked while no one listened
+      if (current === client) listening = notified = true
+    } catch {
+      lost(current)
+    }
+  }
+  const started = listen()
+
+  return {
+    changed() {
+      if (!listening || notified) {
+        notified = false
+        return true
+      }
+      return false
+    },
+    async close() {
+      closed = true
+      clearTimeout(retry)
+      await started
+      const last = client
+      client = undefined
+      listening = false
+      await last?.removeAllListeners().on('error', () => {}).end().catch(() => {})
+    },
+  }
+}
