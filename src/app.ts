@@ -1,12 +1,13 @@
-import Fastify, { type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyError, type FastifyServerOptions, LogController } from 'fastify'
 import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
+import { lifecycleHeaders } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
-import { errorHandler, notFoundHandler } from './errors.js'
-import { guardServer, serverOptions } from './http/connections.js'
+import { type ApiError, errorHandler, notFoundHandler } from './errors.js'
+import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
 import { jsonBodyParser } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
 import { requestHooks } from './http/request-hooks.js'
@@ -26,11 +27,9 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST'> {
 }
 
 /** One access-log line per request, when it is answered ("request completed", with the
- * method, URL, status and time); Fastify's default adds a second line as each request arrives,
- * and one more for an unknown route. */
+ * method, URL, status and time); Fastify's default adds a second line as each request arrives. */
 class AccessLog extends LogController {
   override incomingRequest() {}
-  override routeNotFound() {}
 }
 
 declare module 'fastify' {
@@ -75,8 +74,13 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     bodyLimit,
     // a path parameter too long for the router would be a 404 without a word; let validation say why
     routerOptions: { maxParamLength: 16 * 1024 },
-    // errors Fastify meets before routing (a malformed URL) leave through the same door as all others
-    frameworkErrors: errorHandler,
+    // errors Fastify meets before routing (a malformed URL) leave through the same door as all
+    // others, with the headers the request's operation and every answer carry
+    frameworkErrors: (error, request, reply) => {
+      const operation = contract.operationAt(request.method, request.url.split('?')[0]!)
+      reply.headers({ ...protectiveHeaders, ...(operation && lifecycleHeaders(operation, contract, docsPath(contract))) })
+      return errorHandler(error, request, reply)
+    },
     // requests that arrive while the server drains are answered, not refused with a 503
     return503OnClosing: false,
     // HEAD works wherever GET does (RFC 9110)
@@ -92,8 +96,12 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
   requestHooks(app)
-  app.setErrorHandler(errorHandler)
-  app.setNotFoundHandler(notFoundHandler(contract))
+  const notFound = notFoundHandler(contract)
+  // a request no operation serves is a 404 or 405, whatever else is wrong with it (its body)
+  app.setErrorHandler<FastifyError | ApiError>((error, request, reply) =>
+    request.is404 ? notFound(request, reply) : errorHandler(error, request, reply),
+  )
+  app.setNotFoundHandler(notFound)
 
   await app.register(docs, { contract })
   await app.register(contractPlugin, {

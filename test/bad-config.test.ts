@@ -93,6 +93,12 @@ t.test('a SQLite file in a place where no file can be created', async (t) => {
   await failsInOneLine(t, 'sqlite:/proc/petstore.db', /^petstore: cannot open SQLite \/proc\/petstore\.db: unable to open database file \(SQLITE_CANTOPEN\); the file and its folder must be writable\n$/)
 })
 
+t.test('a SQLite path whose folder cannot be made: a file is in the way', async (t) => {
+  const file = join(tempDir(t), 'notes.txt')
+  writeFileSync(file, 'a file, not a folder\n')
+  await failsInOneLine(t, `sqlite:${file}/pets.db`, /^petstore: cannot open SQLite .+notes\.txt\/pets\.db: E(EXIST|NOTDIR): [^\n]*, mkdir '.+notes\.txt'\n$/)
+})
+
 t.test('a SQLite path to a file that is not a database', async (t) => {
   const file = join(tempDir(t), 'notes.txt')
   writeFileSync(file, 'not a database, but long enough to have a header that SQLite reads and refuses\n'.repeat(20))

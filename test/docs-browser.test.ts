@@ -18,6 +18,11 @@ t.test('the documentation page, in a real browser: deprecation shown, requests t
   t.teardown(() => browser.close())
   const page = await browser.newPage()
   page.setDefaultTimeout(20_000)
+  // what the Content-Security-Policy blocks shows as a console error
+  const consoleErrors: string[] = []
+  page.on('console', (message) => {
+    if (message.type() === 'error') consoleErrors.push(message.text())
+  })
   await page.goto(`${origin}/v1/docs/`)
 
   await page.waitForSelector('#operations-pets-getPet')
@@ -39,4 +44,5 @@ t.test('the documentation page, in a real browser: deprecation shown, requests t
   const status = page.locator('#operations-pets-listPets .live-responses-table tbody .response-col_status').first()
   await status.waitFor()
   t.equal((await status.innerText()).trim(), '200', 'listPets answered 200 through the page')
+  t.strictSame(consoleErrors, [], 'the page works under its Content-Security-Policy: nothing blocked, no error')
 })

@@ -26,6 +26,12 @@ t.test('the documentation page is served without a key and tries requests agains
     t.equal(page.status, 200, url)
     t.match(page.headers['content-type'], /^text\/html/)
     t.match(page.body, /swagger-ui/i)
+    const csp = String(page.headers['content-security-policy'])
+    t.match(csp, /(^|; )default-src 'self';/, 'a Content-Security-Policy: only what the page itself serves')
+    t.match(csp, /frame-ancestors 'none';/, 'and never in a frame')
+    t.match(csp, /connect-src 'self';/, 'requests tried from the page go to this server only')
+    t.notMatch(csp, /upgrade-insecure-requests|validator\.swagger\.io/)
+    t.equal(page.headers['x-frame-options'], 'DENY')
   }
   const initializer = await call(t, app, { url: '/v1/docs/static/swagger-initializer.js', key: null })
   t.match(initializer.body, /"showExtensions":true/, 'x-stability and x-sunset show on the page')

@@ -1,4 +1,5 @@
 import { existsSync, mkdtempSync } from 'node:fs'
+import { Agent, request as httpRequest } from 'node:http'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -44,4 +45,95 @@ t.test('on SIGTERM the server stops accepting, finishes the request in flight, c
   const db = new SQLite(file, { readonly: true })
   t.teardown(() => db.close())
   t.strictSame(db.prepare('select name, category_id from pets').all(), [{ name: 'Late', category_id: 3 }], 'the pet is stored')
+})
+
+t.test('SIGTERM under keep-alive load: every request sent is answered, none reset; a stalled client is cut; exit 0 within the grace period', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-drain-'))
+  const graceMs = 3_000
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: testKey, SHUTDOWN_GRACE_MS: String(graceMs) })
+  const { port } = new URL(server.url)
+  const agent = new Agent({ keepAlive: true, maxSockets: 16 })
+  t.teardown(() => agent.destroy())
+  const outcomes = { answered: 0, refusedAtConnect: 0, reset: [] as string[] }
+  const get = () =>
+    new Promise<void>((resolve) => {
+      const request = httpRequest({ port, host: '127.0.0.1', path: '/v1/pets', agent, headers: { authorization: `Bearer ${testKey}` } }, (response) => {
+        response.resume().on('end', () => {
+          if (response.statusCode === 200) outcomes.answered++
+          else outcomes.reset.push(`status ${response.statusCode}`)
+          resolve()
+        })
+      })
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ECONNREFUSED') outcomes.refusedAtConnect++
+        else outcomes.reset.push(error.code ?? error.message)
+        resolve()
+      })
+      request.end()
+    })
+  let signalled = false
+  const clients = Array.from({ length: 16 }, async () => {
+    // until a connection is refused after the signal (the listener is closed), bounded
+    for (let i = 0; i < 5_000; i++) {
+      const before = outcomes.refusedAtConnect
+      await get()
+      if (signalled && outcomes.refusedAtConnect > before) return
+    }
+  })
+
+  // and one client stalled mid-body: only the end of the grace period ends it
+  const stalled = connect(Number(port), '127.0.0.1')
+  let stalledAnswer = ''
+  stalled.setEncoding('utf8').on('data', (chunk) => (stalledAnswer += chunk))
+  stalled.on('error', () => {})
+  const stalledClosed = new Promise((resolve) => stalled.on('close', resolve))
+  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{`)
+
+  await sleep(500)
+  const signalledAt = Date.now()
+  signalled = true
+  server.child.kill('SIGTERM')
+  await Promise.all(clients)
+  const { code } = await server.exited
+  const tookMs = Date.now() - signalledAt
+  await stalledClosed
+
+  t.comment(JSON.stringify({ ...outcomes, tookMs }))
+  t.ok(outcomes.answered > 16, 'requests were answered under load')
+  t.strictSame(outcomes.reset, [], 'no request was reset or left unanswered')
+  t.equal(code, 0, 'exit 0')
+  t.ok(tookMs < graceMs + 1_000, `within the grace period (${tookMs} ms)`)
+  t.equal(stalledAnswer, '', 'the stalled request was cut, not answered as if complete')
+  const lines = server.stdout().trim().split('\n')
+  t.ok(
+    lines.every((line) => line.startsWith('{') && JSON.parse(line)),
+    'every log line is JSON',
+  )
+  t.match(server.stdout(), /"msg":"cutting the connections whose requests did not finish in the grace period"/)
+  t.equal(server.stderr(), '', 'nothing on stderr')
+})
+
+t.test('SIGINT drains as SIGTERM does', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-drain-'))
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: testKey })
+  server.child.kill('SIGINT')
+  const { code } = await server.exited
+  t.equal(code, 0)
+  t.match(server.stdout(), /"signal":"SIGINT","msg":"shutting down"/)
+})
+
+t.test('a second SIGTERM while draining ends the process at once (exit 1), saying so in JSON', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-drain-'))
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: testKey, SHUTDOWN_GRACE_MS: '30000' })
+  const stalled = connect(Number(new URL(server.url).port), '127.0.0.1')
+  stalled.on('error', () => {})
+  t.teardown(() => stalled.destroy())
+  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{`)
+  await sleep(300)
+  server.child.kill('SIGTERM')
+  await sleep(300)
+  server.child.kill('SIGTERM')
+  const { code } = await server.exited
+  t.equal(code, 1)
+  t.match(server.stdout(), /\{[^\n]*"level":50[^\n]*"msg":"second SIGTERM, exiting"\}\n/)
 })

@@ -10,7 +10,7 @@ type Location = 'query' | 'path'
 /** The integer parameters of an operation, by where they are sent, from the spec. */
 export function integerParameters(operation: Operation, { document }: Contract): Record<Location, string[]> {
   const found: Record<Location, string[]> = { query: [], path: [] }
-  const pathItem = document.paths[operation.path] ?? {}
+  const pathItem = document.paths[operation.path]!
   for (const reference of [...(pathItem.parameters ?? []), ...(operation.definition.parameters ?? [])]) {
     const parameter = deref<OpenAPIV3.ParameterObject>(document, reference)
     const schema = parameter.schema && deref<OpenAPIV3.SchemaObject>(document, parameter.schema)

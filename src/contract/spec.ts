@@ -25,6 +25,8 @@ export interface Contract {
   operations: ReadonlyMap<string, Operation>
   /** the methods the spec serves at a request path (`/v1/pets/7`), or undefined for a path it lacks */
   methodsAt(path: string): string[] | undefined
+  /** the operation that serves `method` at a request path (HEAD as GET), if any */
+  operationAt(method: string, path: string): Operation | undefined
 }
 
 /** A node of the document, with a local `$ref` (`#/components/...`) followed. */
@@ -45,19 +47,35 @@ export function loadContract(path: string = specPath): Contract {
   const document = parse(source) as OpenAPIV3.Document
   const basePath = basePathOf(document)
   const operations = operationsOf(document)
-  return { source, document, basePath, operations, methodsAt: methodsByPath(basePath, operations) }
+  const at = pathsOf(basePath, operations)
+  return {
+    source,
+    document,
+    basePath,
+    operations,
+    methodsAt: (path) => at(path)?.methods,
+    operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
+  }
 }
 
 /** `/pets/{petId}` matches `/v1/pets/7`: a template becomes a pattern under the base path. */
-function methodsByPath(basePath: string, operations: Map<string, Operation>) {
-  const paths = new Map<string, { pattern: RegExp; methods: string[] }>()
-  for (const { path, method } of operations.values()) {
-    const entry = paths.get(path) ?? { pattern: new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '[^/]+')}$`), methods: [] }
+function pathsOf(basePath: string, operations: Map<string, Operation>) {
+  interface PathEntry {
+    pattern: RegExp
+    methods: string[]
+    operations: Map<string, Operation>
+  }
+  const paths = new Map<string, PathEntry>()
+  for (const operation of operations.values()) {
+    const { path, method } = operation
+    const pattern = new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '[^/]+')}$`)
+    const entry: PathEntry = paths.get(path) ?? { pattern, methods: [], operations: new Map() }
     // HEAD is served wherever GET is (RFC 9110)
     entry.methods.push(...(method === 'GET' ? ['GET', 'HEAD'] : [method]))
+    entry.operations.set(method, operation)
     paths.set(path, entry)
   }
-  return (requestPath: string) => [...paths.values()].find(({ pattern }) => pattern.test(requestPath))?.methods
+  return (requestPath: string) => [...paths.values()].find(({ pattern }) => pattern.test(requestPath))
 }
 
 /** The servers differ in host only: the path they share is where the API is mounted. */

@@ -74,13 +74,9 @@ const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request h
  * Fastify: it is answered here, in the Error shape too, and the connection closed.
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
-  // Node reports each later chunk of a broken request again; the first answer stands.
+  // Node reports each later chunk of a broken request again, and a request too slow to finish
+  // after its answer (which closes the connection, see linger.ts): the first answer stands.
   if (socket.writableEnded || socket.destroyed) return
-  // An answer already on its way (the request was too slow to finish) cannot be replaced.
-  if ((socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent) {
-    socket.destroy()
-    return
-  }
   answerRaw(
     socket,
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'

@@ -20,6 +20,9 @@ export interface JsonBodyLimits {
  */
 export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
   return (request: FastifyRequest, payload: IncomingMessage, done: (error: Error | null, body?: unknown) => void) => {
+    // No operation serves it: the 404 or 405 does not depend on the body, which stays unread
+    // (the connection then closes, see request-hooks.ts).
+    if (request.is404) return done(null)
     const refusal = refuseHeaders(request, bodyLimit)
     if (refusal) return done(refusal)
 
@@ -61,7 +64,8 @@ export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
 }
 
 function refuseHeaders(request: FastifyRequest, bodyLimit: number): ApiError | undefined {
-  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers['content-type'] ?? '')?.[1]
+  // (this parser is chosen by the Content-Type: it is there)
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers['content-type']!)?.[1]
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
     return new ApiError('unsupported_media_type', `Unsupported charset ${JSON.stringify(charset)}: send application/json in UTF-8`)
   }

@@ -137,12 +137,20 @@ function openSqliteFile(file: string, timeoutMs: number): SQLite.Database {
 /** What to tell the operator: the cause in words, and the SQLite code that names it. */
 function whySqliteFails(file: string, error: Error): string {
   if (isDirectory(file)) return 'it is a directory, not a file'
+  // (a file-system error, from making the folder, names its code in its message already)
   const code = (error as { code?: string }).code
-  const hint = /^SQLITE_(READONLY|CANTOPEN)/.test(code ?? '') ? '; the file and its folder must be writable' : ''
-  return `${error.message}${code ? ` (${code})` : ''}${hint}`
+  if (!code?.startsWith('SQLITE_')) return error.message
+  const hint = /^SQLITE_(READONLY|CANTOPEN)/.test(code) ? '; the file and its folder must be writable' : ''
+  return `${error.message} (${code})${hint}`
 }
 
-const isDirectory = (path: string) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory()
+  } catch {
+    return false // not there, or a file where a folder should be: the error itself says which
+  }
+}
 
 /**
  * Kysely's SQLite, fit for a file that several processes open (two servers, or a server and

@@ -1,7 +1,7 @@
 import { hash, randomBytes } from 'node:crypto'
 import type { Dialect } from './database.js'
 import type { KeyChanges } from './key-changes.js'
-import type { Sql } from './sql.js'
+import type { Sql, Statements } from './sql.js'
 
 export interface ApiKeyRecord {
   id: number
@@ -39,10 +39,6 @@ export interface KeyRepository {
 /** When keys were used is written down this often, in one transaction, never by a request. */
 export const lastUsedFlushMs = 60_000
 
-/** Keys kept in memory at most; a cache this full starts over (keys are few, guesses are not
- * cached at all). */
-const cachedKeysLimit = 10_000
-
 /** Keys read `pet_<8 hex>_<32 base64url>`: bearer-token safe, 192 random bits, and a
  * recognisable prefix for logs of leaked-secret scanners. */
 function newKey(): { key: string; prefix: string } {
@@ -73,7 +69,7 @@ const asRecord = (row: KeyRow): ApiKeyRecord => ({
 const columns = 'id, name, prefix, created_at, last_used_at, revoked_at'
 
 export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
-  async function insert(executor: Sql, name: string): Promise<IssuedKey> {
+  async function insert(executor: Statements, name: string): Promise<IssuedKey> {
     const { key, prefix } = newKey()
     const row = await executor.row<KeyRow>(
       `insert into api_keys (name, prefix, hash, created_at) values ($1, $2, $3, $4) returning ${columns}`,
@@ -145,10 +141,8 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
         const row = await sql.row<{ id: number }>('select id from api_keys where hash = $1 and revoked_at is null', [digest])
         if (row === undefined) return undefined
         id = row.id
-        if (lookedUpIn === generation) {
-          if (cached.size >= cachedKeysLimit) forget()
-          cached.set(digest, id)
-        }
+        // (only active keys are cached, never guesses: the cache is as large as the key store)
+        if (lookedUpIn === generation) cached.set(digest, id)
       }
       used.set(id, Date.now())
       return id

@@ -1,7 +1,7 @@
 import type { components } from '../../generated/api.js'
 import type { Dialect } from './database.js'
 import { groupCommit } from './group-commit.js'
-import type { Sql } from './sql.js'
+import type { Sql, Statements } from './sql.js'
 
 export type Pet = components['schemas']['Pet']
 export type NewPet = components['schemas']['NewPet']
@@ -31,7 +31,7 @@ const findOne = `select ${petColumns} from pets where id = $1`
 const insertOne = 'insert into pets (name, category_id, status) values ($1, $2, $3) returning id'
 
 export function petRepository(sql: Sql, dialect: Dialect): PetRepository {
-  const insert = async (executor: Sql, { name, categoryId, status }: NewPet): Promise<Pet> => {
+  const insert = async (executor: Statements, { name, categoryId, status }: NewPet): Promise<Pet> => {
     const { id } = (await executor.row<{ id: number }>(insertOne, [name, categoryId, status]))!
     return { id, name, categoryId, status }
   }

@@ -5,14 +5,18 @@ import type pg from 'pg'
  * SQL as the repositories write it: one text for both dialects, with `$1`, `$2`… placeholders,
  * prepared once per connection and run with its parameters. No query is built per request.
  */
-export interface Sql {
+/** Statements, `$1`-style parameters on both stores. */
+export interface Statements {
   rows<Row>(text: string, params?: readonly unknown[]): Promise<Row[]>
   row<Row>(text: string, params?: readonly unknown[]): Promise<Row | undefined>
   /** the number of rows the statement changed */
   run(text: string, params?: readonly unknown[]): Promise<number>
+}
+
+export interface Sql extends Statements {
   /** `work` in one transaction: committed when it resolves, rolled back when it throws. Inside,
-   * `work` must use the Sql it is given. */
-  transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T>
+   * `work` must use the statements it is given. */
+  transaction<T>(work: (tx: Statements) => Promise<T>): Promise<T>
 }
 
 /**
@@ -54,11 +58,10 @@ export function sqliteSql(connection: SQLite.Database): Sql {
       throw unavailableOrSelf(error as Error)
     }
   }
-  const direct: Sql = {
+  const direct: Statements = {
     rows: async (text, params = []) => execute(text, params, (statement, values) => statement.all(...values) as never),
     row: async (text, params = []) => execute(text, params, (statement, values) => statement.get(...values) as never),
     run: async (text, params = []) => execute(text, params, (statement, values) => statement.run(...values).changes),
-    transaction: (work) => work(direct),
   }
 
   // One connection: while a transaction is open, any other statement would run inside it, so
@@ -73,8 +76,8 @@ export function sqliteSql(connection: SQLite.Database): Sql {
       return statement(...args)
     }
   return {
-    rows: afterTransactions(direct.rows) as Sql['rows'],
-    row: afterTransactions(direct.row) as Sql['row'],
+    rows: afterTransactions(direct.rows) as Statements['rows'],
+    row: afterTransactions(direct.row) as Statements['row'],
     run: afterTransactions(direct.run),
     async transaction(work) {
       while (held !== undefined) await held
@@ -122,7 +125,7 @@ export function postgresSql(pool: pg.Pool): Sql {
     if (name === undefined) names.set(text, (name = `petstore_${names.size + 1}`))
     return { name, text, values: values as unknown[] }
   }
-  const on = (client: pg.Pool | pg.PoolClient): Sql => {
+  const on = (client: pg.Pool | pg.PoolClient): Statements => {
     const query = async (text: string, params: readonly unknown[] = []) => {
       try {
         return await client.query(named(text, params))
@@ -134,7 +137,6 @@ export function postgresSql(pool: pg.Pool): Sql {
       rows: async (text, params) => (await query(text, params)).rows,
       row: async (text, params) => (await query(text, params)).rows[0],
       run: async (text, params) => (await query(text, params)).rowCount ?? 0,
-      transaction: (work) => work(on(client)),
     }
   }
   const pooled = on(pool)

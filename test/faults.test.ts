@@ -1,0 +1,240 @@
+/**
+ * Failing parts (issue 6, points 5, 6 and 9): a store that cannot be written, a disk that fills
+ * up, a PostgreSQL that goes down or freezes. The server refuses to start on the first, answers
+ * 503 with Retry-After within a bounded time on the others, names the real cause in its log,
+ * and recovers by itself. Also: no secret in the access log, whatever the client puts where.
+ */
+import { execFileSync } from 'node:child_process'
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
+import { connect, createServer, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import t, { type Test } from 'tap'
+import { openStorage } from '../src/storage/index.js'
+import { build, call, testKey } from './helpers/app.js'
+import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { run } from './helpers/processes.js'
+
+const rex = { name: 'Rex', categoryId: 1 }
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** Log lines, parsed, as the app writes them. */
+function logCapture() {
+  const lines: Record<string, unknown>[] = []
+  const stream = new Writable({ write: (chunk, _encoding, done) => done(void lines.push(JSON.parse(String(chunk)))) })
+  return { lines, logger: { stream } }
+}
+
+/** Root may make a file immutable (chattr) and mount a tmpfs; elsewhere these tests cannot run. */
+function rootCan(what: string, probe: () => void): string | false {
+  try {
+    probe()
+    return false
+  } catch (error) {
+    return process.env.REQUIRE_ROOT === '1' ? false : `cannot ${what} here (${(error as Error).message.split('\n')[0]}): skipped`
+  }
+}
+const chattrMissing = rootCan('make a file immutable', () => {
+  const file = join(mkdtempSync(join(tmpdir(), 'petstore-chattr-')), 'probe')
+  closeSync(openSync(file, 'w'))
+  execFileSync('chattr', ['+i', file], { stdio: 'pipe' })
+  execFileSync('chattr', ['-i', file], { stdio: 'pipe' })
+})
+const mountMissing = rootCan('mount a tmpfs', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-mount-'))
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir], { stdio: 'pipe' })
+  execFileSync('umount', [dir], { stdio: 'pipe' })
+})
+
+t.test('5. a SQLite file the server cannot write: it refuses to start, in one line, exit 1', { skip: chattrMissing }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-readonly-'))
+  const file = join(dir, 'pets.db')
+  await (await openStorage(`sqlite:${file}`, { poolSize: 1 })).close()
+  execFileSync('chattr', ['+i', file])
+  t.teardown(() => execFileSync('chattr', ['-i', file]))
+  const { code, stderr, stdout } = await run(t, 'src/server.ts', [], { DATABASE_URL: `sqlite:${file}`, PORT: '0', API_KEYS: testKey })
+  t.equal(code, 1)
+  t.match(stderr, /^petstore: cannot open SQLite [^\n]*pets\.db: [^\n]*\(SQLITE_(READONLY|CANTOPEN|PERM)[^\n]*\); the file and its folder must be writable\n$/)
+  t.notMatch(stdout, /listening/, 'it never listened')
+})
+
+t.test('9. a full disk: 503 unavailable with Retry-After, SQLITE_FULL in the log; writes resume once there is room', { skip: mountMissing }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-full-'))
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', dir])
+  t.teardown(() => execFileSync('umount', ['--lazy', dir]))
+  const { lines, logger } = logCapture()
+  const app = await build(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, LOG_LEVEL: 'error', logger })
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex })).status, 201)
+
+  // fill the disk to the last byte
+  const filler = join(dir, 'filler')
+  const fd = openSync(filler, 'w')
+  const block = Buffer.alloc(4096)
+  try {
+    for (let i = 0; i < 1024; i++) writeSync(fd, block)
+  } catch {
+    for (let i = 0; i < 4096; i++) {
+      try {
+        writeSync(fd, block, 0, 1)
+      } catch {
+        break
+      }
+    }
+  }
+  closeSync(fd)
+
+  const statuses = new Map<number, number>()
+  let refused: Awaited<ReturnType<typeof call>> | undefined
+  const long = { ...rex, name: 'R'.repeat(100) }
+  for (let i = 0; i < 2_000 && refused === undefined; i++) {
+    const response = await call(t, app, { method: 'POST', url: '/v1/pets', payload: long })
+    statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1)
+    if (response.status !== 201) refused = response
+  }
+  t.comment(`before the disk refused: ${JSON.stringify(Object.fromEntries(statuses))}`)
+  t.equal(refused?.status, 503, 'the disk full is a 503')
+  t.equal(refused?.json.code, 'unavailable')
+  t.equal(refused?.headers['retry-after'], '5')
+  const logged = lines.find((line) => line.msg === 'the database is unavailable')
+  t.match(logged, { err: { code: /^SQLITE_FULL/ } }, 'the log names the real cause')
+  t.notOk(JSON.stringify(lines).includes('no transaction is active'), 'not hidden behind a failed rollback')
+  t.equal((await call(t, app, { url: '/v1/pets?limit=1' })).status, 200, 'reads go on')
+
+  rmSync(filler)
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex })).status, 201, 'with room again, a create succeeds')
+  const stored = (await call(t, app, { url: '/v1/pets?limit=100' })).json.length + (await call(t, app, { url: '/v1/pets?limit=100&after=100' })).json.length
+  t.ok(stored >= 2, 'what was acknowledged is there')
+})
+
+/** A TCP proxy to PostgreSQL that a test can take down, bring back, or freeze (all bytes dropped
+ * both ways, as with a server that hangs or a network that black-holes). */
+async function databaseProxy(t: Test, target: URL) {
+  const sockets = new Set<Socket>()
+  let frozen = false
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port || 5432), target.hostname)
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      sockets.add(from)
+      from.on('data', (chunk) => frozen || to.write(chunk))
+      from.on('error', () => to.destroy()).on('close', () => to.destroy())
+    }
+  })
+  const listen = (port: number) => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
+  await listen(0)
+  const port = (server.address() as { port: number }).port
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  const url = new URL(target)
+  url.host = `127.0.0.1:${port}`
+  return {
+    url: url.toString(),
+    down: async () => {
+      await new Promise((resolve) => {
+        server.close(resolve)
+        for (const socket of sockets) socket.destroy()
+      })
+      sockets.clear()
+    },
+    up: () => listen(port),
+    freeze: (on: boolean) => (frozen = on),
+  }
+}
+
+t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, for key checks too; recovery without a restart', { skip: postgresMissing }, async (t) => {
+  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+  const timeoutMs = 1_000
+  const { lines, logger } = logCapture()
+  const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: timeoutMs, LOG_LEVEL: 'error', logger })
+  const { key } = await app.storage.keys.issue('ci')
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
+  t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'the key is known, and cached')
+
+  /** every kind of request is a 503 unavailable, each within `boundMs` */
+  const allUnavailable = async (when: string, boundMs: number) => {
+    for (const request of [
+      { url: '/v1/pets', key },
+      { method: 'POST' as const, url: '/v1/pets', payload: rex, key },
+      { url: '/v1/pets', key: 'pet_00000000_a-key-never-issued-000000000' },
+    ]) {
+      const started = Date.now()
+      const response = await call(t, app, request)
+      const ms = Date.now() - started
+      t.equal(response.status, 503, `${when}: ${request.method ?? 'GET'} ${request.url} (${request.key === key ? 'stored key' : 'unknown key'})`)
+      t.equal(response.json.code, 'unavailable')
+      t.equal(response.headers['retry-after'], '5')
+      t.ok(ms <= boundMs, `answered in ${ms} ms (bound ${boundMs} ms)`)
+    }
+  }
+  const recovers = async (when: string) => {
+    let status = 0
+    for (let tries = 0; tries < 100 && status !== 200; tries++) {
+      status = (await call(t, app, { url: '/v1/pets', key })).status
+      if (status !== 200) await sleep(100)
+    }
+    t.equal(status, 200, `${when}: the server recovers by itself`)
+  }
+
+  await proxy.down()
+  await allUnavailable('down', 1_000)
+  await sleep(1_500) // long enough for a try to listen for key revocations again to fail
+  await allUnavailable('still down', 1_000)
+  await proxy.up()
+  await recovers('back up')
+
+  proxy.freeze(true)
+  // a query waits at most DATABASE_TIMEOUT_MS on the server and a second more on the client
+  await allUnavailable('frozen', timeoutMs * 2 + 1_500)
+  proxy.freeze(false)
+  await recovers('thawed')
+  t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'nothing was lost')
+  t.ok(
+    lines.some((line) => line.msg === 'the database is unavailable'),
+    'each is logged with its cause',
+  )
+})
+
+t.test('6. no secret in the access log, wherever the client puts it', async (t) => {
+  const { lines, logger } = logCapture()
+  const app = await build(t, { LOG_LEVEL: 'info', logger })
+  const issued = (await app.storage.keys.issue('ci')).key
+  const urls = [
+    `/v1/pets?limit=1&api_key=${testKey}`,
+    '/v1/pets?access_token=abc123secret&limit=2',
+    '/v1/pets?client_secret=abc123secret&password=abc123secret&sig=abc123secret',
+    `/v1/pets/${testKey}`,
+    `/v1/pets?q=${issued}`,
+    `/v1/pets?x=${encodeURIComponent(issued).replace('p', '%70')}`,
+    `/v1/pets?%61pi_key=abc123secret`,
+    '/v1/pets?verbose&%E0%A4%A=1&token=abc123secret',
+    `/v1/pets?note=%E0%A4%A${encodeURIComponent(testKey)}`,
+  ]
+  for (const url of urls) await call(t, app, { url, key: issued })
+  await call(t, app, { url: '/v1/pets', key: testKey })
+  const access = lines.filter((line) => line.msg === 'request completed')
+  t.equal(access.length, urls.length + 1, 'one access line per request')
+  const text = JSON.stringify(lines)
+  for (const secret of [testKey, issued, 'abc123secret', issued.slice(13)]) t.notOk(text.includes(secret), `the log does not hold ${secret.slice(0, 6)}…`)
+  t.match(access[0], { res: { url: '/v1/pets?limit=1&api_key=[redacted]' } }, 'the rest of the URL stays, for the reader')
+  t.match(access[4], { res: { url: `/v1/pets?q=${issued.slice(0, 13)}[redacted]` } }, 'an issued key keeps its prefix, to be recognised')
+})
+
+t.test('4. a fatal signal ends the server with that signal, not as a clean shutdown', async (t) => {
+  const { startServer } = await import('./helpers/processes.js')
+  const signals = ['SIGBUS', 'SIGABRT', 'SIGSEGV', 'SIGHUP', 'SIGUSR2'] as const
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-signal-'))
+  await Promise.all(
+    signals.map(async (signal) => {
+      mkdirSync(join(dir, signal))
+      const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, signal, 'pets.db')}`, API_KEYS: testKey })
+      server.child.kill(signal)
+      const { code, signal: ended } = await server.exited
+      t.same({ code, signal: ended }, { code: null, signal }, `${signal}: the process ends by the signal (a supervisor sees a failure)`)
+    }),
+  )
+})

@@ -1,0 +1,109 @@
+/**
+ * The statement layer under the repositories: one SQLite connection shared by statements and
+ * transactions without one running inside the other, and transactions on both stores that roll
+ * back what failed and report the real cause.
+ */
+import SQLite from 'better-sqlite3'
+import pg from 'pg'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { postgresSql, sqliteSql, StorageUnavailable } from '../src/storage/sql.js'
+import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+
+/** The promise fails with StorageUnavailable: a 503 for the client, the cause for the log. */
+async function unavailable(t: Test, promise: Promise<unknown>, what: string) {
+  const error = await promise.then(
+    () => undefined,
+    (error: Error) => error,
+  )
+  t.ok(error instanceof StorageUnavailable, `${what}: StorageUnavailable (${error?.message})`)
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+function sqlite(t: Test, file = ':memory:') {
+  const connection = new SQLite(file)
+  t.teardown(() => connection.close())
+  connection.exec('create table items (id integer primary key, name text not null)')
+  return { connection, sql: sqliteSql(connection) }
+}
+
+t.test('SQLite: a statement issued while a transaction awaits runs after it, never inside it', async (t) => {
+  const { sql } = sqlite(t)
+  const order: string[] = []
+  const transaction = sql.transaction(async (tx) => {
+    await tx.run("insert into items (name) values ('a')")
+    await sleep(50) // the transaction holds the connection across turns of the event loop
+    order.push('transaction done')
+    throw new Error('changed my mind')
+  })
+  const read = sql.rows<{ name: string }>('select name from items').then((rows) => {
+    order.push('read')
+    return rows
+  })
+  const second = sql.transaction(async (tx) => {
+    order.push('second transaction')
+    return tx.run("insert into items (name) values ('b')")
+  })
+  await t.rejects(transaction, { message: 'changed my mind' }, 'the error of the work surfaces')
+  t.notOk((await read).some(({ name }) => name === 'a'), 'the read waited, and saw nothing of the rolled-back insert')
+  t.equal(await second, 1)
+  t.equal(order[0], 'transaction done', 'the read and the second transaction waited for the first')
+  t.strictSame(await sql.rows('select name from items'), [{ name: 'b' }])
+})
+
+t.test('SQLite: a transaction that SQLite ended itself reports its own error, not a failed rollback', async (t) => {
+  const { connection, sql } = sqlite(t)
+  const failure = sql.transaction(async (tx) => {
+    await tx.run("insert into items (name) values ('a')")
+    // what SQLite does on SQLITE_FULL: the transaction is over before the error reaches us
+    connection.exec('rollback')
+    throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' })
+  })
+  await t.rejects(failure, { code: 'SQLITE_FULL' })
+  t.strictSame(await sql.rows('select name from items'), [])
+})
+
+t.test('SQLite: "not now" errors are StorageUnavailable (a 503), others are themselves (a 500)', async (t) => {
+  const { connection, sql } = sqlite(t, join(mkdtempSync(join(tmpdir(), 'petstore-sql-')), 'items.db'))
+  connection.pragma('busy_timeout = 10')
+  const other = new SQLite(connection.name)
+  t.teardown(() => other.close())
+  other.exec('begin immediate') // another process holds the write lock past busy_timeout
+  await unavailable(t, sql.run("insert into items (name) values ('a')"), 'busy')
+  await unavailable(t, sql.transaction(async () => 1), 'busy')
+  other.exec('rollback')
+  await t.rejects(sql.run('insert into nowhere values (1)'), { message: /no such table: nowhere/ })
+  t.equal(await sql.run("insert into items (name) values ('a')"), 1)
+})
+
+t.test('PostgreSQL: a failed transaction is rolled back and its connection reused; a broken one is dropped; no connection is a 503', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  const pool = new pg.Pool({ connectionString: url, max: 1 })
+  t.teardown(() => pool.end())
+  const sql = postgresSql(pool)
+  await sql.run('create table items (id serial primary key, name text not null)')
+
+  const failed = sql.transaction(async (tx) => {
+    await tx.run("insert into items (name) values ('a')")
+    throw new Error('changed my mind')
+  })
+  await t.rejects(failed, { message: 'changed my mind' })
+  t.strictSame(await sql.rows('select name from items'), [], 'rolled back')
+  const { pid } = (await sql.row<{ pid: number }>('select pg_backend_pid() as pid'))!
+
+  const broken = sql.transaction(async (tx) => {
+    await tx.run("insert into items (name) values ('b')")
+    await tx.run('select pg_terminate_backend(pg_backend_pid())')
+  })
+  await unavailable(t, broken, 'a connection lost mid-transaction: 503, not 500')
+  const { pid: next } = (await sql.row<{ pid: number }>('select pg_backend_pid() as pid'))!
+  t.not(next, pid, 'the broken connection was not lent out again')
+  t.strictSame(await sql.rows('select name from items'), [], 'nothing of it was kept')
+
+  const nowhere = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/none', max: 1 })
+  t.teardown(() => nowhere.end())
+  await unavailable(t, postgresSql(nowhere).transaction(async () => 1), 'a transaction that cannot get a connection')
+})
