@@ -6,7 +6,7 @@ import docs, { docsPath } from './contract/docs.js'
 import { lifecycleHeaders } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
-import { type ApiError, errorHandler, notFoundHandler } from './errors.js'
+import { ApiError, errorHandler, notFoundHandler } from './errors.js'
 import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
 import { jsonBodyParser } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
@@ -97,9 +97,10 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
   requestHooks(app)
   const notFound = notFoundHandler(contract)
-  // a request no operation serves is a 404 or 405, whatever else is wrong with it (its body)
+  // A request no operation serves is a 404 or 405, whatever Fastify finds wrong with its body
+  // (an unreadable request, our own ApiError, stays what it is).
   app.setErrorHandler<FastifyError | ApiError>((error, request, reply) =>
-    request.is404 ? notFound(request, reply) : errorHandler(error, request, reply),
+    request.is404 && !(error instanceof ApiError) ? notFound(request, reply) : errorHandler(error, request, reply),
   )
   app.setNotFoundHandler(notFound)
 

@@ -13,7 +13,7 @@ import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
 import { openStorage } from '../src/storage/index.js'
 import { build, call, testKey } from './helpers/app.js'
-import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { run } from './helpers/processes.js'
 
 const rex = { name: 'Rex', categoryId: 1 }
@@ -112,6 +112,7 @@ t.test('9. a full disk: 503 unavailable with Retry-After, SQLITE_FULL in the log
 async function databaseProxy(t: Test, target: URL) {
   const sockets = new Set<Socket>()
   let frozen = false
+  let cutOnListen = false
   const server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname)
     for (const [from, to] of [
@@ -119,7 +120,11 @@ async function databaseProxy(t: Test, target: URL) {
       [upstream, client],
     ] as const) {
       sockets.add(from)
-      from.on('data', (chunk) => frozen || to.write(chunk))
+      from.on('data', (chunk: Buffer) => {
+        // a connection lost just as it asks to LISTEN: after connecting, before listening
+        if (cutOnListen && from === client && chunk.includes('listen ')) return from.destroy()
+        frozen || to.write(chunk)
+      })
       from.on('error', () => to.destroy()).on('close', () => to.destroy())
     }
   })
@@ -143,6 +148,7 @@ async function databaseProxy(t: Test, target: URL) {
     },
     up: () => listen(port),
     freeze: (on: boolean) => (frozen = on),
+    cutOnListen: (on: boolean) => (cutOnListen = on),
   }
 }
 
@@ -197,6 +203,31 @@ t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, 
     lines.some((line) => line.msg === 'the database is unavailable'),
     'each is logged with its cause',
   )
+})
+
+t.test('9. the connection that listens for key revocations, lost as it starts to listen: keys are checked in the database meanwhile, and one listener comes back', { skip: postgresMissing }, async (t) => {
+  const target = await freshPostgres(t)
+  const proxy = await databaseProxy(t, new URL(target))
+  proxy.cutOnListen(true)
+  const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], LOG_LEVEL: 'silent' })
+  const { key, record } = await app.storage.keys.issue('ci')
+  const listeners = async () => {
+    const { rows } = await query(target, "select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'")
+    return rows[0].n as number
+  }
+  await sleep(1_500) // a second try to listen, lost too
+  t.equal(await listeners(), 0, 'no one listens')
+  t.equal((await call(t, app, { url: '/v1/pets', key })).status, 200)
+  await query(target, `update api_keys set revoked_at = 1 where id = ${record.id}`)
+  t.equal((await call(t, app, { url: '/v1/pets', key })).status, 401, 'a revocation holds at once: without a listener, no cache is trusted')
+  proxy.cutOnListen(false)
+  let n = 0
+  for (let tries = 0; tries < 50 && n === 0; tries++) {
+    await sleep(100)
+    n = await listeners()
+  }
+  await sleep(1_500) // had a lost connection been retried twice, a second listener would be here now
+  t.equal(await listeners(), 1, 'one listener again, not two')
 })
 
 t.test('6. no secret in the access log, wherever the client puts it', async (t) => {

@@ -83,19 +83,19 @@ export function sqliteSql(connection: SQLite.Database): Sql {
       while (held !== undefined) await held
       let release!: () => void
       held = new Promise((resolve) => (release = resolve))
+      let committed = false
       try {
         // IMMEDIATE: the write lock is taken now (waiting busy_timeout for another process), not
         // at the first write, where a concurrent writer would make the transaction fail.
         await direct.run('begin immediate')
         const result = await work(direct)
         await direct.run('commit')
+        committed = true
         return result
-      } catch (error) {
-        // SQLite ends a transaction itself on some errors (SQLITE_FULL): a second rollback would
-        // fail and hide the real cause.
-        if (connection.inTransaction) connection.exec('rollback')
-        throw error
       } finally {
+        // Failed: rolled back, unless SQLite ended the transaction itself (SQLITE_FULL), where a
+        // second rollback would fail and hide the real cause.
+        if (!committed && connection.inTransaction) connection.exec('rollback')
         held = undefined
         release()
       }
