@@ -4,12 +4,14 @@
 // two moments, in microseconds of the monotonic clock (process.hrtime.bigint() / 1000n, the clock
 // of the profile's timestamps): e.g. the load, without the start-up.
 //
-//   node bench/profile-summary.mjs FILE.cpuprofile [--top 20] [--from US --to US]
+// With --requests N (the requests answered in the window), times are also shown per request.
+//
+//   node bench/profile-summary.mjs FILE.cpuprofile [--top 20] [--from US --to US] [--requests N]
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
 const { values, positionals } = parseArgs({
-  options: { top: { type: 'string', default: '20' }, from: { type: 'string' }, to: { type: 'string' } },
+  options: { top: { type: 'string', default: '20' }, from: { type: 'string' }, to: { type: 'string' }, requests: { type: 'string' } },
   allowPositionals: true,
 })
 if (positionals.length !== 1) {
@@ -80,11 +82,15 @@ for (const [id, micros] of self) {
 
 const pct = (micros) => `${((100 * micros) / total).toFixed(1)}%`
 const ms = (micros) => (micros / 1000).toFixed(0)
+const requests = Number(values.requests ?? 0)
+const perRequest = (micros) => (requests > 0 ? ` ${(micros / requests).toFixed(1)} |` : '')
 const sorted = (map) => [...map].sort((a, b) => b[1] - a[1])
 
 const window = values.from === undefined && values.to === undefined ? 'the whole run' : 'the window asked for'
-const lines = [`${(total / 1e6).toFixed(1)} s sampled (${window})`, '', '| self % | self ms | function |', '|---:|---:|---|']
-for (const [name, micros] of sorted(byFunction).slice(0, top)) lines.push(`| ${pct(micros)} | ${ms(micros)} | \`${name}\` |`)
-lines.push('', '| self % | where |', '|---:|---|')
-for (const [name, micros] of sorted(byArea).slice(0, top)) lines.push(`| ${pct(micros)} | ${name} |`)
+const head = `${(total / 1e6).toFixed(1)} s sampled (${window})`
+const lines = [requests > 0 ? `${head}, ${requests} requests: ${(total / requests).toFixed(1)} µs each` : head, '']
+lines.push(`| self % | self ms |${requests > 0 ? ' µs/request |' : ''} function |`, `|---:|---:|${requests > 0 ? '---:|' : ''}---|`)
+for (const [name, micros] of sorted(byFunction).slice(0, top)) lines.push(`| ${pct(micros)} | ${ms(micros)} |${perRequest(micros)} \`${name}\` |`)
+lines.push('', `| self % |${requests > 0 ? ' µs/request |' : ''} where |`, `|---:|${requests > 0 ? '---:|' : ''}---|`)
+for (const [name, micros] of sorted(byArea).slice(0, top)) lines.push(`| ${pct(micros)} |${perRequest(micros)} ${name} |`)
 console.log(lines.join('\n'))

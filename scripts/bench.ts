@@ -23,6 +23,7 @@
  *   --rss-connections N (200)
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
  *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer)
+ *   --skip LIST         phases not to run, comma-separated: main, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: 1 s per scenario, 1 round, no warm-up
  *   --keep              keep the work directory (databases, logs, profiles)
  *
@@ -62,6 +63,7 @@ const { values: flags } = parseArgs({
     scale: { type: 'boolean', default: false },
     'scale-pets': { type: 'string', default: '1000000' },
     profile: { type: 'boolean', default: false },
+    skip: { type: 'string', default: '' },
     smoke: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
@@ -92,6 +94,8 @@ const options = {
 }
 if (flags.only !== undefined && !['sqlite', 'postgres'].includes(flags.only)) usage('--only takes sqlite or postgres')
 const logLevel = flags['log-level']
+const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
+for (const phase of skipped) if (!['main', 'start', 'rss'].includes(phase)) usage(`--skip takes main, start or rss, not ${phase}`)
 
 const workDir = mkdtempSync(join(os.tmpdir(), 'petstore-bench-'))
 /** The key of API_KEYS for the service, and the one key of the peers. */
@@ -237,6 +241,8 @@ interface Measurement {
   p99: number
   /** connection errors, timeouts and non-2xx answers */
   errors: number
+  /** 2xx answers in all */
+  answered: number
 }
 
 const newPetBody = JSON.stringify({ name: 'Bench', categoryId: 7, status: 'pending' })
@@ -272,6 +278,7 @@ function load(target: Target, scenarios: Scenario[], duration: number, connectio
           p50: at(0.5),
           p99: at(0.99),
           errors: result.errors + result.non2xx,
+          answered: result['2xx'],
         })
       },
     )
@@ -319,6 +326,7 @@ async function compare(label: string, targets: Target[], scenarios: Scenario[]):
         p50: median(list.map((m) => m.p50)),
         p99: median(list.map((m) => m.p99)),
         errors: list.reduce((sum, m) => sum + m.errors, 0),
+        answered: list.reduce((sum, m) => sum + m.answered, 0),
       })
     }
     medians.set(scenario, row)
@@ -662,7 +670,7 @@ async function profiles(store: Store): Promise<string> {
       sections.push(`(no profile written for the ${which})`)
       continue
     }
-    const summary = execFileSync(process.execPath, ['bench/profile-summary.mjs', join(out, file), '--top', '20', '--from', from, '--to', to], { cwd: projectRoot, encoding: 'utf8' })
+    const summary = execFileSync(process.execPath, ['bench/profile-summary.mjs', join(out, file), '--top', '20', '--from', from, '--to', to, '--requests', String(measured.answered)], { cwd: projectRoot, encoding: 'utf8' })
     sections.push(`#### ${which === 'project' ? 'service, stored key' : 'peer'}: ${fmt(measured.rps)} req/s while profiled (${join(out, file)})\n\n${summary}`)
   }
   return sections.join('\n')
@@ -696,14 +704,16 @@ async function main() {
   const stores: Store[] = []
   if (wanted('sqlite')) stores.push(await makeStore('SQLite', 'bench', options.pets))
   if (postgres.version !== undefined) stores.push(await makeStore('PostgreSQL', 'petstore_bench', options.pets))
-  for (const store of stores) rows.push(...(await sideBySide(store)))
-  printMainTable(rows)
+  if (!skipped.has('main')) {
+    for (const store of stores) rows.push(...(await sideBySide(store)))
+    printMainTable(rows)
+  }
 
   const notes: string[] = []
-  notes.push(...(await coldStarts()))
+  if (!skipped.has('start')) notes.push(...(await coldStarts()))
   const sqlite = stores.find((store) => store.name === 'SQLite') ?? stores[0]
-  if (sqlite !== undefined) notes.push(...(await residentMemory(sqlite)))
-  console.log(`\n### Start and memory\n\n${notes.join('\n')}`)
+  if (sqlite !== undefined && !skipped.has('rss')) notes.push(...(await residentMemory(sqlite)))
+  if (notes.length > 0) console.log(`\n### Start and memory\n\n${notes.join('\n')}`)
 
   if (flags.scale) {
     const lines: string[] = []
