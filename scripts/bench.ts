@@ -733,7 +733,8 @@ async function main() {
     else console.log(`\n### CPU profile, getPet on SQLite (self time)\n\n${await profiles(store)}`)
   }
 
-  console.log(`\nRun: npm run bench -- ${process.argv.slice(2).join(' ')}`.trimEnd())
+  const args = process.argv.slice(2)
+  console.log(`\nRun: npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`)
 }
 
 try {
