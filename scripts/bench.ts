@@ -1,18 +1,43 @@
 /**
- * npm run bench [-- --duration 8 --connections 16]
+ * npm run bench [-- options]
  *
- * Throughput and latency of the service, each as a ratio to a baseline measured in the same run
- * by the same client: a bare Fastify server that answers the same bytes from memory, without
- * validation, authentication or database (the floor of HTTP + JSON on this machine). Both run
- * as child processes; autocannon drives them from this one. Also: the cold start of `npm start`
- * to its first answered request. PostgreSQL is measured when it answers at BENCH_POSTGRES_URL
- * (default postgres://postgres@127.0.0.1:5432/postgres; a database petstore_bench is made anew).
+ * The service (`node dist/src/server.js`, built first) against hand-written peers (bench/peer-*.mjs:
+ * plain Fastify with JSON schemas, a one-key auth hook and prepared statements on the same
+ * schema and durability), side by side in one run, on SQLite and on PostgreSQL: getPet,
+ * listPets (limit=20, with status) and createPet, 50 connections, 10,000 pets, the service once
+ * with a key of API_KEYS and once with a stored key (made by its key store). Each figure is the
+ * median of N interleaved rounds. Then the cold start of the service on a fresh SQLite file
+ * (spawn to first answered request) and its RSS after a sustained load at 200 connections.
+ * Optionally (--scale) listPets and getPet at 1,000,000 pets against 10,000, and (--profile) a
+ * CPU profile of getPet on SQLite, service and peer, summarised by self time.
+ *
+ * Options:
+ *   --duration S        seconds per measurement (5; --smoke: 1)
+ *   --rounds N          interleaved rounds, each figure their median (3; --smoke: 1)
+ *   --connections N     concurrent connections (50)
+ *   --pets N            pets seeded (10000)
+ *   --only STORE        sqlite or postgres (default both)
+ *   --log-level LEVEL   LOG_LEVEL of service and peers (default: unset, the service's default, info)
+ *   --cold-starts N     cold starts measured, median shown (5; --smoke: 1)
+ *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 2)
+ *   --rss-connections N (200)
+ *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
+ *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer)
+ *   --skip LIST         phases not to run, comma-separated: main, start, rss (e.g. with --scale)
+ *   --smoke             a short run for CI: 1 s per scenario, 1 round, no warm-up
+ *   --keep              keep the work directory (databases, logs, profiles)
+ *
+ * PostgreSQL is measured when it answers at BENCH_POSTGRES_URL (default
+ * postgres://postgres@127.0.0.1:5432/postgres); databases petstore_bench* are made anew there and
+ * dropped at the end. The exit status is 0 whenever the run completed, whatever the figures.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { mkdtempSync, openSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { type EventEmitter, once } from 'node:events'
+import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
-import { tmpdir } from 'node:os'
+import os from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
@@ -21,23 +46,78 @@ import pg from 'pg'
 import { projectRoot } from '../src/paths.js'
 import { openStorage } from '../src/storage/index.js'
 
-const key = 'bench-key-0123456789'
-const workDir = mkdtempSync(join(tmpdir(), 'petstore-bench-'))
-const seeded = 10_000
+// ---------------------------------------------------------------------------------------------
+// options
 
-/**
- * The baseline, as plain JavaScript (no TypeScript loader in the way): Fastify answering every
- * GET with LIST_BODY or PET_BODY and every POST with PET_BODY, from memory.
- */
-const baselineSource = `
-import Fastify from 'fastify'
-const app = Fastify({ logger: false })
-const json = 'application/json; charset=utf-8'
-app.get('/v1/pets', (_request, reply) => reply.type(json).send(process.env.LIST_BODY))
-app.get('/v1/pets/:petId', (_request, reply) => reply.type(json).send(process.env.PET_BODY))
-app.post('/v1/pets', (_request, reply) => reply.code(201).type(json).send(process.env.PET_BODY))
-await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
-`
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string' },
+    rounds: { type: 'string' },
+    connections: { type: 'string', default: '50' },
+    pets: { type: 'string', default: '10000' },
+    only: { type: 'string' },
+    'log-level': { type: 'string' },
+    'cold-starts': { type: 'string' },
+    'rss-duration': { type: 'string' },
+    'rss-connections': { type: 'string', default: '200' },
+    scale: { type: 'boolean', default: false },
+    'scale-pets': { type: 'string', default: '1000000' },
+    profile: { type: 'boolean', default: false },
+    skip: { type: 'string', default: '' },
+    smoke: { type: 'boolean', default: false },
+    keep: { type: 'boolean', default: false },
+  },
+})
+
+function count(name: string, text: string | undefined, fallback: number): number {
+  const value = Number(text ?? fallback)
+  if (!(value > 0) || !Number.isFinite(value)) usage(`--${name} must be a positive number, not ${JSON.stringify(text)}`)
+  return value
+}
+
+function usage(message: string): never {
+  console.error(`bench: ${message} (see the head of scripts/bench.ts)`)
+  process.exit(2)
+}
+
+const smoke = flags.smoke
+const options = {
+  duration: count('duration', flags.duration, smoke ? 1 : 5),
+  rounds: Math.round(count('rounds', flags.rounds, smoke ? 1 : 3)),
+  connections: Math.round(count('connections', flags.connections, 50)),
+  pets: Math.round(count('pets', flags.pets, 10_000)),
+  warmUp: smoke ? 0 : 1,
+  coldStarts: Math.round(count('cold-starts', flags['cold-starts'], smoke ? 1 : 5)),
+  rssDuration: count('rss-duration', flags['rss-duration'], smoke ? 2 : 60),
+  rssConnections: Math.round(count('rss-connections', flags['rss-connections'], 200)),
+  scalePets: Math.round(count('scale-pets', flags['scale-pets'], 1_000_000)),
+}
+if (flags.only !== undefined && !['sqlite', 'postgres'].includes(flags.only)) usage('--only takes sqlite or postgres')
+const logLevel = flags['log-level']
+const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
+for (const phase of skipped) if (!['main', 'start', 'rss'].includes(phase)) usage(`--skip takes main, start or rss, not ${phase}`)
+
+const workDir = mkdtempSync(join(os.tmpdir(), 'petstore-bench-'))
+/** The key of API_KEYS for the service, and the one key of the peers. */
+const envKey = `bench-env-${randomBytes(12).toString('hex')}`
+
+/** Progress goes to stderr; the report to stdout. */
+const progress = (line: string) => process.stderr.write(`${line}\n`)
+
+// ---------------------------------------------------------------------------------------------
+// processes
+
+/** Every child still running: killed if the bench ends early. */
+const children = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL')
+})
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    progress(`bench: ${signal}, stopping`)
+    process.exit(130)
+  })
+}
 
 /** A port nobody listens on now. */
 async function freePort(): Promise<number> {
@@ -48,199 +128,619 @@ async function freePort(): Promise<number> {
   return port
 }
 
-/** Resolves once `url` answers at all, within 60 s. */
-async function answering(url: string, child?: ChildProcess) {
-  const deadline = Date.now() + 60_000
-  while (!(await fetch(url).then(() => true, () => false))) {
-    if (child?.exitCode != null || Date.now() > deadline) throw new Error(`${url} does not answer`)
-    await new Promise((resolve) => setTimeout(resolve, 10))
+/** One HTTP request with node:http (no connection reuse); resolves with status, headers, body. */
+function get(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}) {
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
+    const req = httpRequest(url, { method: init.method ?? 'GET', headers: init.headers, agent: false, timeout: init.timeoutMs ?? 5_000 }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }))
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(new Error('timeout')))
+    req.on('error', reject)
+    req.end(init.body)
+  })
+}
+
+const authorization = (key: string) => ({ authorization: `Bearer ${key}` })
+
+/** Resolves once `url` answers at all (any status), within `limitMs`. */
+async function answering(url: string, key: string, child: ChildProcess, limitMs = 30_000, pollMs = 10) {
+  const deadline = performance.now() + limitMs
+  for (;;) {
+    const answered = await get(url, { headers: authorization(key), timeoutMs: 1_000 }).then(
+      () => true,
+      () => false,
+    )
+    if (answered) return
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`exited (${child.exitCode ?? child.signalCode}) before answering`)
+    if (performance.now() > deadline) throw new Error(`did not answer within ${limitMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, pollMs))
   }
 }
 
-/** Starts `node ...args` on a free port; resolves with its URL once it answers. */
-async function start(name: string, args: string[], env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
-  const port = await freePort()
-  const child = spawn(process.execPath, args, {
-    cwd: projectRoot,
-    env: { ...process.env, PORT: String(port), ...env },
-    // the logs go to a file, as a log collector would take them
-    stdio: ['ignore', openSync(join(workDir, `${name}.${port}.log`), 'w'), 'inherit'],
-  })
-  const url = `http://127.0.0.1:${port}`
-  await answering(url, child)
-  return { child, url }
+interface Target {
+  name: string
+  kind: 'project' | 'peer'
+  /** the key its requests carry */
+  key: string
+  url: string
+  child: ChildProcess
+  log: string
 }
 
-async function stop(child: ChildProcess) {
-  if (child.exitCode !== null) return
-  child.kill('SIGTERM')
-  await once(child, 'exit')
+/** Starts `node ...args` on a free port with `env`; resolves once it answers. Its stdout (the
+ * access log) and stderr go to a file, as a log collector would take them. */
+async function start(name: string, kind: Target['kind'], args: string[], env: Record<string, string>, key: string): Promise<Target> {
+  const port = await freePort()
+  const log = join(workDir, `${name.replace(/[^\w.-]+/g, '_')}.${port}.log`)
+  const fd = openSync(log, 'w')
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', ...env }
+  if (logLevel === undefined) delete childEnv.LOG_LEVEL
+  else childEnv.LOG_LEVEL = logLevel
+  const child = spawn(process.execPath, args, { cwd: projectRoot, env: childEnv, stdio: ['ignore', fd, fd] })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  const url = `http://127.0.0.1:${port}`
+  try {
+    await answering(`${url}/v1/pets?limit=1`, key, child)
+  } catch (error) {
+    await stop({ child })
+    throw new Error(`${name} did not start: ${(error as Error).message}\n${readFileSync(log, 'utf8').slice(-2_000)}`)
+  }
+  return { name, kind, key, url, child, log }
 }
+
+/** SIGTERM, then SIGKILL if it has not exited within 15 s. */
+async function stop({ child }: { child: ChildProcess }) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+  await exited
+  clearTimeout(timer)
+}
+
+const project = (name: string, databaseUrl: string, key: 'env' | 'stored', storedKey: string, nodeArgs: string[] = []) =>
+  start(
+    name,
+    'project',
+    [...nodeArgs, 'dist/src/server.js'],
+    // a stored key is the production mode: no API_KEYS at all
+    { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '' },
+    key === 'env' ? envKey : storedKey,
+  )
+
+const peer = (name: string, databaseUrl: string, nodeArgs: string[] = []) =>
+  start(
+    name,
+    'peer',
+    [...nodeArgs, databaseUrl.startsWith('sqlite:') ? 'bench/peer-sqlite.mjs' : 'bench/peer-postgres.mjs'],
+    { DATABASE_URL: databaseUrl, API_KEYS: envKey },
+    envKey,
+  )
+
+// ---------------------------------------------------------------------------------------------
+// load
 
 interface Scenario {
   name: string
   method: 'GET' | 'POST'
   path: string
   body?: string
+  /** getPet: a random id from 1 to this, per request */
+  randomIdUpTo?: number
 }
-
-const scenarios: Scenario[] = [
-  { name: 'listPets limit=20', method: 'GET', path: '/v1/pets?limit=20' },
-  { name: 'listPets status=sold limit=20', method: 'GET', path: '/v1/pets?status=sold&limit=20&after=5000' },
-  { name: 'getPet', method: 'GET', path: '/v1/pets/4242' },
-  { name: 'createPet', method: 'POST', path: '/v1/pets', body: JSON.stringify({ name: 'Bench', categoryId: 7, status: 'pending' }) },
-]
 
 interface Measurement {
+  /** 2xx answers per second */
   rps: number
+  /** milliseconds, of 2xx answers */
   p50: number
   p99: number
+  /** connection errors, timeouts and non-2xx answers */
   errors: number
+  /** 2xx answers in all */
+  answered: number
 }
 
-async function measure(url: string, scenario: Scenario, options: { duration: number; connections: number }): Promise<Measurement> {
-  const result = await autocannon({
-    url: url + scenario.path,
-    method: scenario.method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    ...(scenario.body && { body: scenario.body }),
-    connections: options.connections,
-    duration: options.duration,
-  })
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    errors: result.errors + result.timeouts + result.non2xx,
+const newPetBody = JSON.stringify({ name: 'Bench', categoryId: 7, status: 'pending' })
+
+function requestOf(scenario: Scenario): autocannon.Request {
+  const request: autocannon.Request = { method: scenario.method, path: scenario.path }
+  if (scenario.body !== undefined) request.body = scenario.body
+  const upTo = scenario.randomIdUpTo
+  if (upTo !== undefined) {
+    request.setupRequest = (req) => ({ ...req, path: `/v1/pets/${1 + Math.floor(Math.random() * upTo)}` })
   }
+  return request
 }
 
-/** Fills a new store with `seeded` pets, a third of each status, in bulk. */
-async function seed(databaseUrl: string) {
-  const storage = await openStorage(databaseUrl, { poolSize: 1 }) // creates the schema
+/** Drives `scenarios` (in turn, per connection) against `target` for `duration` seconds. */
+function load(target: Target, scenarios: Scenario[], duration: number, connections: number): Promise<Measurement> {
+  return new Promise((resolve, reject) => {
+    const latencies: number[] = []
+    const instance = autocannon(
+      {
+        url: target.url,
+        connections,
+        duration,
+        headers: { ...authorization(target.key), 'content-type': 'application/json' },
+        requests: scenarios.map(requestOf),
+      },
+      (error, result) => {
+        if (error) return reject(error)
+        latencies.sort((a, b) => a - b)
+        const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN
+        resolve({
+          rps: result['2xx'] / result.duration,
+          p50: at(0.5),
+          p99: at(0.99),
+          errors: result.errors + result.non2xx,
+          answered: result['2xx'],
+        })
+      },
+    )
+    // autocannon's own histogram has whole milliseconds: the latencies are kept here exactly
+    ;(instance as unknown as EventEmitter).on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+      if (status >= 200 && status < 300) latencies.push(ms)
+    })
+  })
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/**
+ * Each scenario against each target, `rounds` times, interleaved (round by round, scenario by
+ * scenario, the targets in an order that turns each round); every target has a warm-up first.
+ * Returns the medians, by scenario name and target name.
+ */
+async function compare(label: string, targets: Target[], scenarios: Scenario[]): Promise<Map<string, Map<string, Measurement>>> {
+  const runs = new Map<string, Map<string, Measurement[]>>(scenarios.map((s) => [s.name, new Map(targets.map((t) => [t.name, []]))]))
+  if (options.warmUp > 0) {
+    for (const scenario of scenarios) for (const target of targets) await load(target, [scenario], options.warmUp, options.connections)
+  }
+  for (let round = 0; round < options.rounds; round++) {
+    for (const scenario of scenarios) {
+      const order = targets.map((_, i) => targets[(i + round) % targets.length]!)
+      for (const target of order) {
+        const measured = await load(target, [scenario], options.duration, options.connections)
+        runs.get(scenario.name)!.get(target.name)!.push(measured)
+        progress(
+          `  ${label} round ${round + 1}/${options.rounds} ${scenario.name} ${target.name}: ${Math.round(measured.rps)} req/s, p99 ${measured.p99.toFixed(2)} ms${measured.errors ? `, ${measured.errors} errors` : ''}`,
+        )
+      }
+    }
+  }
+  const medians = new Map<string, Map<string, Measurement>>()
+  for (const [scenario, byTarget] of runs) {
+    const row = new Map<string, Measurement>()
+    for (const [target, list] of byTarget) {
+      row.set(target, {
+        rps: median(list.map((m) => m.rps)),
+        p50: median(list.map((m) => m.p50)),
+        p99: median(list.map((m) => m.p99)),
+        errors: list.reduce((sum, m) => sum + m.errors, 0),
+        answered: list.reduce((sum, m) => sum + m.answered, 0),
+      })
+    }
+    medians.set(scenario, row)
+  }
+  return medians
+}
+
+// ---------------------------------------------------------------------------------------------
+// stores
+
+interface Store {
+  name: 'SQLite' | 'PostgreSQL'
+  url: string
+  /** a key issued by the service's key store, for the stored-key runs */
+  storedKey: string
+}
+
+/** A new SQLite file, or a new PostgreSQL database, with the service's schema (its migrations,
+ * run by opening its storage), a stored key issued by its key store, and `pets` pets. */
+async function prepareStore(name: Store['name'], database: string, pets: number): Promise<Store> {
+  let url: string
+  if (name === 'SQLite') {
+    url = `sqlite:${join(workDir, `${database}.db`)}`
+  } else {
+    const admin = await postgresAdmin()
+    await admin.query(`drop database if exists ${database} with (force)`)
+    await admin.query(`create database ${database}`)
+    await admin.end()
+    const at = new URL(postgresUrl)
+    at.pathname = `/${database}`
+    url = at.toString()
+  }
+  const storage = await openStorage(url, { poolSize: 1 })
+  const { key: storedKey } = await storage.keys.issue('bench')
   await storage.close()
-  const statuses = ['available', 'pending', 'sold']
-  const rows = Array.from({ length: seeded }, (_, i) => [`Pet ${i}`, 1 + (i % 50), statuses[i % 3]] as const)
-  if (databaseUrl.startsWith('sqlite:')) {
-    const db = new SQLite(databaseUrl.slice('sqlite:'.length))
-    const insert = db.prepare('insert into pets (name, category_id, status) values (?, ?, ?)')
-    db.transaction(() => rows.forEach((row) => insert.run(...row)))()
+  await seed(url, pets)
+  return { name, url, storedKey }
+}
+
+/** `pets` pets in bulk, straight into the service's table, a third of each status. */
+async function seed(url: string, pets: number) {
+  const began = performance.now()
+  if (url.startsWith('sqlite:')) {
+    const db = new SQLite(url.slice('sqlite:'.length))
+    db.pragma('journal_mode = WAL')
+    db.transaction(() => {
+      db.prepare(
+        `with recursive n(i) as (select 0 union all select i + 1 from n where i + 1 < ?)
+         insert into pets (name, category_id, status)
+         select 'Pet ' || i, 1 + i % 50, case i % 3 when 0 then 'available' when 1 then 'pending' else 'sold' end from n`,
+      ).run(pets)
+    })()
+    db.pragma('wal_checkpoint(TRUNCATE)')
     db.close()
   } else {
-    const client = new pg.Client({ connectionString: databaseUrl })
+    const client = new pg.Client({ connectionString: url })
     await client.connect()
     await client.query(
       `insert into pets (name, category_id, status)
-       select 'Pet ' || i, 1 + (i % 50), (array['available','pending','sold'])[1 + i % 3] from generate_series(0, $1 - 1) i`,
-      [seeded],
+       select 'Pet ' || i, 1 + i % 50, (array['available','pending','sold'])[1 + i % 3] from generate_series(0, $1::int - 1) i`,
+      [pets],
     )
-    await client.query('analyze pets')
+    await client.query('vacuum analyze pets')
     await client.end()
   }
+  progress(`  seeded ${pets} pets in ${Math.round(performance.now() - began)} ms`)
 }
 
-async function freshPostgresDatabase(): Promise<string | undefined> {
-  const admin = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
-  const client = new pg.Client({ connectionString: admin, connectionTimeoutMillis: 3_000 })
+const postgresUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const postgresDatabases = new Set<string>()
+
+async function postgresAdmin(): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: postgresUrl, connectionTimeoutMillis: 3_000 })
+  await client.connect()
+  return client
+}
+
+/** Whether PostgreSQL answers, and its version; or why not. */
+async function postgresVersion(): Promise<{ version?: string; problem?: string }> {
   try {
-    await client.connect()
-    await client.query('drop database if exists petstore_bench with (force)')
-    await client.query('create database petstore_bench')
+    const client = await postgresAdmin()
+    const { rows } = await client.query<{ server_version: string }>('show server_version')
+    await client.end()
+    return { version: rows[0]?.server_version }
   } catch (error) {
-    console.log(`PostgreSQL not measured: ${(error as Error).message}`)
-    return undefined
-  } finally {
-    await client.end().catch(() => {})
+    return { problem: (error as Error).message }
   }
-  const url = new URL(admin)
-  url.pathname = '/petstore_bench'
-  return url.toString()
 }
 
-/** Milliseconds from spawning `npm start` to its first answered request, best of `runs`. */
-async function coldStart(runs: number): Promise<{ npmStart: number[]; node: number[] }> {
-  const timeOne = async (command: string, args: string[], port: number) => {
-    const began = performance.now()
-    const child = spawn(command, args, {
-      cwd: projectRoot,
-      env: { ...process.env, PORT: String(port), API_KEYS: key, LOG_LEVEL: 'warn', DATABASE_URL: 'sqlite::memory:' },
-      stdio: 'ignore',
-      detached: true, // npm start runs node in a child of its own: stop the whole group
-    })
-    for (;;) {
-      const answered = await fetch(`http://127.0.0.1:${port}/v1/openapi.json`).then(
-        (response) => response.ok,
-        () => false,
-      )
-      if (answered) break
-      if (performance.now() - began > 60_000) throw new Error(`${command} did not answer in 60 s`)
-      await new Promise((resolve) => setTimeout(resolve, 5))
-    }
-    const elapsed = performance.now() - began
-    process.kill(-child.pid!, 'SIGTERM')
-    await once(child, 'exit')
-    return Math.round(elapsed)
-  }
-  const npmStart: number[] = []
-  const node: number[] = []
-  for (let run = 0; run < runs; run++) {
-    npmStart.push(await timeOne('npm', ['start', '--silent'], 3917))
-    node.push(await timeOne(process.execPath, ['dist/src/server.js'], 3918))
-  }
-  return { npmStart, node }
+async function makeStore(name: Store['name'], database: string, pets: number): Promise<Store> {
+  if (name === 'PostgreSQL') postgresDatabases.add(database)
+  return prepareStore(name, database, pets)
 }
+
+async function dropPostgresDatabases() {
+  if (postgresDatabases.size === 0) return
+  const admin = await postgresAdmin()
+  for (const database of postgresDatabases) await admin.query(`drop database if exists ${database} with (force)`)
+  await admin.end()
+}
+
+// ---------------------------------------------------------------------------------------------
+// phases
+
+const fmt = (n: number, digits = 0) => (Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a')
+const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}x` : 'n/a')
+
+/** Responses of the service and the peer, side by side: the same bodies and headers (but the id
+ * and Location of a new pet). Returns the differences, in words. */
+async function sameAnswers(project: Target, peerTarget: Target): Promise<string[]> {
+  const differences: string[] = []
+  const headerNames = ['content-type', 'cache-control', 'x-content-type-options', 'deprecation', 'sunset', 'link']
+  const probes: [string, { method?: string; body?: string; path: string }][] = [
+    ['getPet', { path: '/v1/pets/42' }],
+    ['listPets', { path: '/v1/pets?limit=20&status=sold' }],
+    ['createPet', { method: 'POST', path: '/v1/pets', body: newPetBody }],
+  ]
+  for (const [name, probe] of probes) {
+    const ask = (target: Target) =>
+      get(target.url + probe.path, {
+        ...(probe.method && { method: probe.method }),
+        ...(probe.body && { body: probe.body }),
+        headers: { ...authorization(target.key), 'content-type': 'application/json' },
+      })
+    const [ours, theirs] = [await ask(project), await ask(peerTarget)]
+    const normal = (body: string) => (probe.method === 'POST' ? body.replace(/"id":\d+/, '"id":0') : body)
+    if (ours.status !== theirs.status) differences.push(`${name}: status ${ours.status} vs ${theirs.status}`)
+    if (normal(ours.body) !== normal(theirs.body)) differences.push(`${name}: body ${ours.body.slice(0, 80)} vs ${theirs.body.slice(0, 80)}`)
+    for (const header of headerNames) {
+      if (String(ours.headers[header]) !== String(theirs.headers[header])) {
+        differences.push(`${name}: ${header} ${String(ours.headers[header])} vs ${String(theirs.headers[header])}`)
+      }
+    }
+    const location = (headers: Record<string, unknown>) => String(headers.location).replace(/\d+$/, 'ID')
+    if (location(ours.headers) !== location(theirs.headers)) differences.push(`${name}: location ${String(ours.headers.location)} vs ${String(theirs.headers.location)}`)
+  }
+  return differences
+}
+
+interface Row {
+  scenario: string
+  store: string
+  key: string
+  project: Measurement
+  peer: Measurement
+}
+
+const mainScenarios = (pets: number): Scenario[] => [
+  { name: 'getPet', method: 'GET', path: '/v1/pets/1', randomIdUpTo: pets },
+  { name: 'listPets limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold' },
+  { name: 'createPet', method: 'POST', path: '/v1/pets', body: newPetBody },
+]
+
+/** The service with an env key and with a stored key, and the peer, on one store. */
+async function sideBySide(store: Store): Promise<Row[]> {
+  progress(`${store.name}: service (env key), service (stored key), peer`)
+  const targets: Target[] = []
+  try {
+    targets.push(await project('project, env key', store.url, 'env', store.storedKey))
+    targets.push(await project('project, stored key', store.url, 'stored', store.storedKey))
+    targets.push(await peer('peer', store.url))
+    const differences = await sameAnswers(targets[0]!, targets[2]!)
+    if (differences.length > 0) progress(`  WARNING: the peer answers differently:\n    ${differences.join('\n    ')}`)
+    const medians = await compare(store.name, targets, mainScenarios(options.pets))
+    return [...medians].flatMap(([scenario, byTarget]) =>
+      (['env', 'stored'] as const).map((key) => ({
+        scenario,
+        store: store.name,
+        key: `${key} key`,
+        project: byTarget.get(`project, ${key} key`)!,
+        peer: byTarget.get('peer')!,
+      })),
+    )
+  } finally {
+    for (const target of targets) await stop(target)
+  }
+}
+
+function printMainTable(rows: Row[]) {
+  console.log(
+    `\n### Service vs hand-written peer\n\n${options.connections} connections, ${options.pets.toLocaleString('en-US')} pets, ` +
+      `${options.duration} s per measurement, median of ${options.rounds} interleaved round${options.rounds > 1 ? 's' : ''}; ` +
+      `ratio = project / peer (req/s: higher is better; p99: lower is better)\n`,
+  )
+  console.log('| scenario | store | key | project req/s | peer req/s | ratio | project p99 ms | peer p99 ms | p99 ratio | errors (project/peer) |')
+  console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|')
+  const order = mainScenarios(1).map((s) => s.name)
+  const sorted = [...rows].sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario))
+  for (const { scenario, store, key, project: ours, peer: theirs } of sorted) {
+    console.log(
+      `| ${scenario} | ${store} | ${key} | ${fmt(ours.rps)} | ${fmt(theirs.rps)} | ${ratio(ours.rps, theirs.rps)} | ` +
+        `${fmt(ours.p99, 2)} | ${fmt(theirs.p99, 2)} | ${ratio(ours.p99, theirs.p99)} | ${ours.errors}/${theirs.errors} |`,
+    )
+  }
+}
+
+/** Milliseconds from spawning `node <entry>` to its first answered request, on `file`. */
+async function coldStartOnce(args: string[], databaseUrl: string, key: string): Promise<number> {
+  const port = await freePort()
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: databaseUrl, API_KEYS: key }
+  if (logLevel === undefined) delete env.LOG_LEVEL
+  else env.LOG_LEVEL = logLevel
+  const began = performance.now()
+  const child = spawn(process.execPath, args, { cwd: projectRoot, env, stdio: 'ignore' })
+  children.add(child)
+  try {
+    await answering(`http://127.0.0.1:${port}/v1/pets?limit=1`, key, child, 30_000, 2)
+    return performance.now() - began
+  } finally {
+    await stop({ child })
+    children.delete(child)
+  }
+}
+
+async function coldStarts(): Promise<string[]> {
+  progress(`cold start, ${options.coldStarts} runs each`)
+  // the peer needs the schema made: one migrated file, which it only reads
+  const migrated = join(workDir, 'cold-peer.db')
+  const storage = await openStorage(`sqlite:${migrated}`, { poolSize: 1 })
+  await storage.close()
+  const ours: number[] = []
+  const theirs: number[] = []
+  for (let run = 0; run < options.coldStarts; run++) {
+    // a fresh file each time: the service makes its schema at start
+    ours.push(await coldStartOnce(['dist/src/server.js'], `sqlite:${join(workDir, `cold-${run}.db`)}`, envKey))
+    theirs.push(await coldStartOnce(['bench/peer-sqlite.mjs'], `sqlite:${migrated}`, envKey))
+  }
+  const show = (list: number[]) => `median ${Math.round(median(list))} ms (${list.map(Math.round).join(', ')})`
+  return [
+    `- cold start, \`node dist/src/server.js\` on a fresh SQLite file, spawn to first answered request: ${show(ours)}`,
+    `- for reference, the SQLite peer (schema already made): ${show(theirs)}`,
+  ]
+}
+
+/** VmRSS and VmHWM of a process, in MB. */
+function memory(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN)
+  return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 }
+}
+
+async function residentMemory(store: Store): Promise<string[]> {
+  const mix = mainScenarios(options.pets)
+  const lines: string[] = []
+  for (const which of ['project', 'peer'] as const) {
+    const target = which === 'project' ? await project('rss project, stored key', store.url, 'stored', store.storedKey) : await peer('rss peer', store.url)
+    try {
+      const before = memory(target.child.pid!)
+      progress(`RSS: ${target.name}, ${options.rssConnections} connections for ${options.rssDuration} s`)
+      const measured = await load(target, mix, options.rssDuration, options.rssConnections)
+      const after = memory(target.child.pid!)
+      lines.push(
+        `- RSS of the ${which === 'project' ? 'service (stored key)' : 'peer, for reference'} after ${options.rssDuration} s at ${options.rssConnections} connections ` +
+          `(getPet, listPets, createPet in turn, ${store.name}): ${fmt(after.rss, 1)} MB (peak ${fmt(after.hwm, 1)} MB; ${fmt(before.rss, 1)} MB at rest before; ` +
+          `${fmt(measured.rps)} req/s, p99 ${fmt(measured.p99, 1)} ms, ${measured.errors} errors)`,
+      )
+    } finally {
+      await stop(target)
+    }
+  }
+  return lines
+}
+
+async function scale(storeName: Store['name']): Promise<string[]> {
+  progress(`${storeName}: scale, ${options.pets} vs ${options.scalePets} pets`)
+  const prefix = storeName === 'SQLite' ? 'scale' : 'petstore_bench_scale'
+  const small = await makeStore(storeName, `${prefix}_small`, options.pets)
+  const big = await makeStore(storeName, `${prefix}_big`, options.scalePets)
+  const scenarios = (pets: number): Scenario[] => [
+    { name: 'listPets limit=20', method: 'GET', path: '/v1/pets?limit=20' },
+    { name: 'listPets limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold' },
+    { name: 'listPets limit=20, deep after', method: 'GET', path: `/v1/pets?limit=20&after=${Math.floor(pets * 0.9)}` },
+    { name: 'listPets limit=20, status, deep after', method: 'GET', path: `/v1/pets?limit=20&status=sold&after=${Math.floor(pets * 0.9)}` },
+    { name: 'getPet', method: 'GET', path: '/v1/pets/1', randomIdUpTo: pets },
+  ]
+  const targets: Target[] = []
+  try {
+    targets.push(await project('small', small.url, 'stored', small.storedKey))
+    targets.push(await project('big', big.url, 'stored', big.storedKey))
+    // each target gets the scenarios of its own size: the paths differ, the names do not
+    const runs = new Map<string, Map<string, Measurement[]>>()
+    const all = scenarios(0).map((s) => s.name)
+    for (const name of all) runs.set(name, new Map(targets.map((t) => [t.name, []])))
+    const ofTarget = (target: Target) => scenarios(target.name === 'small' ? options.pets : options.scalePets)
+    if (options.warmUp > 0) {
+      for (const target of targets) for (const scenario of ofTarget(target)) await load(target, [scenario], options.warmUp, options.connections)
+    }
+    for (let round = 0; round < options.rounds; round++) {
+      for (const [s, name] of all.entries()) {
+        const order = round % 2 === 0 ? targets : [...targets].reverse()
+        for (const target of order) {
+          const measured = await load(target, [ofTarget(target)[s]!], options.duration, options.connections)
+          runs.get(name)!.get(target.name)!.push(measured)
+          progress(`  scale ${storeName} round ${round + 1}/${options.rounds} ${name} ${target.name}: ${Math.round(measured.rps)} req/s, p99 ${measured.p99.toFixed(2)} ms`)
+        }
+      }
+    }
+    const lines: string[] = []
+    for (const [name, byTarget] of runs) {
+      const m = (t: string) => {
+        const list = byTarget.get(t)!
+        return { rps: median(list.map((x) => x.rps)), p99: median(list.map((x) => x.p99)), errors: list.reduce((a, x) => a + x.errors, 0) }
+      }
+      const [a, b] = [m('small'), m('big')]
+      lines.push(
+        `| ${name} | ${storeName} | ${fmt(a.rps)} | ${fmt(b.rps)} | ${ratio(b.rps, a.rps)} | ${fmt(a.p99, 2)} | ${fmt(b.p99, 2)} | ${ratio(b.p99, a.p99)} | ${a.errors}/${b.errors} |`,
+      )
+    }
+    return lines
+  } finally {
+    for (const target of targets) await stop(target)
+  }
+}
+
+/** CPU profiles of getPet on SQLite: service (stored key) and peer, each under load for the
+ * duration of a measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
+async function profiles(store: Store): Promise<string> {
+  const dir = join(workDir, 'profiles')
+  const sections: string[] = []
+  const getPet = mainScenarios(options.pets)[0]!
+  for (const which of ['project', 'peer'] as const) {
+    const out = join(dir, which)
+    mkdirSync(out, { recursive: true })
+    const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${out}`]
+    const target = which === 'project' ? await project('profile project', store.url, 'stored', store.storedKey, nodeArgs) : await peer('profile peer', store.url, nodeArgs)
+    progress(`profile: ${target.name}, getPet`)
+    let measured: Measurement
+    // the samples taken under load only, without the start-up (the profile's clock is this one)
+    const micros = () => String(process.hrtime.bigint() / 1000n)
+    let from: string
+    let to: string
+    try {
+      from = micros()
+      measured = await load(target, [getPet], Math.max(options.duration, 5), options.connections)
+      to = micros()
+    } finally {
+      await stop(target)
+    }
+    const file = readdirSync(out).find((name) => name.endsWith('.cpuprofile'))
+    if (file === undefined) {
+      sections.push(`(no profile written for the ${which})`)
+      continue
+    }
+    const summary = execFileSync(process.execPath, ['bench/profile-summary.mjs', join(out, file), '--top', '20', '--from', from, '--to', to, '--requests', String(measured.answered)], { cwd: projectRoot, encoding: 'utf8' })
+    sections.push(`#### ${which === 'project' ? 'service, stored key' : 'peer'}: ${fmt(measured.rps)} req/s while profiled (${join(out, file)})\n\n${summary}`)
+  }
+  return sections.join('\n')
+}
+
+// ---------------------------------------------------------------------------------------------
 
 async function main() {
-  const { values } = parseArgs({
-    options: {
-      duration: { type: 'string', default: '8' },
-      connections: { type: 'string', default: '16' },
-      'skip-postgres': { type: 'boolean', default: false },
-      'skip-cold-start': { type: 'boolean', default: false },
-    },
-  })
-  // the service as `npm start` runs it: compiled
-  execFileSync('npm', ['run', '-s', 'build'], { cwd: projectRoot, stdio: 'inherit' })
-  const options = { duration: Number(values.duration), connections: Number(values.connections) }
+  const cpus = os.cpus()
+  const sqliteVersion = (() => {
+    const db = new SQLite(':memory:')
+    const version = db.prepare('select sqlite_version() as v').pluck().get() as string
+    db.close()
+    return version
+  })()
+  const wanted = (store: 'sqlite' | 'postgres') => flags.only === undefined || flags.only === store
+  const postgres = wanted('postgres') ? await postgresVersion() : { problem: 'not asked for (--only sqlite)' }
 
-  const stores: [string, string | undefined][] = [
-    ['SQLite', `sqlite:${join(workDir, 'bench.db')}`],
-    ['PostgreSQL', values['skip-postgres'] ? undefined : await freshPostgresDatabase()],
-  ]
-  const rows: string[] = []
-  for (const [store, databaseUrl] of stores) {
-    if (databaseUrl === undefined) continue
-    await seed(databaseUrl)
-    // the service as deployed by default: access log included
-    const ours = await start('service', ['dist/src/server.js'], { API_KEYS: key, DATABASE_URL: databaseUrl })
-    // the baseline answers with the very bytes the service sends
-    const headers = { authorization: `Bearer ${key}` }
-    const LIST_BODY = await (await fetch(`${ours.url}/v1/pets?limit=20`, { headers })).text()
-    const PET_BODY = await (await fetch(`${ours.url}/v1/pets/4242`, { headers })).text()
-    const baseline = await start('baseline', ['--input-type=module', '-e', baselineSource], { LIST_BODY, PET_BODY })
-    for (const scenario of scenarios) {
-      await measure(baseline.url, scenario, { ...options, duration: 1 }) // warm up both
-      await measure(ours.url, scenario, { ...options, duration: 1 })
-      const floor = await measure(baseline.url, scenario, options)
-      const service = await measure(ours.url, scenario, options)
-      rows.push(
-        `| ${store} | ${scenario.name} | ${Math.round(service.rps)} | ${Math.round(floor.rps)} | ${(service.rps / floor.rps).toFixed(2)} | ${service.p50} / ${service.p99} | ${floor.p50} / ${floor.p99} | ${service.errors} |`,
-      )
-      console.log(rows.at(-1))
-    }
-    await stop(ours.child)
-    await stop(baseline.child)
+  console.log('## Pet store bench\n')
+  console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)
+  console.log(`- Node ${process.version}; SQLite ${sqliteVersion}; PostgreSQL ${postgres.version ?? `not measured (${postgres.problem})`}`)
+  console.log(
+    `- LOG_LEVEL ${logLevel ?? 'unset (the service default, info: one access-log line per request)'} for service and peers; their logs go to files; ` +
+      `the load generator (autocannon) runs in this process, on the same machine${smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
+  )
+
+  progress('building (npm run -s build)')
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: projectRoot, stdio: ['ignore', 'inherit', 'inherit'] })
+
+  const rows: Row[] = []
+  const stores: Store[] = []
+  if (wanted('sqlite')) stores.push(await makeStore('SQLite', 'bench', options.pets))
+  if (postgres.version !== undefined) stores.push(await makeStore('PostgreSQL', 'petstore_bench', options.pets))
+  if (!skipped.has('main')) {
+    for (const store of stores) rows.push(...(await sideBySide(store)))
+    printMainTable(rows)
   }
 
-  console.log(`\n${options.connections} connections, ${options.duration} s per measurement, ${seeded} pets in the store\n`)
-  console.log('| store | scenario | service req/s | baseline req/s | ratio | service p50/p99 ms | baseline p50/p99 ms | errors |')
-  console.log('|---|---|---|---|---|---|---|---|')
-  for (const row of rows) console.log(row)
+  const notes: string[] = []
+  if (!skipped.has('start')) notes.push(...(await coldStarts()))
+  const sqlite = stores.find((store) => store.name === 'SQLite') ?? stores[0]
+  if (sqlite !== undefined && !skipped.has('rss')) notes.push(...(await residentMemory(sqlite)))
+  if (notes.length > 0) console.log(`\n### Start and memory\n\n${notes.join('\n')}`)
 
-  if (!values['skip-cold-start']) {
-    const { npmStart, node } = await coldStart(3)
-    console.log(`\ncold start to first answered request (ms, 3 runs): npm start ${npmStart.join(', ')}; node dist/src/server.js ${node.join(', ')}`)
+  if (flags.scale) {
+    const lines: string[] = []
+    for (const store of stores) lines.push(...(await scale(store.name)))
+    console.log(
+      `\n### Scale: the service (stored key) at ${options.scalePets.toLocaleString('en-US')} pets vs ${options.pets.toLocaleString('en-US')}\n\n` +
+        `deep after = after at 90% of the ids; ratio = big / small\n`,
+    )
+    console.log('| scenario | store | small req/s | big req/s | ratio | small p99 ms | big p99 ms | p99 ratio | errors (small/big) |')
+    console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|')
+    for (const line of lines) console.log(line)
   }
+
+  if (flags.profile) {
+    const store = stores.find((s) => s.name === 'SQLite')
+    if (store === undefined) console.log('\n(profiles are taken on SQLite: not with --only postgres)')
+    else console.log(`\n### CPU profile, getPet on SQLite (self time)\n\n${await profiles(store)}`)
+  }
+
+  const args = process.argv.slice(2)
+  console.log(`\nRun: npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`)
 }
 
-await main()
+try {
+  await main()
+} finally {
+  await dropPostgresDatabases().catch((error: Error) => progress(`bench: could not drop the PostgreSQL databases: ${error.message}`))
+  if (flags.keep || flags.profile) progress(`work directory kept: ${workDir}`)
+  else if (existsSync(workDir)) rmSync(workDir, { recursive: true, force: true })
+}

@@ -1,0 +1,169 @@
+// The hand-written peer of the service, as someone would write it without openapi.yaml: plain
+// Fastify 5, JSON schemas on the routes (params, query, body and responses), an onRequest hook
+// comparing one bearer key, the same one-line access log, and the same response headers and
+// bodies as the service on the paths the bench drives. The storage is given by the entry file
+// (peer-sqlite.mjs, peer-postgres.mjs). Plain JavaScript, run with node: no TypeScript loader.
+//
+// Environment: PORT, HOST (127.0.0.1), DATABASE_URL, API_KEYS (the one key), LOG_LEVEL (info).
+import Fastify, { LogController } from 'fastify'
+
+/** One access-log line per request ("request completed"), as the service writes it. */
+class AccessLog extends LogController {
+  incomingRequest() {}
+  routeNotFound() {}
+}
+
+const maxId = 9007199254740991
+const status = { type: 'string', enum: ['available', 'pending', 'sold'] }
+const pet = {
+  type: 'object',
+  required: ['id', 'name', 'categoryId'],
+  properties: {
+    id: { type: 'integer' },
+    name: { type: 'string' },
+    categoryId: { type: 'integer' },
+    status: { type: 'string' },
+  },
+}
+const newPet = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'categoryId'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 100, pattern: '^[^\\x00-\\x1F\\x7F]*[^\\s\\x00-\\x1F\\x7F][^\\x00-\\x1F\\x7F]*$' },
+    categoryId: { type: 'integer', minimum: 1, maximum: maxId },
+    status: { ...status, default: 'available' },
+  },
+}
+const error = {
+  type: 'object',
+  required: ['code', 'message', 'status'],
+  properties: { code: { type: 'string' }, message: { type: 'string' }, status: { type: 'integer' } },
+}
+
+// the literal headers the service sends (openapi.yaml: protective headers on every answer,
+// lifecycle headers on getPet, which is deprecated)
+const protective = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' }
+const lifecycle = {
+  Deprecation: '@1795219200',
+  Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT',
+  Link: '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"',
+}
+
+class HttpError extends Error {
+  constructor(statusCode, code, message) {
+    super(message)
+    this.statusCode = statusCode
+    this.code = code
+  }
+}
+
+/**
+ * Starts the peer on `store`: { find(id), list(limit, status, after), create(pet), close() },
+ * each returning a value or a promise of one, with pets shaped as the API shows them.
+ */
+export async function startPeer(store) {
+  const key = (process.env.API_KEYS ?? '').trim()
+  if (key === '' || key.includes(',')) throw new Error('API_KEYS must hold the one key of the peer')
+  const expected = `Bearer ${key}`
+
+  const app = Fastify({
+    logger: {
+      level: process.env.LOG_LEVEL || 'info',
+      redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
+      serializers: { res: (reply) => ({ statusCode: reply.statusCode, method: reply.request.method, url: reply.request.url }) },
+    },
+    logController: new AccessLog(),
+    bodyLimit: 16 * 1024,
+    // unknown properties are refused, as the service does, not dropped
+    ajv: { customOptions: { removeAdditional: false } },
+  })
+
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(protective)
+    done()
+  })
+  // the auth hook of every route: one key, compared
+  const authenticate = (request, reply, done) => {
+    if (request.headers.authorization === expected) return done()
+    reply.header('WWW-Authenticate', 'Bearer realm="petstore", error="invalid_token"')
+    done(new HttpError(401, 'unauthorized', 'Invalid API key'))
+  }
+
+  app.setErrorHandler((err, _request, reply) => {
+    const statusCode = err.statusCode ?? 500
+    const code = err.code && !String(err.code).startsWith('FST_') ? err.code : statusCode < 500 ? 'invalid_request' : 'internal_error'
+    reply.code(statusCode).send({ code, message: statusCode < 500 ? err.message : 'Internal server error', status: statusCode })
+  })
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ code: 'not_found', message: `No route ${request.method} ${request.url.split('?')[0]}`, status: 404 })
+  })
+
+  app.get(
+    '/v1/pets',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+            status,
+            after: { type: 'integer', minimum: 0, maximum: maxId },
+          },
+        },
+        response: { 200: { type: 'array', items: pet }, '4xx': error },
+      },
+      onRequest: authenticate,
+    },
+    async (request, reply) => {
+      const { limit, status, after = 0 } = request.query
+      const page = await store.list(limit + 1, status, after)
+      if (page.length > limit) {
+        page.length = limit
+        const query = status === undefined ? `limit=${limit}` : `limit=${limit}&status=${status}`
+        reply.header('Link', `</v1/pets?${query}&after=${page[limit - 1].id}>; rel="next"`)
+      }
+      return page
+    },
+  )
+
+  app.post('/v1/pets', { schema: { body: newPet, response: { 201: pet, '4xx': error } }, onRequest: authenticate }, async (request, reply) => {
+    const created = await store.create(request.body)
+    reply.code(201).header('Location', `/v1/pets/${created.id}`)
+    return created
+  })
+
+  app.get(
+    '/v1/pets/:petId',
+    {
+      schema: {
+        params: { type: 'object', required: ['petId'], properties: { petId: { type: 'integer', minimum: 1, maximum: maxId } } },
+        response: { 200: pet, '4xx': error },
+      },
+      onRequest: [
+        (_request, reply, done) => {
+          reply.headers(lifecycle)
+          done()
+        },
+        authenticate,
+      ],
+    },
+    async (request) => {
+      const found = await store.find(request.params.petId)
+      if (found === undefined) throw new HttpError(404, 'not_found', `Pet ${request.params.petId} not found`)
+      return found
+    },
+  )
+
+  app.addHook('onClose', () => store.close())
+  const stop = () => {
+    app.close().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    )
+  }
+  process.once('SIGTERM', stop)
+  process.once('SIGINT', stop)
+
+  await app.listen({ port: Number(process.env.PORT ?? 3000), host: process.env.HOST || '127.0.0.1' })
+}
