@@ -3,8 +3,9 @@
  *
  * Manages the API keys kept in the database of DATABASE_URL (SQLite or PostgreSQL), whose
  * schema it brings up to date first. A key is shown once, when created: the store keeps only
- * its SHA-256. The server looks every key up in the store, with no cache, so a revocation
- * holds from the next request on, on every instance.
+ * its SHA-256. Servers cache the keys they have seen, and drop the cache when another process
+ * changes the keys (PRAGMA data_version on SQLite, LISTEN/NOTIFY on PostgreSQL), so a
+ * revocation holds from the next request on, on every instance.
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
