@@ -120,7 +120,7 @@ async function main(args: string[]): Promise<number> {
     return 0
   }
   const config = loadConfig()
-  const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE })
+  const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, timeoutMs: config.DATABASE_TIMEOUT_MS })
   try {
     return await command(storage.keys)
   } finally {

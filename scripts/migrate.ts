@@ -10,7 +10,7 @@ import { migrate } from '../src/storage/migrations.js'
 
 async function main() {
   const config = loadConfig()
-  const database = await connect(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE })
+  const database = await connect(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, timeoutMs: config.DATABASE_TIMEOUT_MS })
   try {
     const applied = await migrate(database)
     for (const name of applied) console.log(`applied ${name}`)

@@ -3,7 +3,7 @@ import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
-import { lifecycleHeaders } from './contract/lifecycle.js'
+import { lifecycleOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError, errorHandler, notFoundHandler } from './errors.js'
@@ -57,6 +57,7 @@ export async function buildApp(options: AppOptions) {
 
 async function assemble(contract: Contract, storage: Storage, options: AppOptions) {
   const secrets = options.API_KEYS
+  const lifecycle = lifecycleOfOperations(contract, docsPath(contract))
   const app = Fastify({
     logger: {
       level: options.LOG_LEVEL,
@@ -78,7 +79,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     // others, with the headers the request's operation and every answer carry
     frameworkErrors: (error, request, reply) => {
       const operation = contract.operationAt(request.method, request.url.split('?')[0]!)
-      reply.headers({ ...protectiveHeaders, ...(operation && lifecycleHeaders(operation, contract, docsPath(contract))) })
+      reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)) })
       return errorHandler(error, request, reply)
     },
     // requests that arrive while the server drains are answered, not refused with a 503
@@ -109,7 +110,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     contract,
     handlers: petHandlers(storage.pets),
     authenticate: bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys))),
-    docsPath: docsPath(contract),
+    lifecycle,
   })
   return app
 }

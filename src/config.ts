@@ -22,6 +22,8 @@ export const configSchema = Type.Object({
     description: 'comma-separated API keys accepted beside the stored ones',
   }),
   LOG_LEVEL: Type.Unsafe<(typeof logLevels)[number]>({ type: 'string', enum: logLevels, default: 'info' }),
+  // long enough for any statement of ours under load, short enough that a client is told "try
+  // again" (503) before it gives up on its own
   DATABASE_TIMEOUT_MS: milliseconds(5_000, 'how long a statement or a connection may take before the database counts as unavailable (503)'),
   HEADERS_TIMEOUT_MS: milliseconds(10_000, 'the request headers must arrive within this time (408)'),
   REQUEST_TIMEOUT_MS: milliseconds(30_000, 'the whole request, headers and body, must arrive within this time (408)'),

@@ -9,22 +9,14 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from '
 import { connect, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import t, { type Test } from 'tap'
 import { openStorage } from '../src/storage/index.js'
-import { build, call, testKey } from './helpers/app.js'
+import { build, call, logCapture, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
-import { run } from './helpers/processes.js'
+import { run, startServer } from './helpers/processes.js'
+import { sleep } from './helpers/concurrency.js'
 
 const rex = { name: 'Rex', categoryId: 1 }
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-/** Log lines, parsed, as the app writes them. */
-function logCapture() {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({ write: (chunk, _encoding, done) => done(void lines.push(JSON.parse(String(chunk)))) })
-  return { lines, logger: { stream } }
-}
 
 /** Root may make a file immutable (chattr) and mount a tmpfs; elsewhere these tests cannot run. */
 function rootCan(what: string, probe: () => void): string | false {
@@ -256,7 +248,6 @@ t.test('6. no secret in the access log, wherever the client puts it', async (t) 
 })
 
 t.test('4. a fatal signal ends the server with that signal, not as a clean shutdown', async (t) => {
-  const { startServer } = await import('./helpers/processes.js')
   const signals = ['SIGBUS', 'SIGABRT', 'SIGSEGV', 'SIGHUP', 'SIGUSR2'] as const
   const dir = mkdtempSync(join(tmpdir(), 'petstore-signal-'))
   await Promise.all(

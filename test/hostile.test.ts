@@ -4,13 +4,13 @@
  * shape. The points are those of issue 6; each test names the one it proves.
  */
 import { connect, createServer, type Socket } from 'node:net'
-import { Writable } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { build, call, testKey } from './helpers/app.js'
+import { build, call, logCapture, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { sleep } from './helpers/concurrency.js'
 
 /** Short limits, so that a stalled client is seen to be cut within a test's time. */
 const limits = { HEADERS_TIMEOUT_MS: 1_000, REQUEST_TIMEOUT_MS: 2_000, BODY_IDLE_TIMEOUT_MS: 500, KEEP_ALIVE_TIMEOUT_MS: 1_000 }
@@ -76,7 +76,6 @@ function keepsContract(t: Test, method: string, url: string, answer: RawAnswer) 
   t.strictSame(contractViolations(observed), [], `${method} ${url} ${answer.status} keeps the contract`)
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const auth = `Authorization: Bearer ${testKey}\r\n`
 const postHead = (length: number, extra = auth) =>
   `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${extra}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
@@ -174,17 +173,17 @@ t.test('8. 40 clients each sending 5 MiB: at least 39 read the 413 (and the 401,
 })
 
 t.test('1. connections past MAX_CONNECTIONS are refused, with a log line', async (t) => {
-  const lines: string[] = []
-  const logs = new Writable({ write: (chunk, _encoding, done) => done(void lines.push(String(chunk))) })
-  const { port } = await serve(t, { MAX_CONNECTIONS: 3, LOG_LEVEL: 'warn', logger: { stream: logs } })
+  const { lines, logger } = logCapture()
+  const { port } = await serve(t, { MAX_CONNECTIONS: 3, LOG_LEVEL: 'warn', logger })
   const held = Array.from({ length: 3 }, () => connect(port, '127.0.0.1'))
   t.teardown(() => held.forEach((socket) => socket.destroy()))
   await Promise.all(held.map((socket) => new Promise((resolve) => socket.on('connect', resolve))))
   await sleep(100)
   const refused = await exchange(port, (socket) => void socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}\r\n`))
   t.equal(refused.text, '', 'the fourth connection is closed unanswered')
-  for (let waited = 0; waited < 3_000 && !lines.some((line) => line.includes('refused connections')); waited += 100) await sleep(100)
-  const line = lines.map((text) => JSON.parse(text)).find((entry) => entry.msg?.includes('refused connections'))
+  const refusal = () => lines.find((entry) => String(entry.msg).includes('refused connections'))
+  for (let waited = 0; waited < 3_000 && !refusal(); waited += 100) await sleep(100)
+  const line = refusal()
   t.match(line, { level: 40, refused: 1, maxConnections: 3 }, 'one warning line, with the count')
 })
 

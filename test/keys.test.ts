@@ -101,15 +101,15 @@ async function checkKeyStore(t: Test, url: string, sql: Sql) {
   t.notOk(JSON.stringify(rows).includes(first.key) || JSON.stringify(rows).includes(ci.key), 'and never the key')
 
   const lastUsed = async () => (await sql(`select last_used_at from api_keys where id = ${ci.record.id}`))[0]!.last_used_at
-  t.equal(await keys.authenticate(ci.key), ci.record.id, 'an issued key is accepted: its id')
+  t.equal(await keys.authenticate(sha256(ci.key)), ci.record.id, 'an issued key is accepted: its id')
   t.equal(await lastUsed(), null, 'its use is not written on the request path')
   const beforeUse = Date.now()
-  t.equal(await keys.authenticate(ci.key), ci.record.id, 'a second use, from the cache')
+  t.equal(await keys.authenticate(sha256(ci.key)), ci.record.id, 'a second use, from the cache')
   await keys.recordUses()
   t.ok(Number(await lastUsed()) >= beforeUse, 'recordUses writes the last use down')
   const later = Date.now() + 3_600_000
   await sql(`update api_keys set last_used_at = ${later} where id = ${ci.record.id}`)
-  t.equal(await keys.authenticate(ci.key), ci.record.id)
+  t.equal(await keys.authenticate(sha256(ci.key)), ci.record.id)
   await keys.recordUses()
   t.equal(Number(await lastUsed()), later, 'a later use written by another instance is kept')
   t.equal((await keys.list())[1]!.lastUsedAt!.getTime(), later, 'list shows the last use')
@@ -117,27 +117,27 @@ async function checkKeyStore(t: Test, url: string, sql: Sql) {
   t.equal(Number(await lastUsed()), later, 'nothing to write: nothing written')
 
   const altered = ci.key.slice(0, -1) + (ci.key.endsWith('A') ? 'B' : 'A')
-  t.equal(await keys.authenticate(altered), undefined, 'a key one character off is refused')
-  t.equal(await keys.authenticate('test-key-3f9a1c'), undefined, 'a key never issued is refused')
+  t.equal(await keys.authenticate(sha256(altered)), undefined, 'a key one character off is refused')
+  t.equal(await keys.authenticate(sha256('test-key-3f9a1c')), undefined, 'a key never issued is refused')
 
   t.equal(await keys.revoke(ci.record.id), 'revoked')
-  t.equal(await keys.authenticate(ci.key), undefined, 'a key revoked here is refused at once')
+  t.equal(await keys.authenticate(sha256(ci.key)), undefined, 'a key revoked here is refused at once')
   const { revokedAt } = (await keys.list())[1]!
   t.ok(revokedAt !== null && revokedAt.getTime() >= start, 'list shows when it was revoked')
   t.equal(await keys.revoke(ci.record.id), 'already revoked')
   t.strictSame((await keys.list())[1]!.revokedAt, revokedAt, 'a second revoke leaves the first date')
   t.equal(await keys.revoke(ci.record.id + 1000), 'not found')
-  t.equal(await keys.authenticate(first.key), first.record.id, 'the other keys still work')
+  t.equal(await keys.authenticate(sha256(first.key)), first.record.id, 'the other keys still work')
 
   // Another process (the keys CLI, another instance) revokes a key this store has cached.
-  t.equal(await keys.authenticate(first.key), first.record.id, 'cached')
+  t.equal(await keys.authenticate(sha256(first.key)), first.record.id, 'cached')
   await sql(`update api_keys set revoked_at = ${Date.now()} where id = ${first.record.id}`)
   const revokedElsewhere = Date.now()
-  let answer = await keys.authenticate(first.key)
+  let answer = await keys.authenticate(sha256(first.key))
   // PostgreSQL's NOTIFY reaches the listener after the commit, in a millisecond or so
   while (answer !== undefined && Date.now() - revokedElsewhere < 2_000) {
     await new Promise((resolve) => setTimeout(resolve, 1))
-    answer = await keys.authenticate(first.key)
+    answer = await keys.authenticate(sha256(first.key))
   }
   t.equal(answer, undefined, `a key revoked by another process is refused (after ${Date.now() - revokedElsewhere} ms)`)
 }

@@ -7,8 +7,8 @@ import SQLite from 'better-sqlite3'
 import t from 'tap'
 import { testKey } from './helpers/app.js'
 import { startServer } from './helpers/processes.js'
+import { sleep } from './helpers/concurrency.js'
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 t.test('on SIGTERM the server stops accepting, finishes the request in flight, closes the database, exits 0', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-shutdown-')), 'pets.db')

@@ -3,14 +3,15 @@
  * transactions without one running inside the other, and transactions on both stores that roll
  * back what failed and report the real cause.
  */
-import SQLite from 'better-sqlite3'
-import pg from 'pg'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
+import pg from 'pg'
 import t, { type Test } from 'tap'
 import { postgresSql, sqliteSql, StorageUnavailable } from '../src/storage/sql.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { sleep } from './helpers/concurrency.js'
 
 /** The promise fails with StorageUnavailable: a 503 for the client, the cause for the log. */
 async function unavailable(t: Test, promise: Promise<unknown>, what: string) {
@@ -21,7 +22,6 @@ async function unavailable(t: Test, promise: Promise<unknown>, what: string) {
   t.ok(error instanceof StorageUnavailable, `${what}: StorageUnavailable (${error?.message})`)
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 function sqlite(t: Test, file = ':memory:') {
   const connection = new SQLite(file)

@@ -8,6 +8,11 @@ const stabilities = new Set(['experimental', 'beta'])
  * entry in openapi.yaml: `deprecated`, `x-deprecated-at`, `x-sunset`, `x-successor` and
  * `x-stability`. An operation that has none of them gets no headers (undefined).
  */
+/** lifecycleHeaders of every operation of the contract, made once. */
+export function lifecycleOfOperations(contract: Contract, docsPath: string): ReadonlyMap<Operation, Record<string, string> | undefined> {
+  return new Map([...contract.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, contract, docsPath)]))
+}
+
 export function lifecycleHeaders(
   operation: Operation,
   contract: Contract,

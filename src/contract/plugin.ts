@@ -1,6 +1,5 @@
 import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import { lifecycleHeaders } from './lifecycle.js'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'
 import { type Contract, deref, type Operation } from './spec.js'
@@ -10,8 +9,8 @@ export interface ContractOptions {
   handlers: OperationHandlers
   /** the onRequest hook of operations that require the bearer scheme */
   authenticate: onRequestHookHandler
-  /** where the documentation page is served, for the deprecation Link */
-  docsPath: string
+  /** the lifecycle headers of each operation (lifecycleOfOperations) */
+  lifecycle: ReadonlyMap<Operation, Record<string, string> | undefined>
 }
 
 /**
@@ -21,12 +20,12 @@ export interface ContractOptions {
  * its integer parameters. It is an encapsulated context of its own, so its onRoute hook sees
  * the operations' routes only (each GET twice: HEAD is made from it).
  */
-export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, docsPath }: ContractOptions) {
+export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, lifecycle }: ContractOptions) {
   app.addHook('onRoute', (route) => {
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
     const hooks: onRequestHookHandler[] = []
-    const headers = lifecycleHeaders(operation, contract, docsPath)
+    const headers = lifecycle.get(operation)
     if (headers !== undefined) {
       hooks.push((_request, reply, done) => {
         reply.headers(headers)

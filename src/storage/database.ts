@@ -13,6 +13,7 @@ import {
   SqliteDriver,
 } from 'kysely'
 import pg from 'pg'
+import { configSchema } from '../config.js'
 import { type KeyChanges, postgresKeyChanges, sqliteKeyChanges } from './key-changes.js'
 import { postgresSql, type Sql, sqliteSql } from './sql.js'
 
@@ -80,9 +81,8 @@ export interface DatabaseOptions {
   timeoutMs?: number
 }
 
-/** The default of DatabaseOptions.timeoutMs: long enough for any statement of ours under load,
- * short enough that a client is told "try again" (503) before it gives up on its own. */
-export const databaseTimeoutMs = 5_000
+/** The default of DatabaseOptions.timeoutMs: DATABASE_TIMEOUT_MS's. */
+export const databaseTimeoutMs = configSchema.properties.DATABASE_TIMEOUT_MS.default
 
 export function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Database {
   const timeoutMs = options.timeoutMs ?? databaseTimeoutMs

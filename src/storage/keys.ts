@@ -28,8 +28,8 @@ export interface KeyRepository {
   issueFirst(name: string): Promise<IssuedKey | undefined>
   list(): Promise<ApiKeyRecord[]>
   revoke(id: number): Promise<RevokeOutcome>
-  /** the id of the active key this is, or undefined; notes that it was used */
-  authenticate(key: string): Promise<number | undefined>
+  /** the id of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use */
+  authenticate(digest: string): Promise<number | undefined>
   /** writes down when keys were last used (done every minute, and on close) */
   recordUses(): Promise<void>
   /** writes down when keys were last used, and stops */
@@ -131,10 +131,9 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
       return row === undefined ? 'not found' : 'already revoked'
     },
 
-    async authenticate(key) {
+    async authenticate(digest) {
       if (changes.changed()) forget()
       // Looked up by hash: equal hashes mean equal keys, and timing reveals nothing of the key.
-      const digest = hashKey(key)
       let id = cached.get(digest)
       if (id === undefined) {
         const lookedUpIn = generation

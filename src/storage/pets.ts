@@ -22,7 +22,7 @@ export interface PetRepository {
   find(id: number): Promise<Pet | undefined>
 }
 
-export const petColumns = 'id, name, category_id as "categoryId", status'
+const petColumns = 'id, name, category_id as "categoryId", status'
 
 // listPets pages by id: with a status, the (status, id) index serves it; without, the primary key.
 const listAll = `select ${petColumns} from pets where id > $1 order by id limit $2`

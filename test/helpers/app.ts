@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { type AppOptions, buildApp } from '../../src/app.js'
@@ -19,6 +20,13 @@ export async function build(t: Test, options: Partial<AppOptions> = {}): Promise
   })
   t.teardown(() => app.close())
   return app
+}
+
+/** The app's log lines, parsed: pass `logger` to build() and read `lines`. */
+export function logCapture() {
+  const lines: Record<string, unknown>[] = []
+  const stream = new Writable({ write: (chunk, _encoding, done) => done(void lines.push(JSON.parse(String(chunk)))) })
+  return { lines, logger: { stream } }
 }
 
 export interface CallOptions extends InjectOptions {

@@ -12,3 +12,6 @@ export async function atMost<R>(limit: number, count: number, work: (i: number) 
   )
   return results
 }
+
+/** A pause of `ms`. */
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
