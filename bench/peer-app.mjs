@@ -1,10 +1,12 @@
 // The hand-written peer of the service, as someone would write it without openapi.yaml: plain
-// Fastify 5, JSON schemas on the routes (params, query, body and responses), an onRequest hook
-// comparing one bearer key, the same one-line access log, and the same response headers and
-// bodies as the service on the paths the bench drives. The storage is given by the entry file
-// (peer-sqlite.mjs, peer-postgres.mjs). Plain JavaScript, run with node: no TypeScript loader.
+// Fastify 5, JSON schemas on the routes (params, query, body, headers and responses), an
+// onRequest hook comparing one bearer key, the same one-line access log, and the same response
+// headers and bodies as the service on the paths the bench drives: the pets, and the store
+// orders with their Idempotency-Key. The storage is given by the entry file (peer-sqlite.mjs,
+// peer-postgres.mjs). Plain JavaScript, run with node: no TypeScript loader.
 //
 // Environment: PORT, HOST (127.0.0.1), DATABASE_URL, API_KEYS (the one key), LOG_LEVEL (info).
+import { createHash } from 'node:crypto'
 import Fastify, { LogController } from 'fastify'
 
 /** One access-log line per request ("request completed"), as the service writes it. */
@@ -35,6 +37,17 @@ const newPet = {
     status: { ...status, default: 'available' },
   },
 }
+const order = {
+  type: 'object',
+  required: ['id', 'petId', 'status', 'placedAt'],
+  properties: {
+    id: { type: 'integer' },
+    petId: { type: 'integer' },
+    status: { type: 'string' },
+    placedAt: { type: 'string' },
+  },
+}
+const orderStatus = { type: 'string', enum: ['placed', 'delivered', 'cancelled'] }
 const error = {
   type: 'object',
   required: ['code', 'message', 'status'],
@@ -50,6 +63,9 @@ const lifecycle = {
   Link: '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"',
 }
 
+// the store orders are experimental (openapi.yaml: x-stability)
+const experimental = { 'API-Stability': 'experimental' }
+
 class HttpError extends Error {
   constructor(statusCode, code, message) {
     super(message)
@@ -60,7 +76,10 @@ class HttpError extends Error {
 
 /**
  * Starts the peer on `store`: { find(id), list(limit, status, after), create(pet), close() },
- * each returning a value or a promise of one, with pets shaped as the API shows them.
+ * each returning a value or a promise of one, with pets shaped as the API shows them; and for
+ * the orders { findOrder(id), listOrders(limit, status, after), placeOrder(petId, idempotency),
+ * updateOrder(id, status) }, the last two returning what the service's repository does:
+ * { placed } | { missing } | { unavailable } | { reused }, and { moved } | { missing } | { stuck }.
  */
 export async function startPeer(store) {
   const key = (process.env.API_KEYS ?? '').trim()
@@ -152,6 +171,90 @@ export async function startPeer(store) {
       const found = await store.find(request.params.petId)
       if (found === undefined) throw new HttpError(404, 'not_found', `Pet ${request.params.petId} not found`)
       return found
+    },
+  )
+
+  const markExperimental = (_request, reply, done) => {
+    reply.headers(experimental)
+    done()
+  }
+  const pageQuery = (statusSchema) => ({
+    type: 'object',
+    properties: {
+      limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+      status: statusSchema,
+      after: { type: 'integer', minimum: 0, maximum: maxId },
+    },
+  })
+  const orderParams = { type: 'object', required: ['orderId'], properties: { orderId: { type: 'integer', minimum: 1, maximum: maxId } } }
+  const fingerprint = (body) => createHash('sha256').update(JSON.stringify(body, Object.keys(body).sort())).digest('hex')
+
+  app.get(
+    '/v1/store/orders',
+    { schema: { querystring: pageQuery(orderStatus), response: { 200: { type: 'array', items: order }, '4xx': error } }, onRequest: [markExperimental, authenticate] },
+    async (request, reply) => {
+      const { limit, status, after = 0 } = request.query
+      const page = await store.listOrders(limit + 1, status, after)
+      if (page.length > limit) {
+        page.length = limit
+        const query = status === undefined ? `limit=${limit}` : `limit=${limit}&status=${status}`
+        reply.header('Link', `</v1/store/orders?${query}&after=${page[limit - 1].id}>; rel="next"`)
+      }
+      return page
+    },
+  )
+
+  app.post(
+    '/v1/store/orders',
+    {
+      schema: {
+        headers: { type: 'object', properties: { 'idempotency-key': { type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x21-\\x7E]+$' } } },
+        body: { type: 'object', additionalProperties: false, required: ['petId'], properties: { petId: { type: 'integer', minimum: 1, maximum: maxId } } },
+        response: { 201: order, '4xx': error },
+      },
+      onRequest: [markExperimental, authenticate],
+    },
+    async (request, reply) => {
+      const { petId } = request.body
+      const key = request.headers['idempotency-key']
+      const outcome = await store.placeOrder(petId, key === undefined ? undefined : { key, fingerprint: fingerprint(request.body) })
+      if (outcome.placed) {
+        reply.code(201).header('Location', `/v1/store/orders/${outcome.placed.id}`)
+        return outcome.placed
+      }
+      if (outcome.missing) throw new HttpError(404, 'not_found', `Pet ${outcome.missing.petId} not found`)
+      if (outcome.unavailable) throw new HttpError(409, 'pet_unavailable', `Pet ${outcome.unavailable.petId} is ${outcome.unavailable.status}, not available`)
+      throw new HttpError(422, 'idempotency_key_reused', 'This Idempotency-Key was used in the last 24 hours for a request with another body: use a new key for a new request')
+    },
+  )
+
+  app.get(
+    '/v1/store/orders/:orderId',
+    { schema: { params: orderParams, response: { 200: order, '4xx': error } }, onRequest: [markExperimental, authenticate] },
+    async (request) => {
+      const found = await store.findOrder(request.params.orderId)
+      if (found === undefined) throw new HttpError(404, 'not_found', `Order ${request.params.orderId} not found`)
+      return found
+    },
+  )
+
+  app.patch(
+    '/v1/store/orders/:orderId',
+    {
+      schema: {
+        params: orderParams,
+        body: { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { type: 'string', enum: ['delivered', 'cancelled'] } } },
+        response: { 200: order, '4xx': error },
+      },
+      onRequest: [markExperimental, authenticate],
+    },
+    async (request) => {
+      const { orderId } = request.params
+      const target = request.body.status
+      const outcome = await store.updateOrder(orderId, target)
+      if (outcome.moved) return outcome.moved
+      if (outcome.missing) throw new HttpError(404, 'not_found', `Order ${orderId} not found`)
+      throw new HttpError(409, 'invalid_transition', `Order ${orderId} is ${outcome.stuck.status}: only a placed order can become ${target}`)
     },
   )
 

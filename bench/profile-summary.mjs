@@ -7,7 +7,9 @@
 // With --requests N (the requests answered in the window), times are also shown per request.
 //
 //   node bench/profile-summary.mjs FILE.cpuprofile [--top 20] [--from US --to US] [--requests N]
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
+import { SourceMap } from 'node:module'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 
 const { values, positionals } = parseArgs({
@@ -20,6 +22,20 @@ if (positionals.length !== 1) {
 }
 const profile = JSON.parse(readFileSync(positionals[0], 'utf8'))
 const top = Number(values.top)
+
+/** The built server is one bundle (scripts/build.ts): its frames are put back where their code
+ * comes from (the service's src/, a package of node_modules) with the bundle's source map. */
+const sourceMaps = new Map()
+function unbundled(callFrame) {
+  if (!callFrame.url.startsWith('file://') && !callFrame.url.startsWith('/')) return callFrame
+  const file = callFrame.url.startsWith('/') ? callFrame.url : fileURLToPath(callFrame.url)
+  if (!sourceMaps.has(file)) sourceMaps.set(file, existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, 'utf8'))) : undefined)
+  const entry = sourceMaps.get(file)?.findEntry(callFrame.lineNumber, callFrame.columnNumber)
+  if (entry?.originalSource === undefined) return callFrame
+  return { ...callFrame, url: new URL(entry.originalSource, `file://${file}`).href, lineNumber: entry.originalLine }
+}
+for (const node of profile.nodes) node.callFrame = unbundled(node.callFrame)
+const projectRoot = fileURLToPath(new URL('..', import.meta.url))
 
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
 // DevTools' reading: sample i lasts until sample i + 1
@@ -48,6 +64,7 @@ function place(url) {
   if (inModules !== -1) return path.slice(inModules + '/node_modules/'.length)
   const inDist = path.indexOf('/dist/')
   if (inDist !== -1) return path.slice(inDist + '/dist/'.length)
+  if (path.startsWith(projectRoot)) return path.slice(projectRoot.length)
   const inBench = path.lastIndexOf('/bench/')
   if (inBench !== -1) return path.slice(inBench + 1)
   return path

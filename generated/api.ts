@@ -52,6 +52,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/store/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List orders (experimental)
+         * @description Returns a page of orders in ascending `id` order, optionally only those with a
+         *     given `status`. Follow the `Link` header (`rel="next"`) for the next page.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        get: operations["listOrders"];
+        put?: never;
+        /**
+         * Order a pet (experimental)
+         * @description Orders an `available` pet. In the same transaction the order is stored as
+         *     `placed` and the pet becomes `pending`: of several clients ordering one pet at
+         *     the same time, on any number of servers, exactly one gets `201`; the others get
+         *     `409` (code `pet_unavailable`). A pet that is `pending` or `sold` cannot be
+         *     ordered.
+         *
+         *     Send an `Idempotency-Key` to make retries safe: see that header.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        post: operations["placeOrder"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/store/orders/{orderId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an order by id (experimental)
+         * @description Returns one order.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        get: operations["getOrder"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Deliver or cancel an order (experimental)
+         * @description Moves a `placed` order on, in one transaction with its pet: to `delivered` (the
+         *     pet becomes `sold`) or to `cancelled` (the pet becomes `available` again, and
+         *     may be ordered anew). These are the only transitions: an order that is already
+         *     `delivered` or `cancelled` stays so, and asking to move it is a `409` (code
+         *     `invalid_transition`) whose message names its current status; a retry of a
+         *     transition that succeeded is answered so too.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        patch: operations["updateOrder"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -84,12 +152,13 @@ export interface components {
         NewPet: {
             name: components["schemas"]["PetName"];
             categoryId: components["schemas"]["CategoryId"];
-            /**
-             * @description Availability status; `available` when omitted.
-             * @default available
-             */
-            status: components["schemas"]["PetStatus"];
+            status?: components["schemas"]["NewPetStatus"];
         };
+        /**
+         * @description Availability status; `available` when omitted.
+         * @default available
+         */
+        NewPetStatus: components["schemas"]["PetStatus"];
         /** @description A pet as stored. This server always includes `status`. */
         Pet: {
             id: components["schemas"]["PetId"];
@@ -97,26 +166,68 @@ export interface components {
             categoryId: components["schemas"]["CategoryId"];
             status?: components["schemas"]["PetStatus"];
         };
-        /** @description A list of pets. */
+        /** @description A list of pets, at most `limit` (100) of them. */
         Pets: components["schemas"]["Pet"][];
+        /**
+         * Format: int64
+         * @description Unique identifier of an order, assigned by the service.
+         * @example 2
+         */
+        OrderId: number;
+        /**
+         * @description Where an order stands: `placed` (its pet is `pending`), `delivered` (its pet
+         *     is `sold`) or `cancelled` (its pet is `available` again).
+         * @enum {string}
+         */
+        OrderStatus: "placed" | "delivered" | "cancelled";
+        /** @description An order to place. Unknown properties are rejected. */
+        NewOrder: {
+            petId: components["schemas"]["PetId"];
+        };
+        /** @description An order as stored. */
+        Order: {
+            id: components["schemas"]["OrderId"];
+            petId: components["schemas"]["PetId"];
+            status: components["schemas"]["OrderStatus"];
+            /**
+             * Format: date-time
+             * @description When the order was placed (RFC 3339, UTC, with milliseconds).
+             * @example 2026-11-23T10:02:41.512Z
+             */
+            placedAt: string;
+        };
+        /** @description A list of orders, at most `limit` (100) of them. */
+        Orders: components["schemas"]["Order"][];
+        /** @description The status to move a `placed` order to. Unknown properties are rejected. */
+        OrderUpdate: {
+            /**
+             * @description `delivered` (the pet is sold) or `cancelled` (the pet is available again).
+             * @enum {string}
+             */
+            status: "delivered" | "cancelled";
+        };
         /** @description The body of every 4xx and 5xx response. */
         Error: {
             /**
              * @description Machine-readable error code; new codes may be added. `invalid_request`
              *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
              *     `unauthorized` (401), `not_found` (404), `method_not_allowed` (405),
-             *     `request_timeout` (408), `payload_too_large` (413),
-             *     `unsupported_media_type` (415), `internal_error` (500), `unavailable`
-             *     (503).
+             *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
+             *     ordered), `invalid_transition` (409, the order cannot move so),
+             *     `payload_too_large` (413), `unsupported_media_type` (415),
+             *     `idempotency_key_reused` (422), `too_many_requests` (429),
+             *     `internal_error` (500), `unavailable` (503).
              * @example not_found
              */
             code: string;
             /**
-             * @description Human-readable description of the error.
+             * @description Human-readable description of the error: at most 500 characters, without control
+             *     characters (any quoted from the request are replaced by U+FFFD).
              * @example Pet 42 not found
              */
             message: string;
             /**
+             * Format: int32
              * @description The HTTP status of the response.
              * @example 404
              */
@@ -133,6 +244,12 @@ export interface components {
             headers: {
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenCounted"];
+                RateLimit: components["headers"]["RateLimitWhenCounted"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -155,6 +272,12 @@ export interface components {
                 "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -177,6 +300,12 @@ export interface components {
             headers: {
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenCounted"];
+                RateLimit: components["headers"]["RateLimitWhenCounted"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -195,6 +324,12 @@ export interface components {
             headers: {
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -216,6 +351,12 @@ export interface components {
             headers: {
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -234,6 +375,12 @@ export interface components {
             headers: {
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenCounted"];
+                RateLimit: components["headers"]["RateLimitWhenCounted"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -256,6 +403,12 @@ export interface components {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -269,20 +422,92 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description Too many requests (code `too_many_requests`): this API key's quota, or the quota of
+         *     requests without a valid key from this address, is used up until its window ends.
+         *     Try again after `Retry-After` seconds.
+         */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "too_many_requests",
+                 *       "message": "Rate limit reached: 1000 requests per 60 s for this API key; try again in 42 s",
+                 *       "status": 429
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description No order has this id (code `not_found`). */
+        OrderNotFound: {
+            headers: {
+                "API-Stability": components["headers"]["ApiStability"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "Order 42 not found",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
-        /** @description Maximum number of pets returned, in decimal digits. */
+        /** @description Maximum number of items (pets, orders) returned, in decimal digits. */
         Limit: number;
         /** @description Keep only pets with this availability status. */
         StatusFilter: components["schemas"]["PetStatus"];
         /**
-         * @description Pagination cursor: return only pets whose `id` is greater than this value,
-         *     in decimal digits. Take it from the `Link` header (`rel="next"`) of the
+         * @description Pagination cursor: return only items (pets, orders) whose `id` is greater
+         *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
          *     previous page.
          */
         After: number;
         /** @description Identifier of the pet, in decimal digits. */
         PetId: components["schemas"]["PetId"];
+        /** @description Identifier of the order, in decimal digits. */
+        OrderId: components["schemas"]["OrderId"];
+        /** @description Keep only orders with this status. */
+        OrderStatusFilter: components["schemas"]["OrderStatus"];
+        /**
+         * @description A key of the client's choosing, 1 to 255 visible ASCII characters (a UUID
+         *     will do), that makes a retry safe. For 24 hours after a first request with this
+         *     key, under the same API key: a request with the same body is answered
+         *     exactly as the first one was (status, body and `Location`) and places no
+         *     second order, also when the two arrive at the same time, on any servers; a
+         *     request with another body is a `422` (code `idempotency_key_reused`).
+         *     Answers `201`, `404` and `409` are kept; a request refused before it reached
+         *     the store (`400`, `401`, `413`, `415`...) or that failed (`5xx`) keeps
+         *     nothing, and may be retried with the same key. Keys of different API keys
+         *     never meet. A key is forgotten 24 hours after its first use (then it counts
+         *     as new); the server deletes forgotten keys every 10 minutes, so the store of
+         *     keys holds at most a day of requests. Experimental, as the operation.
+         */
+        IdempotencyKey: string;
     };
     requestBodies: never;
     headers: {
@@ -292,7 +517,7 @@ export interface components {
          */
         Location: string;
         /**
-         * @description Present when more pets follow: the URL of the next page, with
+         * @description Present when more items follow: the URL of the next page, with
          *     `rel="next"` (RFC 8288).
          * @example </v1/pets?limit=20&after=20>; rel="next"
          */
@@ -319,16 +544,73 @@ export interface components {
          *     and `error="invalid_request"` when more than one `Authorization` header was sent.
          * @example Bearer realm="petstore", error="invalid_token"
          */
-        WWWAuthenticate: string;
+        WWWAuthenticate: "Bearer realm=\"petstore\"" | "Bearer realm=\"petstore\", error=\"invalid_token\"" | "Bearer realm=\"petstore\", error=\"invalid_request\"";
         /** @description Always `nosniff`; the body is only ever what `Content-Type` says. */
         XContentTypeOptions: "nosniff";
         /** @description Always `no-store`; no cache may keep an answer meant for one client. */
         CacheControl: "no-store";
         /**
-         * @description Seconds to wait before trying again (RFC 9110).
+         * @description Seconds to wait before trying again (RFC 9110): 5 after a `503`; after a `429`, the
+         *     seconds until the rate-limit window ends.
          * @example 5
          */
         RetryAfter: number;
+        /**
+         * @description The rate-limit quota that counted this request (draft-ietf-httpapi-ratelimit-headers-10):
+         *     `"key"` (per API key) or `"address"` (requests without a valid key, per client
+         *     address), `q` requests per window of `w` seconds.
+         * @example "key";q=1000;w=60
+         */
+        RateLimitPolicy: string;
+        /**
+         * @description Where that quota stands (draft-ietf-httpapi-ratelimit-headers-10): `r` requests remain
+         *     in the window, which ends in `t` seconds.
+         * @example "key";r=998;t=42
+         */
+        RateLimit: string;
+        /**
+         * @description As `RateLimit-Policy` on the other responses; absent when the request was refused
+         *     before it was counted (it is not readable HTTP, or did not arrive in time).
+         * @example "key";q=1000;w=60
+         */
+        RateLimitPolicyWhenCounted: string;
+        /**
+         * @description As `RateLimit` on the other responses; absent when the request was refused before it
+         *     was counted (it is not readable HTTP, or did not arrive in time).
+         * @example "key";r=998;t=42
+         */
+        RateLimitWhenCounted: string;
+        /**
+         * @description CORS: present when the request's `Origin` is one the operator allows (none by
+         *     default); that origin, or `*` when every origin is allowed.
+         * @example https://app.example.com
+         */
+        "Access-Control-Allow-Origin": string;
+        /**
+         * @description CORS: with `Access-Control-Allow-Origin`, the response headers of this document a
+         *     browser page may read.
+         * @example Link, Location, RateLimit, RateLimit-Policy, Retry-After, WWW-Authenticate
+         */
+        AccessControlExposeHeaders: string;
+        /** @description `Origin` when CORS is enabled: the answer depends on the request's `Origin`. */
+        Vary: "Origin";
+        /**
+         * @description Path of the new order, `/v1/store/orders/{id}`.
+         * @example /v1/store/orders/2
+         */
+        OrderLocation: string;
+        /**
+         * @description The stability marker of the operation (its `x-stability`): `experimental`
+         *     (may change or be withdrawn within `v1`) or `beta` (may still change).
+         * @example experimental
+         */
+        ApiStability: "experimental" | "beta";
+        /**
+         * @description Present when the operation carries a stability marker (`x-stability`):
+         *     `experimental` or `beta`, as on its other responses.
+         * @example experimental
+         */
+        ApiStabilityWhenMarked: "experimental" | "beta";
     };
     pathItems: never;
 }
@@ -337,13 +619,13 @@ export interface operations {
     listPets: {
         parameters: {
             query?: {
-                /** @description Maximum number of pets returned, in decimal digits. */
+                /** @description Maximum number of items (pets, orders) returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Keep only pets with this availability status. */
                 status?: components["parameters"]["StatusFilter"];
                 /**
-                 * @description Pagination cursor: return only pets whose `id` is greater than this value,
-                 *     in decimal digits. Take it from the `Link` header (`rel="next"`) of the
+                 * @description Pagination cursor: return only items (pets, orders) whose `id` is greater
+                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
                  *     previous page.
                  */
                 after?: components["parameters"]["After"];
@@ -360,6 +642,11 @@ export interface operations {
                     Link: components["headers"]["NextPageLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -385,6 +672,7 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -409,6 +697,11 @@ export interface operations {
                     Location: components["headers"]["Location"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -428,6 +721,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
         };
@@ -452,6 +746,11 @@ export interface operations {
                     Link: components["headers"]["LifecycleLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -474,6 +773,11 @@ export interface operations {
                     Link: components["headers"]["LifecycleLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenCounted"];
+                    RateLimit: components["headers"]["RateLimitWhenCounted"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -499,6 +803,11 @@ export interface operations {
                     Link: components["headers"]["LifecycleLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -520,6 +829,11 @@ export interface operations {
                     Link: components["headers"]["LifecycleLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -534,6 +848,37 @@ export interface operations {
                 };
             };
             408: components["responses"]["RequestTimeout"];
+            /**
+             * @description Too many requests (code `too_many_requests`): this API key's quota, or the quota of
+             *     requests without a valid key from this address, is used up until its window ends.
+             *     Try again after `Retry-After` seconds.
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "too_many_requests",
+                     *       "message": "Rate limit reached: 1000 requests per 60 s for this API key; try again in 42 s",
+                     *       "status": 429
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description An unexpected server error (code `internal_error`). */
             500: {
                 headers: {
@@ -542,6 +887,11 @@ export interface operations {
                     Link: components["headers"]["LifecycleLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyWhenCounted"];
+                    RateLimit: components["headers"]["RateLimitWhenCounted"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -567,6 +917,11 @@ export interface operations {
                     Link: components["headers"]["LifecycleLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -580,6 +935,343 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+        };
+    };
+    listOrders: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of items (pets, orders) returned, in decimal digits. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Keep only orders with this status. */
+                status?: components["parameters"]["OrderStatusFilter"];
+                /**
+                 * @description Pagination cursor: return only items (pets, orders) whose `id` is greater
+                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
+                 *     previous page.
+                 */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of orders (possibly empty). */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    Link: components["headers"]["NextPageLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "petId": 3,
+                     *         "status": "delivered",
+                     *         "placedAt": "2026-11-23T09:30:00.000Z"
+                     *       },
+                     *       {
+                     *         "id": 2,
+                     *         "petId": 5,
+                     *         "status": "placed",
+                     *         "placedAt": "2026-11-23T10:02:41.512Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Orders"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    placeOrder: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description A key of the client's choosing, 1 to 255 visible ASCII characters (a UUID
+                 *     will do), that makes a retry safe. For 24 hours after a first request with this
+                 *     key, under the same API key: a request with the same body is answered
+                 *     exactly as the first one was (status, body and `Location`) and places no
+                 *     second order, also when the two arrive at the same time, on any servers; a
+                 *     request with another body is a `422` (code `idempotency_key_reused`).
+                 *     Answers `201`, `404` and `409` are kept; a request refused before it reached
+                 *     the store (`400`, `401`, `413`, `415`...) or that failed (`5xx`) keeps
+                 *     nothing, and may be retried with the same key. Keys of different API keys
+                 *     never meet. A key is forgotten 24 hours after its first use (then it counts
+                 *     as new); the server deletes forgotten keys every 10 minutes, so the store of
+                 *     keys holds at most a day of requests. Experimental, as the operation.
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The pet to order. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "petId": 3
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewOrder"];
+            };
+        };
+        responses: {
+            /** @description The order was placed; the pet is now `pending`. */
+            201: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    Location: components["headers"]["OrderLocation"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "petId": 3,
+                     *       "status": "placed",
+                     *       "placedAt": "2026-11-23T10:02:41.512Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            /** @description No pet has this `petId` (code `not_found`). */
+            404: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "Pet 42 not found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            /**
+             * @description The pet is not `available`: it is `pending` (ordered by someone else) or
+             *     `sold` (code `pet_unavailable`; the message names its status).
+             */
+            409: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "pet_unavailable",
+                     *       "message": "Pet 3 is pending, not available",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /**
+             * @description This `Idempotency-Key` was used in the last 24 hours, with this API key, for a
+             *     request with another body (code `idempotency_key_reused`). Nothing was done.
+             */
+            422: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "idempotency_key_reused",
+                     *       "message": "Idempotency-Key \"a1b2\" was used for another request body: use a new key for a new request",
+                     *       "status": 422
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the order, in decimal digits. */
+                orderId: components["parameters"]["OrderId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The order. */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "petId": 3,
+                     *       "status": "placed",
+                     *       "placedAt": "2026-11-23T10:02:41.512Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["OrderNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateOrder: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the order, in decimal digits. */
+                orderId: components["parameters"]["OrderId"];
+            };
+            cookie?: never;
+        };
+        /** @description The status to move the order to. */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderUpdate"];
+            };
+        };
+        responses: {
+            /** @description The order, in its new status. */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 2,
+                     *       "petId": 3,
+                     *       "status": "delivered",
+                     *       "placedAt": "2026-11-23T10:02:41.512Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Order"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["OrderNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            /**
+             * @description The order is not `placed` any more (code `invalid_transition`); the message
+             *     names its current status.
+             */
+            409: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid_transition",
+                     *       "message": "Order 2 is delivered: only a placed order can become cancelled",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

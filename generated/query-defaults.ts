@@ -4,4 +4,8 @@ export interface QueryDefaults {
   listPets: "limit"
   createPet: never
   getPet: never
+  listOrders: "limit"
+  placeOrder: never
+  getOrder: never
+  updateOrder: never
 }

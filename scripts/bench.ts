@@ -4,7 +4,9 @@
  * The service (`node dist/src/server.js`, built first) against hand-written peers (bench/peer-*.mjs:
  * plain Fastify with JSON schemas, a one-key auth hook and prepared statements on the same
  * schema and durability), side by side in one run, on SQLite and on PostgreSQL: getPet,
- * listPets (limit=20, with status) and createPet, 50 connections, 10,000 pets, the service once
+ * listPets (limit=20, with status), createPet, and the store orders (getOrder, listOrders
+ * limit=20 with status, placeOrder with an Idempotency-Key, updateOrder, on pools of pets and
+ * orders seeded for them), 50 connections, 10,000 pets, the service once
  * with a key of API_KEYS and once with a stored key (made by its key store). Each figure is the
  * median of N interleaved rounds. Then the cold start of the service on a fresh SQLite file
  * (spawn to first answered request) and its RSS after a sustained load at 200 connections.
@@ -17,6 +19,8 @@
  *   --connections N     concurrent connections (50)
  *   --pets N            pets seeded (10000)
  *   --only STORE        sqlite or postgres (default both)
+ *   --scenarios LIST    main scenarios to run, comma-separated (default all): getPet, listPets,
+ *                       createPet, getOrder, listOrders, placeOrder, updateOrder
  *   --log-level LEVEL   LOG_LEVEL of service and peers (default: unset, the service's default, info)
  *   --cold-starts N     cold starts measured, median shown (5; --smoke: 1)
  *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 2)
@@ -56,6 +60,7 @@ const { values: flags } = parseArgs({
     connections: { type: 'string', default: '50' },
     pets: { type: 'string', default: '10000' },
     only: { type: 'string' },
+    scenarios: { type: 'string' },
     'log-level': { type: 'string' },
     'cold-starts': { type: 'string' },
     'rss-duration': { type: 'string' },
@@ -94,6 +99,16 @@ const options = {
 }
 if (flags.only !== undefined && !['sqlite', 'postgres'].includes(flags.only)) usage('--only takes sqlite or postgres')
 const logLevel = flags['log-level']
+/** The main scenarios, in the order of the table; --scenarios names them by their first word. */
+const petScenarioNames = ['getPet', 'listPets limit=20, status', 'createPet']
+const orderScenarioNames = ['getOrder', 'listOrders limit=20, status', 'placeOrder, Idempotency-Key', 'updateOrder']
+const scenarioNames = [...petScenarioNames, ...orderScenarioNames]
+const shortName = (name: string) => name.split(/[ ,]/)[0]!
+const chosen = flags.scenarios?.split(',').filter((name) => name !== '') ?? scenarioNames.map(shortName)
+for (const name of chosen) if (!scenarioNames.some((full) => shortName(full) === name)) usage(`--scenarios takes ${scenarioNames.map(shortName).join(', ')}, not ${name}`)
+const wantedScenario = (name: string) => chosen.includes(shortName(name))
+/** Whether the stores need orders, and pools of pets and orders for the writes. */
+const ordersWanted = orderScenarioNames.some(wantedScenario)
 const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
 for (const phase of skipped) if (!['main', 'start', 'rss'].includes(phase)) usage(`--skip takes main, start or rss, not ${phase}`)
 
@@ -207,8 +222,9 @@ const project = (name: string, databaseUrl: string, key: 'env' | 'stored', store
     name,
     'project',
     [...nodeArgs, 'dist/src/server.js'],
-    // a stored key is the production mode: no API_KEYS at all
-    { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '' },
+    // a stored key is the production mode: no API_KEYS at all. The rate limit is set out of
+    // reach: the bench measures serving, not refusing (counting is still done on every request).
+    { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '', RATE_LIMIT_PER_KEY: '1000000000' },
     key === 'env' ? envKey : storedKey,
   )
 
@@ -226,11 +242,13 @@ const peer = (name: string, databaseUrl: string, nodeArgs: string[] = []) =>
 
 interface Scenario {
   name: string
-  method: 'GET' | 'POST'
+  method: 'GET' | 'POST' | 'PATCH'
   path: string
   body?: string
   /** getPet: a random id from 1 to this, per request */
   randomIdUpTo?: number
+  /** otherwise, how each request is made from the one above (autocannon's setupRequest) */
+  setupRequest?: autocannon.Request['setupRequest']
 }
 
 interface Measurement {
@@ -250,6 +268,7 @@ const newPetBody = JSON.stringify({ name: 'Bench', categoryId: 7, status: 'pendi
 function requestOf(scenario: Scenario): autocannon.Request {
   const request: autocannon.Request = { method: scenario.method, path: scenario.path }
   if (scenario.body !== undefined) request.body = scenario.body
+  if (scenario.setupRequest !== undefined) request.setupRequest = scenario.setupRequest
   const upTo = scenario.randomIdUpTo
   if (upTo !== undefined) {
     request.setupRequest = (req) => ({ ...req, path: `/v1/pets/${1 + Math.floor(Math.random() * upTo)}` })
@@ -342,11 +361,36 @@ interface Store {
   url: string
   /** a key issued by the service's key store, for the stored-key runs */
   storedKey: string
+  /** the orders seeded, when the order scenarios run */
+  orders?: OrderPools
 }
+
+/** Ids handed out one per request, each once, whichever target asks (they share the store). */
+interface Pool {
+  ids: number[]
+  next: number
+}
+
+interface OrderPools {
+  /** orders of the seeded pets (placed for the pending ones, delivered for the sold ones): ids 1 to this */
+  readOrders: number
+  /** available pets, for placeOrder */
+  place: Pool
+  /** placed orders (of pending pets), for updateOrder */
+  update: Pool
+}
+
+/** The next id of a pool; past its end, its last one again (then the answers are 409s, counted as errors). */
+const take = (pool: Pool) => pool.ids[Math.min(pool.next++, pool.ids.length - 1)]!
+
+/** Ids a pool must hold: the most that one measurement can use at an optimistic rate of writes,
+ * for every measurement and warm-up of the three targets, and each connection's first request
+ * (which autocannon builds ahead). */
+const poolSize = () => Math.ceil(6_000 * options.duration + options.connections) * 3 * (options.rounds + options.warmUp)
 
 /** A new SQLite file, or a new PostgreSQL database, with the service's schema (its migrations,
  * run by opening its storage), a stored key issued by its key store, and `pets` pets. */
-async function prepareStore(name: Store['name'], database: string, pets: number): Promise<Store> {
+async function prepareStore(name: Store['name'], database: string, pets: number, withOrders: boolean): Promise<Store> {
   let url: string
   if (name === 'SQLite') {
     url = `sqlite:${join(workDir, `${database}.db`)}`
@@ -363,7 +407,69 @@ async function prepareStore(name: Store['name'], database: string, pets: number)
   const { key: storedKey } = await storage.keys.issue('bench')
   await storage.close()
   await seed(url, pets)
-  return { name, url, storedKey }
+  return { name, url, storedKey, ...(withOrders && { orders: await seedOrders(url, poolSize()) }) }
+}
+
+/**
+ * Orders for the seeded pets (placed for each pending one, delivered for each sold one), then
+ * `size` pending pets with a placed order each (updateOrder's pool) and `size` available pets
+ * (placeOrder's pool), straight into the service's tables.
+ */
+async function seedOrders(url: string, size: number): Promise<OrderPools> {
+  const began = performance.now()
+  const now = Date.now()
+  const readOrders = `insert into orders (pet_id, status, placed_at)
+    select id, case status when 'pending' then 'placed' else 'delivered' end, ${now} from pets where status <> 'available' order by id`
+  const poolOrders = (from: number) => `insert into orders (pet_id, status, placed_at) select id, 'placed', ${now} from pets where id >= ${from} order by id`
+  let pools: { readOrders: number; update: number[]; place: number[] }
+  if (url.startsWith('sqlite:')) {
+    const db = new SQLite(url.slice('sqlite:'.length))
+    const pets = (count: number, status: string) =>
+      db
+        .prepare(
+          `with recursive n(i) as (select 0 union all select i + 1 from n where i + 1 < ?)
+           insert into pets (name, category_id, status) select 'Pool ' || i, 1, '${status}' from n`,
+        )
+        .run(count)
+    const ids = (sql: string, ...params: number[]) => db.prepare(sql).pluck().all(...params) as number[]
+    pools = db.transaction(() => {
+      const read = db.prepare(readOrders).run().changes
+      const from = (db.prepare('select max(id) from pets').pluck().get() as number) + 1
+      pets(size, 'pending')
+      db.prepare(poolOrders(from)).run()
+      pets(size, 'available')
+      return {
+        readOrders: read,
+        update: ids('select id from orders where pet_id >= ? order by id', from),
+        place: ids("select id from pets where id >= ? and status = 'available' order by id", from),
+      }
+    })()
+    db.pragma('wal_checkpoint(TRUNCATE)')
+    db.close()
+  } else {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    const pets = (count: number, status: string) =>
+      client.query(`insert into pets (name, category_id, status) select 'Pool ' || i, 1, $2 from generate_series(0, $1::int - 1) i`, [count, status])
+    const ids = async (sql: string, from: number) => (await client.query<{ id: number }>(sql, [from])).rows.map((row) => Number(row.id))
+    await client.query('begin')
+    const read = (await client.query(readOrders)).rowCount ?? 0
+    const from = Number((await client.query<{ max: string }>('select max(id) from pets')).rows[0]!.max) + 1
+    await pets(size, 'pending')
+    await client.query(poolOrders(from))
+    await pets(size, 'available')
+    pools = {
+      readOrders: read,
+      update: await ids('select id from orders where pet_id >= $1 order by id', from),
+      place: await ids("select id from pets where id >= $1 and status = 'available' order by id", from),
+    }
+    await client.query('commit')
+    await client.query('vacuum analyze pets')
+    await client.query('vacuum analyze orders')
+    await client.end()
+  }
+  progress(`  seeded ${pools.readOrders} orders, and pools of ${size} for placeOrder and updateOrder, in ${Math.round(performance.now() - began)} ms`)
+  return { readOrders: pools.readOrders, update: { ids: pools.update, next: 0 }, place: { ids: pools.place, next: 0 } }
 }
 
 /** `pets` pets in bulk, straight into the service's table, a third of each status. */
@@ -416,9 +522,9 @@ async function postgresVersion(): Promise<{ version?: string; problem?: string }
   }
 }
 
-async function makeStore(name: Store['name'], database: string, pets: number): Promise<Store> {
+async function makeStore(name: Store['name'], database: string, pets: number, withOrders = false): Promise<Store> {
   if (name === 'PostgreSQL') postgresDatabases.add(database)
-  return prepareStore(name, database, pets)
+  return prepareStore(name, database, pets, withOrders)
 }
 
 async function dropPostgresDatabases() {
@@ -436,23 +542,44 @@ const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${(a / b
 
 /** Responses of the service and the peer, side by side: the same bodies and headers (but the id
  * and Location of a new pet). Returns the differences, in words. */
-async function sameAnswers(project: Target, peerTarget: Target): Promise<string[]> {
+async function sameAnswers(project: Target, peerTarget: Target, store: Store): Promise<string[]> {
   const differences: string[] = []
-  const headerNames = ['content-type', 'cache-control', 'x-content-type-options', 'deprecation', 'sunset', 'link']
-  const probes: [string, { method?: string; body?: string; path: string }][] = [
-    ['getPet', { path: '/v1/pets/42' }],
-    ['listPets', { path: '/v1/pets?limit=20&status=sold' }],
-    ['createPet', { method: 'POST', path: '/v1/pets', body: newPetBody }],
+  const headerNames = ['content-type', 'cache-control', 'x-content-type-options', 'deprecation', 'sunset', 'link', 'api-stability']
+  interface Probe {
+    method?: string
+    body?: string
+    path: string
+    headers?: Record<string, string>
+  }
+  // each target is asked its own probe: a write takes a pet or an order of its own
+  const probes: [string, () => Probe][] = [
+    ['getPet', () => ({ path: '/v1/pets/42' })],
+    ['listPets', () => ({ path: '/v1/pets?limit=20&status=sold' })],
+    ['createPet', () => ({ method: 'POST', path: '/v1/pets', body: newPetBody })],
   ]
-  for (const [name, probe] of probes) {
-    const ask = (target: Target) =>
-      get(target.url + probe.path, {
+  const orders = store.orders
+  if (orders !== undefined) {
+    probes.push(
+      ['getOrder', () => ({ path: '/v1/store/orders/2' })],
+      ['getOrder, none', () => ({ path: '/v1/store/orders/999999999' })],
+      ['listOrders', () => ({ path: '/v1/store/orders?limit=20&status=delivered' })],
+      ['placeOrder', () => ({ method: 'POST', path: '/v1/store/orders', body: JSON.stringify({ petId: take(orders.place) }), headers: { 'idempotency-key': `probe-${orders.place.next}` } })],
+      ['placeOrder, pending pet', () => ({ method: 'POST', path: '/v1/store/orders', body: JSON.stringify({ petId: 2 }) })],
+      ['updateOrder', () => ({ method: 'PATCH', path: `/v1/store/orders/${take(orders.update)}`, body: JSON.stringify({ status: 'delivered' }) })],
+    )
+  }
+  for (const [name, next] of probes) {
+    const ask = (target: Target) => {
+      const probe = next()
+      return get(target.url + probe.path, {
         ...(probe.method && { method: probe.method }),
         ...(probe.body && { body: probe.body }),
-        headers: { ...authorization(target.key), 'content-type': 'application/json' },
+        headers: { ...authorization(target.key), 'content-type': 'application/json', ...probe.headers },
       })
+    }
     const [ours, theirs] = [await ask(project), await ask(peerTarget)]
-    const normal = (body: string) => (probe.method === 'POST' ? body.replace(/"id":\d+/, '"id":0') : body)
+    // (what differs by nature between two new pets or orders: ids, and the time of placing)
+    const normal = (body: string) => body.replace(/"(id|petId)":\d+/g, '"$1":0').replace(/"placedAt":"[^"]+"/, '"placedAt":""')
     if (ours.status !== theirs.status) differences.push(`${name}: status ${ours.status} vs ${theirs.status}`)
     if (normal(ours.body) !== normal(theirs.body)) differences.push(`${name}: body ${ours.body.slice(0, 80)} vs ${theirs.body.slice(0, 80)}`)
     for (const header of headerNames) {
@@ -474,11 +601,45 @@ interface Row {
   peer: Measurement
 }
 
-const mainScenarios = (pets: number): Scenario[] => [
+const petScenarios = (pets: number): Scenario[] => [
   { name: 'getPet', method: 'GET', path: '/v1/pets/1', randomIdUpTo: pets },
   { name: 'listPets limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold' },
   { name: 'createPet', method: 'POST', path: '/v1/pets', body: newPetBody },
 ]
+
+/** The store orders: reads of the seeded orders; writes on pools, each pet and order once. */
+const orderScenarios = ({ readOrders, place, update }: OrderPools): Scenario[] => [
+  {
+    name: 'getOrder',
+    method: 'GET',
+    path: '/v1/store/orders/1',
+    setupRequest: (request) => ({ ...request, path: `/v1/store/orders/${1 + Math.floor(Math.random() * readOrders)}` }),
+  },
+  { name: 'listOrders limit=20, status', method: 'GET', path: '/v1/store/orders?limit=20&status=delivered' },
+  {
+    name: 'placeOrder, Idempotency-Key',
+    method: 'POST',
+    path: '/v1/store/orders',
+    // as a careful client: a key of its own for every order
+    setupRequest: (request) => {
+      const petId = take(place)
+      return { ...request, body: JSON.stringify({ petId }), headers: { ...request.headers, 'idempotency-key': `bench-${petId}` } }
+    },
+  },
+  {
+    name: 'updateOrder',
+    method: 'PATCH',
+    path: '/v1/store/orders/1',
+    setupRequest: (request) => {
+      const id = take(update)
+      return { ...request, path: `/v1/store/orders/${id}`, body: JSON.stringify({ status: id % 2 === 0 ? 'delivered' : 'cancelled' }) }
+    },
+  },
+]
+
+/** The main scenarios asked for (--scenarios), on a store. */
+const mainScenarios = (store: Store): Scenario[] =>
+  [...petScenarios(options.pets), ...(store.orders ? orderScenarios(store.orders) : [])].filter((scenario) => wantedScenario(scenario.name))
 
 /** The service with an env key and with a stored key, and the peer, on one store. */
 async function sideBySide(store: Store): Promise<Row[]> {
@@ -488,9 +649,12 @@ async function sideBySide(store: Store): Promise<Row[]> {
     targets.push(await project('project, env key', store.url, 'env', store.storedKey))
     targets.push(await project('project, stored key', store.url, 'stored', store.storedKey))
     targets.push(await peer('peer', store.url))
-    const differences = await sameAnswers(targets[0]!, targets[2]!)
+    const differences = await sameAnswers(targets[0]!, targets[2]!, store)
     if (differences.length > 0) progress(`  WARNING: the peer answers differently:\n    ${differences.join('\n    ')}`)
-    const medians = await compare(store.name, targets, mainScenarios(options.pets))
+    const medians = await compare(store.name, targets, mainScenarios(store))
+    for (const [name, pool] of Object.entries({ placeOrder: store.orders?.place, updateOrder: store.orders?.update })) {
+      if (pool && pool.next > pool.ids.length) progress(`  WARNING: the ${name} pool ran out (${pool.next} of ${pool.ids.length}): the rest were answered 409`)
+    }
     return [...medians].flatMap(([scenario, byTarget]) =>
       (['env', 'stored'] as const).map((key) => ({
         scenario,
@@ -513,7 +677,7 @@ function printMainTable(rows: Row[]) {
   )
   console.log('| scenario | store | key | project req/s | peer req/s | ratio | project p99 ms | peer p99 ms | p99 ratio | errors (project/peer) |')
   console.log('|---|---|---|---:|---:|---:|---:|---:|---:|---:|')
-  const order = mainScenarios(1).map((s) => s.name)
+  const order = scenarioNames
   const sorted = [...rows].sort((a, b) => order.indexOf(a.scenario) - order.indexOf(b.scenario))
   for (const { scenario, store, key, project: ours, peer: theirs } of sorted) {
     console.log(
@@ -569,7 +733,7 @@ function memory(pid: number): { rss: number; hwm: number } {
 }
 
 async function residentMemory(store: Store): Promise<string[]> {
-  const mix = mainScenarios(options.pets)
+  const mix = petScenarios(options.pets)
   const lines: string[] = []
   for (const which of ['project', 'peer'] as const) {
     const target = which === 'project' ? await project('rss project, stored key', store.url, 'stored', store.storedKey) : await peer('rss peer', store.url)
@@ -646,7 +810,7 @@ async function scale(storeName: Store['name']): Promise<string[]> {
 async function profiles(store: Store): Promise<string> {
   const dir = join(workDir, 'profiles')
   const sections: string[] = []
-  const getPet = mainScenarios(options.pets)[0]!
+  const getPet = petScenarios(options.pets)[0]!
   for (const which of ['project', 'peer'] as const) {
     const out = join(dir, which)
     mkdirSync(out, { recursive: true })
@@ -702,8 +866,9 @@ async function main() {
 
   const rows: Row[] = []
   const stores: Store[] = []
-  if (wanted('sqlite')) stores.push(await makeStore('SQLite', 'bench', options.pets))
-  if (postgres.version !== undefined) stores.push(await makeStore('PostgreSQL', 'petstore_bench', options.pets))
+  const mainOrders = ordersWanted && !skipped.has('main')
+  if (wanted('sqlite')) stores.push(await makeStore('SQLite', 'bench', options.pets, mainOrders))
+  if (postgres.version !== undefined) stores.push(await makeStore('PostgreSQL', 'petstore_bench', options.pets, mainOrders))
   if (!skipped.has('main')) {
     for (const store of stores) rows.push(...(await sideBySide(store)))
     printMainTable(rows)

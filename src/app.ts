@@ -8,16 +8,24 @@ import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError, errorHandler, notFoundHandler } from './errors.js'
 import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
+import { registerCors } from './http/cors.js'
 import { jsonBodyParser } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
 import { requestHooks } from './http/request-hooks.js'
+import { RateLimits } from './limits/rate-limit.js'
+import health from './ops/health.js'
+import metrics, { observeUnrouted } from './ops/metrics.js'
+import { orderHandlers } from './orders/handlers.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
+
+/** The longest a start waits for Redis to connect; past it the server starts, counting alone. */
+const redisConnectBoundMs = 2_000
 
 /** Request bodies above this size are refused with 413 (openapi.yaml says 16 KiB). */
 const bodyLimit = 16 * 1024
 
-export interface AppOptions extends Omit<Config, 'PORT' | 'HOST'> {
+export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT' | 'METRICS_HOST'> {
   /** pino options beside the level, e.g. a destination stream */
   logger?: Exclude<FastifyServerOptions['logger'], boolean>
   /** the compilers of validators and serializers: by default those in generated/ */
@@ -36,6 +44,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     storage: Storage
     contract: Contract
+    /** the rate limits; their `refused` event fires for every 429 (see RateLimitEvents) */
+    rateLimits: RateLimits
   }
 }
 
@@ -80,18 +90,28 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     frameworkErrors: (error, request, reply) => {
       const operation = contract.operationAt(request.method, request.url.split('?')[0]!)
       reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)) })
+      observeUnrouted(reply)
       return errorHandler(error, request, reply)
     },
     // requests that arrive while the server drains are answered, not refused with a 503
     return503OnClosing: false,
     // HEAD works wherever GET does (RFC 9110)
     exposeHeadRoutes: true,
+    // the client's address (for its rate limit) from X-Forwarded-For, when set by these proxies only
+    trustProxy: options.TRUST_PROXY.length > 0 ? options.TRUST_PROXY : false,
     schemaController: options.schemaController ?? generatedCompilers(),
   })
   guardServer(app.server, app.log, options)
   app.decorate('storage', storage)
   app.decorate('contract', contract)
-  app.addHook('onClose', () => storage.close())
+  app.decorateRequest('principal', '')
+  const rateLimits = new RateLimits(options, app.log)
+  app.decorate('rateLimits', rateLimits)
+  app.addHook('onClose', () => {
+    rateLimits.close()
+    return storage.close()
+  })
+  await rateLimits.connected(redisConnectBoundMs)
 
   // JSON only, read by one parser that knows the limits: any other body is a 415.
   app.removeAllContentTypeParsers()
@@ -104,12 +124,19 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     request.is404 && !(error instanceof ApiError) ? notFound(request, reply) : errorHandler(error, request, reply),
   )
   app.setNotFoundHandler(notFound)
+  await registerCors(app, contract, options.CORS_ORIGINS, notFound)
+
+  // operating it: request metrics, health probes (src/ops/)
+  await app.register(metrics)
+  rateLimits.on('refused', (policy) => app.metrics.rateLimitRefused(policy))
+  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
 
   await app.register(docs, { contract })
   await app.register(contractPlugin, {
     contract,
-    handlers: petHandlers(storage.pets),
-    authenticate: bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys))),
+    handlers: { ...petHandlers(storage.pets), ...orderHandlers(storage.orders) },
+    authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys)))),
+    anonymous: rateLimits.anonymous,
     lifecycle,
   })
   return app

@@ -1,8 +1,20 @@
+import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
 import { type Static, Type } from '@sinclair/typebox'
-import envSchema from 'env-schema'
+import { Ajv, type Options, type ValidateFunction } from 'ajv'
+import { generatedDir } from './paths.js'
 
 /** A token68 (RFC 7235): what a client can send after `Bearer `. */
 const token = '[A-Za-z0-9._~+/-]+=*'
+
+/** An origin as a browser sends it (`https://app.example.com:8443`), at most 200 characters:
+ * openapi.yaml promises that length for Access-Control-Allow-Origin. */
+const origin = '[A-Za-z][A-Za-z0-9+.-]*://[^/\\s,]{1,180}'
+
+/** A comma-separated list of `item`, blanks around the commas allowed, empty items ignored. */
+const listOf = (item: string) => `^\\s*(${item})?\\s*(,\\s*(${item})?\\s*)*$`
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
@@ -17,7 +29,7 @@ export const configSchema = Type.Object({
   }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
   API_KEYS: Type.String({
-    pattern: `^\\s*(${token})?\\s*(,\\s*(${token})?\\s*)*$`,
+    pattern: listOf(token),
     default: '',
     description: 'comma-separated API keys accepted beside the stored ones',
   }),
@@ -31,28 +43,115 @@ export const configSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: milliseconds(72_000, 'an idle keep-alive connection is closed after this time'),
   MAX_CONNECTIONS: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 512, description: 'connections open at once; more are refused, with a log line' }),
   SHUTDOWN_GRACE_MS: milliseconds(10_000, 'on SIGTERM or SIGINT, requests in flight get this long to finish'),
+  // Off unless set: a fixed default port would collide when instances share a host.
+  METRICS_PORT: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: 65535, description: 'TCP port of the Prometheus metrics listener (0: any free port); unset: no listener' }),
+  ),
+  METRICS_HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'address of the metrics listener' }),
+  // About 16 requests a second, sustained for a minute, for each key: far above what one client
+  // of a catalogue needs, low enough that a runaway client cannot take the database from others.
+  RATE_LIMIT_PER_KEY: count(1_000, 'requests one API key may make per window, all instances sharing REDIS_URL together'),
+  // Enough for a person to fix a mistyped key; a guesser gets 20 tries a minute, not 10,000 a second.
+  RATE_LIMIT_PER_ADDRESS: count(20, 'requests without a valid key one client address may make per window; then 429 until it ends'),
+  RATE_LIMIT_WINDOW_S: Type.Integer({ minimum: 1, maximum: 86_400, default: 60, description: 'the rate-limit window, in seconds' }),
+  REDIS_URL: Type.String({
+    pattern: '^(rediss?://.+)?$',
+    default: '',
+    description: 'redis://[USER:PASSWORD@]HOST:PORT[/DB]: rate-limit counters shared by every instance; none: each counts alone',
+  }),
+  REDIS_TIMEOUT_MS: Type.Integer({
+    minimum: 10,
+    maximum: 60_000,
+    default: 200,
+    description: 'longest wait for Redis; past it (or on any Redis error) the instance counts alone for a second',
+  }),
+  REDIS_KEY_PREFIX: Type.String({
+    pattern: '^[A-Za-z0-9:._-]{1,100}$',
+    default: 'petstore:ratelimit',
+    description: 'prefix of the Redis keys of the rate-limit counters',
+  }),
+  CORS_ORIGINS: Type.String({
+    pattern: listOf(`\\*|${origin}`),
+    default: '',
+    description: 'comma-separated origins whose browser pages may call the API (`*`: any); none by default',
+  }),
+  TRUST_PROXY: Type.String({
+    pattern: listOf('[0-9A-Fa-f.:/]+|loopback|linklocal|uniquelocal'),
+    default: '',
+    description: 'comma-separated addresses or CIDR ranges of the proxies in front whose X-Forwarded-For names the client',
+  }),
 })
+
+function count(fallback: number, description: string) {
+  return Type.Integer({ minimum: 1, maximum: 1_000_000_000, default: fallback, description })
+}
 
 function milliseconds(fallback: number, description: string) {
   return Type.Integer({ minimum: 100, maximum: 3_600_000, default: fallback, description })
 }
 
-export type Config = Omit<Static<typeof configSchema>, 'API_KEYS'> & { API_KEYS: string[] }
+type Lists = 'API_KEYS' | 'CORS_ORIGINS' | 'TRUST_PROXY'
+
+export type Config = Omit<Static<typeof configSchema>, Lists> & Record<Lists, string[]>
 
 /** A bad setting: the process reports it in one line and exits. */
 export class ConfigError extends Error {}
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  let raw: Static<typeof configSchema>
-  try {
-    raw = envSchema<Static<typeof configSchema>>({ schema: structuredClone(configSchema), data: { ...env }, env: false })
-  } catch (error) {
-    throw new ConfigError(`invalid configuration: ${describe(error as Error & { errors: AjvError[] })}`)
+/**
+ * How the environment is read (env-schema's way): text is coerced to the schema's types,
+ * defaults are filled in, variables the schema does not name are dropped, and every error is
+ * reported at once.
+ */
+export const configAjvOptions: Options = {
+  allErrors: true,
+  removeAdditional: true,
+  useDefaults: true,
+  coerceTypes: true,
+  allowUnionTypes: true,
+  addUsedSchema: false,
+}
+
+/** The schema as validated: closed, so that removeAdditional drops the other variables. */
+export const closedConfigSchema = () => ({ ...structuredClone(configSchema), additionalProperties: false })
+
+/** What the compiled validator in generated/ was made from: a schema that differs is compiled anew. */
+export const configSchemaDigest = () => createHash('sha256').update(JSON.stringify(closedConfigSchema())).digest('hex')
+
+/** The validator of the environment: made by `npm run generate` (generated/config.cjs), so that
+ * no schema is compiled at start; compiled here only when that one is missing or out of date. */
+export function configValidator(dir: string = generatedDir): ValidateFunction {
+  const file = join(dir, 'config.cjs')
+  if (existsSync(file)) {
+    const generated = createRequire(import.meta.url)(file) as ValidateFunction & { schemaDigest: string }
+    if (generated.schemaDigest === configSchemaDigest()) return generated
   }
-  const API_KEYS = raw.API_KEYS.split(',')
-    .map((key) => key.trim())
-    .filter((key) => key !== '')
-  return { ...raw, API_KEYS }
+  return new Ajv(configAjvOptions).compile(closedConfigSchema())
+}
+
+let validator: ValidateFunction | undefined
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  validator ??= configValidator()
+  const raw: object = { ...env }
+  if (!validator(raw)) throw new ConfigError(`invalid configuration: ${describe(validator.errors as AjvError[])}`)
+  const config = raw as Static<typeof configSchema>
+  return { ...config, API_KEYS: list(config.API_KEYS), CORS_ORIGINS: list(config.CORS_ORIGINS), TRUST_PROXY: list(config.TRUST_PROXY) }
+}
+
+function list(text: string): string[] {
+  return text
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+}
+
+/** What each variable with a pattern may be, in words. */
+const patternRules: Record<string, string> = {
+  API_KEYS: 'comma-separated tokens (letters, digits and -._~+/)',
+  REDIS_URL: 'a redis:// or rediss:// URL',
+  REDIS_KEY_PREFIX: '1 to 100 letters, digits and :._-',
+  CORS_ORIGINS: 'comma-separated origins (scheme://host[:port], no path) or *',
+  TRUST_PROXY: 'comma-separated IP addresses or CIDR ranges (or loopback, linklocal, uniquelocal)',
 }
 
 interface AjvError {
@@ -62,12 +161,12 @@ interface AjvError {
 }
 
 /** `PORT must be <= 65535`, naming the variable and, for a list, what it may be. */
-function describe({ errors }: { errors: AjvError[] }): string {
+function describe(errors: AjvError[]): string {
   return errors
     .map(({ instancePath, message, params }) => {
       const name = instancePath.slice(1)
       if (params.allowedValues) return `${name} must be one of ${params.allowedValues.join(', ')}`
-      if (params.pattern) return `${name} must be comma-separated tokens (letters, digits and -._~+/)`
+      if (params.pattern) return `${name} must be ${patternRules[name]}`
       return `${name} ${message}`
     })
     .join('; ')

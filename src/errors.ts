@@ -17,8 +17,12 @@ export const errorStatus = {
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
+  pet_unavailable: 409,
+  invalid_transition: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  idempotency_key_reused: 422,
+  too_many_requests: 429,
   internal_error: 500,
   unavailable: 503,
 } as const
@@ -31,6 +35,21 @@ export interface ErrorBody {
   status: number
 }
 
+/** The longest `message` of an Error body (openapi.yaml's Error.message says the same). */
+export const messageMaxLength = 500
+
+/**
+ * A message as the Error schema promises it: no control characters (a client's text quoted in
+ * it may hold some: a property name, a path) and at most messageMaxLength characters (a quoted
+ * path may be 16 KiB long), cut with an ellipsis.
+ */
+export function fitMessage(message: string): string {
+  const printable = message.replace(/[\x00-\x1F\x7F]/g, '\uFFFD')
+  if (printable.length <= messageMaxLength) return printable
+  // (never half a surrogate pair)
+  return `${printable.slice(0, messageMaxLength - 1).replace(/[\uD800-\uDBFF]$/, '')}…`
+}
+
 /** An error a handler or hook means to send as it is. */
 export class ApiError extends Error {
   readonly status: number
@@ -39,7 +58,7 @@ export class ApiError extends Error {
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(message)
+    super(fitMessage(message))
     this.status = errorStatus[code]
   }
 
@@ -57,7 +76,7 @@ interface ValidationIssue {
 }
 
 /** Fastify's names for the parts of a request, in the words of the spec's `in`. */
-const partNames: Record<string, string> = { querystring: 'query', params: 'path' }
+const partNames: Record<string, string> = { querystring: 'query', params: 'path', headers: 'header' }
 
 /** One validation failure in words a client can act on, e.g. `body/status must be one of: ...`. */
 export function describeValidation(issue: ValidationIssue, part: string): string {
@@ -73,12 +92,15 @@ export function describeValidation(issue: ValidationIssue, part: string): string
         ? `${where} must be an integer in decimal digits`
         : `${where} ${issue.message}`
     case 'pattern':
-      // the regular expression helps no one; the schema's description says the rule
-      return `${where} is not valid: ${issue.parentSchema?.description?.trim() ?? issue.message}`
+      // the regular expression helps no one; the schema's description says the rule (in its
+      // first sentence: a parameter's description goes on to say what it is for)
+      return `${where} is not valid: ${firstSentence(issue.parentSchema?.description) ?? issue.message}`
     default:
       return `${where} ${issue.message}`
   }
 }
+
+const firstSentence = (text: string | undefined) => text?.trim().split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ')
 
 /** Any error, ours or Fastify's, as one of the catalogue's. */
 export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {

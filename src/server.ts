@@ -30,6 +30,12 @@ async function main() {
       await drain(app, config.SHUTDOWN_GRACE_MS)
     },
   )
+  // First, so that a port it cannot have stops the start before the API listens. It closes
+  // with the app, after the requests in flight are answered.
+  if (config.METRICS_PORT !== undefined) {
+    const metricsUrl = await app.metrics.listen({ port: config.METRICS_PORT, host: config.METRICS_HOST })
+    app.log.info({ metricsUrl }, `metrics at ${metricsUrl}`)
+  }
   const url = await app.listen({ port: config.PORT, host: config.HOST })
   // After listening: the key is shown with the URL, and is not created for a server that failed to start.
   if (config.API_KEYS.length === 0) await issueFirstKey(app, url)

@@ -1,5 +1,7 @@
 import t from 'tap'
 import { build, call, testKey } from './helpers/app.js'
+import { anyOf, staticKeys, storedKeys } from '../src/auth/bearer.js'
+import { hashKey } from '../src/storage/keys.js'
 
 const challenge = 'Bearer realm="petstore"'
 const invalidToken = 'Bearer realm="petstore", error="invalid_token"'
@@ -62,4 +64,13 @@ t.test('with no key configured and none stored, every operation is refused', asy
   const app = await build(t, { API_KEYS: [] })
   const response = await call(t, app, { url: '/v1/pets', key: 'anything' })
   t.equal(response.status, 401)
+})
+
+t.test('a request is known by its key as a principal that is not the secret', async (t) => {
+  const app = await build(t, { API_KEYS: [testKey] })
+  const issued = await app.storage.keys.issue('client')
+  const check = anyOf(staticKeys([testKey]), storedKeys(app.storage.keys))
+  t.equal(await check(hashKey(testKey)), `env:${hashKey(testKey).slice(0, 12)}`, 'an API_KEYS key by its hash')
+  t.equal(await check(hashKey(issued.key)), `key:${issued.record.id}`, 'a stored key by its id')
+  t.equal(await check(hashKey('wrong')), undefined, 'no principal for a wrong key')
 })

@@ -16,6 +16,15 @@ t.test('defaults: port 3000 on 127.0.0.1, SQLite in ./data, no keys, level info'
     KEEP_ALIVE_TIMEOUT_MS: 72000,
     MAX_CONNECTIONS: 512,
     SHUTDOWN_GRACE_MS: 10000,
+    METRICS_HOST: '127.0.0.1',
+    RATE_LIMIT_PER_KEY: 1000,
+    RATE_LIMIT_PER_ADDRESS: 20,
+    RATE_LIMIT_WINDOW_S: 60,
+    REDIS_URL: '',
+    REDIS_TIMEOUT_MS: 200,
+    REDIS_KEY_PREFIX: 'petstore:ratelimit',
+    CORS_ORIGINS: [],
+    TRUST_PROXY: [],
   })
 })
 
@@ -28,6 +37,11 @@ t.test('values are read from their text; API_KEYS is a comma-separated list', as
     API_KEYS: ' key-one , key.two~+/== ,,',
     LOG_LEVEL: 'warn',
     REQUEST_TIMEOUT_MS: '20000',
+    METRICS_PORT: '9464',
+    METRICS_HOST: '0.0.0.0',
+    REDIS_URL: 'redis://127.0.0.1:6379/2',
+    CORS_ORIGINS: 'https://app.example.com, http://localhost:5173,',
+    TRUST_PROXY: '10.0.0.0/8, ::1',
     UNRELATED: 'ignored',
   })
   t.strictSame(config, {
@@ -44,6 +58,16 @@ t.test('values are read from their text; API_KEYS is a comma-separated list', as
     KEEP_ALIVE_TIMEOUT_MS: 72000,
     MAX_CONNECTIONS: 512,
     SHUTDOWN_GRACE_MS: 10000,
+    METRICS_PORT: 9464,
+    METRICS_HOST: '0.0.0.0',
+    RATE_LIMIT_PER_KEY: 1000,
+    RATE_LIMIT_PER_ADDRESS: 20,
+    RATE_LIMIT_WINDOW_S: 60,
+    REDIS_URL: 'redis://127.0.0.1:6379/2',
+    REDIS_TIMEOUT_MS: 200,
+    REDIS_KEY_PREFIX: 'petstore:ratelimit',
+    CORS_ORIGINS: ['https://app.example.com', 'http://localhost:5173'],
+    TRUST_PROXY: ['10.0.0.0/8', '::1'],
   })
 })
 
@@ -55,7 +79,16 @@ t.test('a bad value is a ConfigError naming the variable and what it may be', as
     [{ LOG_LEVEL: 'verbose' }, 'invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ API_KEYS: 'good,has space' }, 'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/)'],
     [{ BODY_IDLE_TIMEOUT_MS: '5' }, 'invalid configuration: BODY_IDLE_TIMEOUT_MS must be >= 100'],
+    [{ METRICS_PORT: '' }, 'invalid configuration: METRICS_PORT must be integer'],
+    [{ METRICS_PORT: '65536' }, 'invalid configuration: METRICS_PORT must be <= 65535'],
     [{ HOST: '', PORT: '-1' }, 'invalid configuration: PORT must be >= 0; HOST must NOT have fewer than 1 characters'],
+    [{ RATE_LIMIT_PER_KEY: '0' }, 'invalid configuration: RATE_LIMIT_PER_KEY must be >= 1'],
+    [{ RATE_LIMIT_WINDOW_S: '86401' }, 'invalid configuration: RATE_LIMIT_WINDOW_S must be <= 86400'],
+    [{ REDIS_URL: 'localhost:6379' }, 'invalid configuration: REDIS_URL must be a redis:// or rediss:// URL'],
+    [{ REDIS_KEY_PREFIX: 'has space' }, 'invalid configuration: REDIS_KEY_PREFIX must be 1 to 100 letters, digits and :._-'],
+    [{ CORS_ORIGINS: 'https://app.example.com/path' }, 'invalid configuration: CORS_ORIGINS must be comma-separated origins (scheme://host[:port], no path) or *'],
+    [{ CORS_ORIGINS: 'app.example.com' }, 'invalid configuration: CORS_ORIGINS must be comma-separated origins (scheme://host[:port], no path) or *'],
+    [{ TRUST_PROXY: 'proxy.example.com' }, 'invalid configuration: TRUST_PROXY must be comma-separated IP addresses or CIDR ranges (or loopback, linklocal, uniquelocal)'],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), new ConfigError(message), JSON.stringify(env))

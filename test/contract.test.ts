@@ -3,19 +3,21 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
-import { generatedCompilers, moduleName } from '../src/contract/compilers.js'
+import { generatedCompilers, moduleName, recordingCompilers } from '../src/contract/compilers.js'
 import { deref, loadContract } from '../src/contract/spec.js'
-import { build, call } from './helpers/app.js'
+import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
+const allOperations = ['createPet', 'getOrder', 'getPet', 'listOrders', 'listPets', 'placeOrder', 'updateOrder']
 
 t.test('the contract: base path from the servers, operations by id', async (t) => {
   const contract = loadContract()
   t.equal(contract.basePath, '/v1')
-  t.strictSame([...contract.operations.keys()].sort(), ['createPet', 'getPet', 'listPets'])
+  t.strictSame([...contract.operations.keys()].sort(), allOperations)
   t.match(contract.operations.get('getPet'), { method: 'GET', path: '/pets/{petId}' })
-  t.equal(document.info.version, '1.0.0')
+  t.match(contract.operations.get('updateOrder'), { method: 'PATCH', path: '/store/orders/{orderId}' })
+  t.equal(document.info.version, '1.1.0', 'a compatible addition to 1.0.0: the store orders')
   t.ok(document.servers!.every(({ url }) => url.endsWith('/v1')), 'production and staging end in /v1')
   const security = document.components!.securitySchemes!.bearerAuth as OpenAPIV3.HttpSecurityScheme
   t.match(security, { type: 'http', scheme: 'bearer' })
@@ -61,12 +63,34 @@ t.test('a spec without any security requirement opens every operation', async (t
   t.equal((await call(t, app, { url: '/v1/pets', key: null })).status, 200)
 })
 
+t.test('header parameters are read under the lower-case names Node gives them, required ones too', async (t) => {
+  const required = editedContract((d) => {
+    ;(d.components!.parameters!.IdempotencyKey as OpenAPIV3.ParameterObject).required = true
+  })
+  // validators compiled from this spec, not taken from generated/ (the serializers are the same)
+  const keywords = new Set(['example', 'xml', 'externalDocs'])
+  JSON.stringify(required.document, (key, value) => (key.startsWith('x-') && keywords.add(key), value))
+  const compiling = recordingCompilers(() => {}, [...keywords]).compilersFactory!
+  const schemaController = { compilersFactory: { ...generatedCompilers().compilersFactory, buildValidator: compiling.buildValidator } }
+  const app = await build(t, { contract: required, schemaController })
+  const missing = await app.inject({ method: 'POST', url: '/v1/store/orders', headers: { authorization: `Bearer ${testKey}` }, payload: { petId: 1 } })
+  t.equal(missing.statusCode, 400)
+  t.equal(missing.json().message, "header must have required property 'idempotency-key'")
+  const sent = await app.inject({
+    method: 'POST',
+    url: '/v1/store/orders',
+    headers: { authorization: `Bearer ${testKey}`, 'Idempotency-Key': 'k' },
+    payload: { petId: 1 },
+  })
+  t.equal(sent.statusCode, 404, 'sent in any case, it is found')
+})
+
 t.test('path items may hold more than operations', async (t) => {
   const contract = editedContract((d) => {
     d.paths['/pets']!.summary = 'The catalogue'
     d.paths['/pets']!.description = 'All pets'
   })
-  t.strictSame([...contract.operations.keys()].sort(), ['createPet', 'getPet', 'listPets'])
+  t.strictSame([...contract.operations.keys()].sort(), allOperations)
 })
 
 t.test('the server runs the generated validators: without them it does not start', async (t) => {

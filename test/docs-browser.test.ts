@@ -8,7 +8,7 @@ const executablePath = '/usr/bin/chromium'
 const browserMissing =
   existsSync(executablePath) || process.env.REQUIRE_BROWSER === '1' ? false : `no browser at ${executablePath}: skipped`
 
-t.test('the documentation page, in a real browser: deprecation shown, requests tried against this server', { skip: browserMissing }, async (t) => {
+t.test('the documentation page, in a real browser: deprecation and stability shown, requests tried against this server', { skip: browserMissing }, async (t) => {
   const app = await build(t)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
   const browser = await chromium.launch({
@@ -26,12 +26,17 @@ t.test('the documentation page, in a real browser: deprecation shown, requests t
   await page.goto(`${origin}/v1/docs/`)
 
   await page.waitForSelector('#operations-pets-getPet')
-  t.equal(await page.locator('.opblock').count(), 3, 'three operations')
+  t.equal(await page.locator('.opblock').count(), 7, 'seven operations')
   t.equal(await page.locator('#operations-pets-getPet.opblock-deprecated').count(), 1, 'getPet is shown deprecated')
   await page.click('#operations-pets-getPet .opblock-summary')
   const details = await page.locator('#operations-pets-getPet').innerText()
   t.match(details, /x-sunset[\s\S]*2030-12-05/, 'the removal date is on the page')
   t.match(details, /x-successor[\s\S]*listPets/)
+  // the stability marker of the store's orders, on the operation and on its Idempotency-Key
+  await page.click('#operations-store-placeOrder .opblock-summary')
+  const placeOrder = await page.locator('#operations-store-placeOrder').innerText()
+  t.match(placeOrder, /x-stability[\s\S]*experimental/, 'placeOrder is shown experimental')
+  t.match(placeOrder, /Idempotency-Key[\s\S]*x-stability[\s\S]*experimental/, 'and its Idempotency-Key')
 
   // Authorize with a key, then "Try it out" on listPets: the page calls this server.
   await page.click('.auth-wrapper .authorize')

@@ -17,6 +17,11 @@ t.test('the spec is published without a key: the YAML byte for byte, the same do
   t.strictSame(json.json, parse(readFileSync(specPath, 'utf8')))
   t.equal(json.json.paths['/pets/{petId}'].get.deprecated, true, 'deprecation is published')
   t.equal(json.json.paths['/pets/{petId}'].get['x-sunset'], '2030-12-05')
+  const orders = json.json.paths['/store/orders']
+  for (const operation of [orders.get, orders.post, json.json.paths['/store/orders/{orderId}'].get, json.json.paths['/store/orders/{orderId}'].patch]) {
+    t.equal(operation['x-stability'], 'experimental', `${operation.operationId} is published experimental`)
+  }
+  t.equal(json.json.components.parameters.IdempotencyKey['x-stability'], 'experimental', 'and so is its Idempotency-Key')
 })
 
 t.test('the documentation page is served without a key and tries requests against this server', async (t) => {

@@ -6,12 +6,12 @@
  */
 import { execFileSync } from 'node:child_process'
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
-import { connect, createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { openStorage } from '../src/storage/index.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
+import { databaseProxy } from './helpers/database-proxy.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { run, startServer } from './helpers/processes.js'
 import { sleep } from './helpers/concurrency.js'
@@ -98,51 +98,6 @@ t.test('9. a full disk: 503 unavailable with Retry-After, SQLITE_FULL in the log
   const stored = (await call(t, app, { url: '/v1/pets?limit=100' })).json.length + (await call(t, app, { url: '/v1/pets?limit=100&after=100' })).json.length
   t.ok(stored >= 2, 'what was acknowledged is there')
 })
-
-/** A TCP proxy to PostgreSQL that a test can take down, bring back, or freeze (all bytes dropped
- * both ways, as with a server that hangs or a network that black-holes). */
-async function databaseProxy(t: Test, target: URL) {
-  const sockets = new Set<Socket>()
-  let frozen = false
-  let cutOnListen = false
-  const server = createServer((client) => {
-    const upstream = connect(Number(target.port || 5432), target.hostname)
-    for (const [from, to] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      sockets.add(from)
-      from.on('data', (chunk: Buffer) => {
-        // a connection lost just as it asks to LISTEN: after connecting, before listening
-        if (cutOnListen && from === client && chunk.includes('listen ')) return from.destroy()
-        frozen || to.write(chunk)
-      })
-      from.on('error', () => to.destroy()).on('close', () => to.destroy())
-    }
-  })
-  const listen = (port: number) => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
-  await listen(0)
-  const port = (server.address() as { port: number }).port
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    server.close()
-  })
-  const url = new URL(target)
-  url.host = `127.0.0.1:${port}`
-  return {
-    url: url.toString(),
-    down: async () => {
-      await new Promise((resolve) => {
-        server.close(resolve)
-        for (const socket of sockets) socket.destroy()
-      })
-      sockets.clear()
-    },
-    up: () => listen(port),
-    freeze: (on: boolean) => (frozen = on),
-    cutOnListen: (on: boolean) => (cutOnListen = on),
-  }
-}
 
 t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, for key checks too; recovery without a restart', { skip: postgresMissing }, async (t) => {
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))

@@ -1,26 +1,35 @@
 import t from 'tap'
 import type { OperationHandlers } from '../src/contract/operations.js'
 import { loadContract } from '../src/contract/spec.js'
+import { orderHandlers } from '../src/orders/handlers.js'
 import { petHandlers } from '../src/pets/handlers.js'
+import type { OrderRepository } from '../src/storage/orders.js'
 import type { PetRepository } from '../src/storage/pets.js'
 
-const unused = {} as PetRepository
+const pets = petHandlers({} as PetRepository)
+const orders = orderHandlers({} as OrderRepository)
 
 t.test('there is exactly one handler per operation of openapi.yaml', async (t) => {
-  t.strictSame(Object.keys(petHandlers(unused)).sort(), [...loadContract().operations.keys()].sort())
+  t.strictSame(Object.keys({ ...pets, ...orders }).sort(), [...loadContract().operations.keys()].sort())
 })
 
 // Compile-time checks (npm run typecheck runs over test/ too): each @ts-expect-error fails the
 // build if the error it expects does not happen, i.e. if the handler map stopped being checked.
-const { listPets, createPet, getPet } = petHandlers(unused)
+const { listPets, createPet, getPet } = pets
+
+export const complete: OperationHandlers = { ...pets, ...orders }
 
 // @ts-expect-error a missing handler is a compile error
-export const missing: OperationHandlers = { listPets, createPet }
+export const missing: OperationHandlers = { ...orders, listPets, createPet }
+
+// @ts-expect-error the handlers of one concern alone are not all of them
+export const petsOnly: OperationHandlers = pets
 
 // @ts-expect-error an operationId the spec does not have is a compile error
-export const extra: OperationHandlers = { listPets, createPet, getPet, deletePet: getPet }
+export const extra: OperationHandlers = { ...orders, listPets, createPet, getPet, deletePet: getPet }
 
 export const mistyped: OperationHandlers = {
+  ...orders,
   listPets,
   createPet,
   // @ts-expect-error a handler typed for another operation (other params, other replies) is a compile error
@@ -28,8 +37,29 @@ export const mistyped: OperationHandlers = {
 }
 
 export const wrongReply: OperationHandlers = {
+  ...orders,
   listPets,
   getPet,
   // @ts-expect-error a body that is not the documented Pet is a compile error
   createPet: async (_request, reply) => reply.code(201).send({ id: 'one', name: 'Rex', categoryId: 1 }),
+}
+
+export const wrongOrder: OperationHandlers = {
+  ...pets,
+  ...orders,
+  // @ts-expect-error an Order without placedAt is a compile error
+  getOrder: async (_request, reply) => reply.code(200).send({ id: 1, petId: 1, status: 'placed' }),
+}
+
+export const typedHeader: OperationHandlers = {
+  ...pets,
+  ...orders,
+  async placeOrder(request, reply) {
+    // the spec's header parameters are typed, by their lower-case names: a string, not Node's
+    // string | string[] of any header
+    const key: string | undefined = request.headers['idempotency-key']
+    // @ts-expect-error and an operation without header parameters has none of them
+    const other: string | undefined = ({} as Parameters<OperationHandlers['listPets']>[0]).headers['x-other']
+    return reply.code(409).send({ code: 'pet_unavailable', message: `${key}${other}`, status: 409 })
+  },
 }

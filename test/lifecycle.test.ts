@@ -87,3 +87,58 @@ t.test('lifecycleHeaders refuses markers it cannot honour, naming the operation'
   const stable = withOperation('getPet', ({ deprecated, ...definition }) => definition)
   t.equal(lifecycleHeaders(stable.operations.get('getPet')!, stable, '/v1/docs/'), undefined, 'a stable operation gets none')
 })
+
+t.test('the store orders are experimental: every response of theirs says so, from the spec', async (t) => {
+  const contract = loadContract()
+  for (const id of ['placeOrder', 'getOrder', 'listOrders', 'updateOrder']) {
+    t.equal(contract.operations.get(id)!.definition['x-stability'], 'experimental', `${id} is marked in openapi.yaml`)
+  }
+  const app = await build(t)
+  await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } })
+  for (const [request, status] of [
+    [{ method: 'POST', url: '/v1/store/orders', payload: { petId: 1 } }, 201],
+    [{ method: 'POST', url: '/v1/store/orders', payload: { petId: 1 } }, 409],
+    [{ method: 'POST', url: '/v1/store/orders', payload: { petId: 2 } }, 404],
+    [{ method: 'GET', url: '/v1/store/orders/1' }, 200],
+    [{ method: 'HEAD', url: '/v1/store/orders/1' }, 200],
+    [{ method: 'GET', url: '/v1/store/orders/x' }, 400],
+    [{ method: 'GET', url: '/v1/store/orders', key: null }, 401],
+    [{ method: 'GET', url: '/v1/store/orders' }, 200],
+    [{ method: 'PATCH', url: '/v1/store/orders/1', payload: { status: 'cancelled' } }, 200],
+    [{ method: 'PATCH', url: '/v1/store/orders/1', payload: { status: 'cancelled' } }, 409],
+    [{ method: 'PATCH', url: '/v1/store/orders/2', payload: { status: 'cancelled' } }, 404],
+  ] as const) {
+    const response = await call(t, app, request)
+    t.equal(response.status, status, `${request.method} ${request.url}`)
+    t.equal(response.headers['api-stability'], 'experimental', `${request.method} ${request.url} ${status} says experimental`)
+    for (const header of ['deprecation', 'sunset']) t.notOk(response.headers[header], `and is not deprecated (${header})`)
+  }
+})
+
+t.test('the stability header comes from the YAML alone: a copy without x-stability serves none', async (t) => {
+  // the same spec, with every x-stability taken out: nothing else changes, no code either
+  const unmarked = editedContract((document) => {
+    for (const item of Object.values(document.paths)) {
+      for (const operation of Object.values(item!)) delete (operation as OperationDefinition)['x-stability']
+    }
+  })
+  t.notMatch(JSON.stringify(unmarked.document.paths), 'x-stability')
+  const app = await build(t, { contract: unmarked })
+  const authorization = `Bearer ${testKey}`
+  await app.inject({ method: 'POST', url: '/v1/pets', headers: { authorization }, payload: { name: 'Rex', categoryId: 1 } })
+  for (const [method, url, payload] of [
+    ['POST', '/v1/store/orders', { petId: 1 }],
+    ['GET', '/v1/store/orders/1', undefined],
+    ['GET', '/v1/store/orders', undefined],
+    ['PATCH', '/v1/store/orders/1', { status: 'delivered' }],
+    ['GET', '/v1/store/orders/1', undefined],
+  ] as const) {
+    const response = await app.inject({ method, url, headers: { authorization }, ...(payload && { payload }) })
+    t.ok(response.statusCode < 300, `${method} ${url} ${response.statusCode}`)
+    t.notOk(response.headers['api-stability'], `${method} ${url}: no API-Stability`)
+  }
+  // and the real spec, served the same way, has it
+  const marked = await build(t, { contract: editedContract(() => {}) })
+  const response = await marked.inject({ url: '/v1/store/orders', headers: { authorization } })
+  t.equal(response.headers['api-stability'], 'experimental')
+})

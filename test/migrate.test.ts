@@ -6,10 +6,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { sql } from 'kysely'
+import { Migrator, sql } from 'kysely'
 import t, { type Test } from 'tap'
-import { connect } from '../src/storage/index.js'
-import { MigrationError, migrate } from '../src/storage/migrations.js'
+import { connect, openStorage } from '../src/storage/index.js'
+import { MigrationError, migrate, migrations } from '../src/storage/migrations.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { launch, run } from './helpers/processes.js'
 
@@ -17,7 +17,7 @@ import { launch, run } from './helpers/processes.js'
 t.jobs = 3
 
 /** Every migration there is, in order. */
-const allMigrations = ['0001_pets', '0002_api_keys', '0003_api_keys_notify']
+const allMigrations = ['0001_pets', '0002_api_keys', '0003_api_keys_notify', '0004_orders']
 
 /** A new folder, removed when the test ends. */
 function tempDir(t: Test): string {
@@ -57,7 +57,7 @@ const migrateScript = 'scripts/migrate.ts'
 async function appliesOnceThenNothing(t: Test, url: string) {
   const first = await run(t, migrateScript, [], { DATABASE_URL: url })
   t.equal(first.code, 0, first.stderr)
-  t.match(first.stdout, /^applied 0001_pets\napplied 0002_api_keys\napplied 0003_api_keys_notify\n(SQLite|PostgreSQL) \S+ is up to date\n$/)
+  t.match(first.stdout, /^applied 0001_pets\napplied 0002_api_keys\napplied 0003_api_keys_notify\napplied 0004_orders\n(SQLite|PostgreSQL) \S+ is up to date\n$/)
   t.strictSame((await schemaOf(url)).recorded, allMigrations)
 
   const second = await run(t, migrateScript, [], { DATABASE_URL: url })
@@ -120,6 +120,45 @@ t.test('eight connections migrating one fresh PostgreSQL database at once apply 
   const applied = await Promise.all(databases.map((database) => migrate(database)))
   t.strictSame(applied.flat().sort(), allMigrations)
   t.equal(applied.filter((names) => names.length === 0).length, 7, 'seven found nothing to apply')
+})
+
+/**
+ * A store of version 1.0.0 (migrations up to 0003), in use: pets of every status and a key.
+ * The migration of 1.1.0 adds the orders and loses nothing; the pets can be ordered at once.
+ */
+async function previousVersionMigrates(t: Test, url: string) {
+  const database = await connect(url, { poolSize: 1 })
+  const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations(database.dialect) } })
+  const { error } = await migrator.migrateTo('0003_api_keys_notify')
+  t.equal(error, undefined)
+  for (const [i, status] of ['available', 'pending', 'sold', 'available'].entries()) {
+    await database.sql.run('insert into pets (name, category_id, status) values ($1, $2, $3)', [`Pet ${i} é🐕`, i + 1, status])
+  }
+  await database.sql.run("insert into api_keys (name, prefix, hash, created_at) values ('ci', 'pet_1', 'h', 1)")
+  const pets = await database.sql.rows('select * from pets order by id')
+  await database.close()
+
+  const { code, stdout, stderr } = await run(t, migrateScript, [], { DATABASE_URL: url })
+  t.equal(code, 0, stderr)
+  t.match(stdout, /^applied 0004_orders\n/, 'only the new migration is applied')
+  const storage = await openStorage(url, { poolSize: 1 })
+  t.teardown(() => storage.close())
+  t.strictSame(
+    (await storage.pets.list({ limit: 100 })).map(({ id, name, categoryId, status }) => ({ id, name, category_id: categoryId, status })),
+    pets,
+    'every pet is there, as it was',
+  )
+  t.equal((await storage.keys.list()).length, 1, 'and the key')
+  t.match(await storage.orders.place(1), { placed: { id: 1, petId: 1, status: 'placed' } }, 'an old pet can be ordered')
+  t.match(await storage.orders.place(2), { unavailable: { petId: 2, status: 'pending' } })
+}
+
+t.test('a SQLite file of the previous version migrates without losing a pet', async (t) => {
+  await previousVersionMigrates(t, await sqliteFile(t))
+})
+
+t.test('a PostgreSQL database of the previous version migrates without losing a pet', { skip: postgresMissing }, async (t) => {
+  await previousVersionMigrates(t, await freshPostgres(t))
 })
 
 /** A database where migration 0002 cannot run: a table of its name is there already. */

@@ -167,7 +167,7 @@ t.test('the pet repository on PostgreSQL', { skip: postgresMissing }, async (t) 
 
 t.test('a SQLite file is opened in WAL mode with synchronous=FULL', async (t) => {
   const file = join(tempDir(t), 'pets.db')
-  const { db } = openDatabase({ dialect: 'sqlite', file }, { poolSize: 1 })
+  const { db } = await openDatabase({ dialect: 'sqlite', file }, { poolSize: 1 })
   t.teardown(() => db.destroy())
   const { rows: journal } = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db)
   t.strictSame(journal, [{ journal_mode: 'wal' }])

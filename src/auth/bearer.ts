@@ -3,9 +3,18 @@ import { ApiError } from '../errors.js'
 import { occurrences } from '../http/raw-headers.js'
 import { hashKey, type KeyRepository } from '../storage/keys.js'
 
-/** Whether a key, given as its SHA-256 (hashKey), is accepted. A store that cannot answer
- * throws: no answer is no access. */
-export type KeyCheck = (digest: string) => boolean | Promise<boolean>
+/** Who a key, given as its SHA-256 (hashKey), belongs to (its principal), or undefined when it
+ * is not accepted. A store that cannot answer throws: no answer is no access. */
+export type KeyCheck = (digest: string) => string | undefined | Promise<string | undefined>
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The API key the request was authenticated with, as a stable name that is not the secret:
+     * `key:<id>` for a stored key, `env:<first 12 hex digits of its hash>` for an API_KEYS one.
+     * Empty on operations that need no key. What is kept per client is kept under it. */
+    principal: string
+  }
+}
 
 const realm = 'Bearer realm="petstore"'
 
@@ -42,9 +51,11 @@ export function bearerToken(request: FastifyRequest): string {
 export function bearerAuth(check: KeyCheck) {
   return async function authenticate(request: FastifyRequest) {
     // hashed once: every check looks keys up by hash
-    if (!(await check(hashKey(bearerToken(request))))) {
+    const principal = await check(hashKey(bearerToken(request)))
+    if (principal === undefined) {
       throw new ApiError('unauthorized', 'Invalid API key', { 'WWW-Authenticate': `${realm}, error="invalid_token"` })
     }
+    request.principal = principal
   }
 }
 
@@ -52,18 +63,24 @@ export function bearerAuth(check: KeyCheck) {
  * its hash, which tells nothing of the keys. */
 export function staticKeys(keys: readonly string[]): KeyCheck {
   const digests = new Set(keys.map(hashKey))
-  return (digest) => digests.has(digest)
+  return (digest) => (digests.has(digest) ? `env:${digest.slice(0, 12)}` : undefined)
 }
 
 /** Keys issued with `npm run keys`, kept in the store. */
 export function storedKeys(keys: KeyRepository): KeyCheck {
-  return async (digest) => (await keys.authenticate(digest)) !== undefined
+  return async (digest) => {
+    const id = await keys.authenticate(digest)
+    return id === undefined ? undefined : `key:${id}`
+  }
 }
 
 /** Accepted when any of the checks accepts, tried in order. */
 export function anyOf(...checks: KeyCheck[]): KeyCheck {
   return async (digest) => {
-    for (const check of checks) if (await check(digest)) return true
-    return false
+    for (const check of checks) {
+      const principal = await check(digest)
+      if (principal !== undefined) return principal
+    }
+    return undefined
   }
 }

@@ -3,16 +3,16 @@ import type { Contract, Operation } from './spec.js'
 /** Stability markers an operation may carry (`x-stability`); none means stable. */
 const stabilities = new Set(['experimental', 'beta'])
 
-/**
- * The response headers that announce an operation's lifecycle, built once at startup from its
- * entry in openapi.yaml: `deprecated`, `x-deprecated-at`, `x-sunset`, `x-successor` and
- * `x-stability`. An operation that has none of them gets no headers (undefined).
- */
 /** lifecycleHeaders of every operation of the contract, made once. */
 export function lifecycleOfOperations(contract: Contract, docsPath: string): ReadonlyMap<Operation, Record<string, string> | undefined> {
   return new Map([...contract.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, contract, docsPath)]))
 }
 
+/**
+ * The response headers that announce an operation's lifecycle, built once at startup from its
+ * entry in openapi.yaml: `deprecated`, `x-deprecated-at`, `x-sunset`, `x-successor` and
+ * `x-stability`. An operation that has none of them gets no headers (undefined).
+ */
 export function lifecycleHeaders(
   operation: Operation,
   contract: Contract,

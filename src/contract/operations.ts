@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { operations } from '../../generated/api.js'
+import type { BodyDefaults } from '../../generated/body-defaults.js'
 import type { QueryDefaults } from '../../generated/query-defaults.js'
 
 /** The operations of openapi.yaml, by operationId. */
@@ -7,17 +8,26 @@ export type OperationId = keyof operations
 
 type JsonOf<T> = T extends { content: { 'application/json': infer Body } } ? Body : undefined
 
+/** `T` with its properties `K` made present: validation filled in their defaults. */
+type Filled<T, K extends PropertyKey> = [T] extends [object] ? Omit<T, K & keyof T> & Required<Pick<T, K & keyof T>> : T
+
 /** Query parameters after validation: those with a default in the spec are always there. */
-type Query<O extends OperationId> =
-  NonNullable<operations[O]['parameters']['query']> extends infer Q
-    ? Omit<Q, QueryDefaults[O] & keyof Q> & Required<Pick<Q, QueryDefaults[O] & keyof Q>>
-    : never
+type Query<O extends OperationId> = Filled<NonNullable<operations[O]['parameters']['query']>, QueryDefaults[O]>
+
+/** Header parameters, by the lower-case names under which Node hands them over. */
+type Headers<O extends OperationId> = [NonNullable<operations[O]['parameters']['header']>] extends [infer H]
+  ? [H] extends [never]
+    ? unknown
+    : { [Name in keyof H as Lowercase<Name & string>]: H[Name] }
+  : never
 
 /** The request and the responses of an operation, as Fastify's route generic. */
 export interface RouteTypes<O extends OperationId> {
   Querystring: Query<O>
   Params: NonNullable<operations[O]['parameters']['path']>
-  Body: JsonOf<operations[O]['requestBody']>
+  Headers: Headers<O>
+  /** the body after validation: properties with a default in the spec are always there */
+  Body: Filled<JsonOf<operations[O]['requestBody']>, BodyDefaults[O]>
   Reply: { [Status in keyof operations[O]['responses']]: JsonOf<operations[O]['responses'][Status]> }
 }
 
@@ -28,3 +38,6 @@ export type OperationHandler<O extends OperationId> = (
 
 /** One handler per operation of the spec: a missing, extra or mistyped one fails `tsc`. */
 export type OperationHandlers = { [O in OperationId]: OperationHandler<O> }
+
+/** The handlers of some of the operations (those of one concern), to be joined into OperationHandlers. */
+export type HandlersOf<O extends OperationId> = Pick<OperationHandlers, O>

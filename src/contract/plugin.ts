@@ -7,8 +7,10 @@ import { type Contract, deref, type Operation } from './spec.js'
 export interface ContractOptions {
   contract: Contract
   handlers: OperationHandlers
-  /** the onRequest hook of operations that require the bearer scheme */
+  /** the onRequest hook of operations that require the bearer scheme (and its rate limits) */
   authenticate: onRequestHookHandler
+  /** the onRequest hook of operations that need no key: their rate limit */
+  anonymous: onRequestHookHandler
   /** the lifecycle headers of each operation (lifecycleOfOperations) */
   lifecycle: ReadonlyMap<Operation, Record<string, string> | undefined>
 }
@@ -20,10 +22,11 @@ export interface ContractOptions {
  * its integer parameters. It is an encapsulated context of its own, so its onRoute hook sees
  * the operations' routes only (each GET twice: HEAD is made from it).
  */
-export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, lifecycle }: ContractOptions) {
+export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, anonymous, lifecycle }: ContractOptions) {
   app.addHook('onRoute', (route) => {
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
+    headersInLowerCase(route)
     const hooks: onRequestHookHandler[] = []
     const headers = lifecycle.get(operation)
     if (headers !== undefined) {
@@ -32,7 +35,7 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
         done()
       })
     }
-    if (requiresBearer(operation, contract)) hooks.push(authenticate)
+    hooks.push(requiresBearer(operation, contract) ? authenticate : anonymous)
     route.onRequest = [...hooks, ...[route.onRequest ?? []].flat()]
     const integers = strictIntegers(integerParameters(operation, contract))
     if (integers !== undefined) route.preValidation = [integers, ...[route.preValidation ?? []].flat()]
@@ -53,6 +56,22 @@ function acceptJsonBodyOnly(route: RouteOptions, operation: Operation, { documen
     throw new Error(`openapi.yaml: ${operation.id} must require an application/json body (it takes ${mediaTypes})`)
   }
   schema.body = schema.body.content['application/json']!.schema as never
+}
+
+/**
+ * Node gives header names in lower case, and Fastify leaves the header schema of a route alone
+ * when the validators come from elsewhere (ours, from generated/): `Idempotency-Key` in the
+ * spec must be looked for as `idempotency-key`, or its rules would never apply.
+ */
+function headersInLowerCase(route: RouteOptions) {
+  const schema = route.schema as { headers?: { properties: Record<string, unknown>; required?: string[] } }
+  if (schema.headers === undefined) return
+  const { properties, required } = schema.headers
+  schema.headers = {
+    ...schema.headers,
+    properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name.toLowerCase(), property])),
+    ...(required && { required: required.map((name) => name.toLowerCase()) }),
+  }
 }
 
 /** Whether the spec asks for the bearer scheme; any other scheme is one the server lacks. */

@@ -1,20 +1,16 @@
-import type { OperationHandlers } from '../contract/operations.js'
+import type { HandlersOf } from '../contract/operations.js'
 import { ApiError } from '../errors.js'
+import { pageOf } from '../http/pagination.js'
 import type { PetRepository } from '../storage/pets.js'
 
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. */
-export function petHandlers(pets: PetRepository): OperationHandlers {
+export function petHandlers(pets: PetRepository): HandlersOf<'listPets' | 'createPet' | 'getPet'> {
   return {
     async listPets(request, reply) {
       const { limit, status, after } = request.query
-      // one more than asked tells whether a next page exists
-      const page = await pets.list({ limit: limit + 1, status, after })
-      if (page.length > limit) {
-        page.length = limit
-        const next = new URLSearchParams({ limit: String(limit), ...(status && { status }), after: String(page.at(-1)!.id) })
-        reply.header('Link', `<${request.routeOptions.url}?${next}>; rel="next"`)
-      }
+      const { page, link } = pageOf(await pets.list({ limit: limit + 1, status, after }), { url: request.routeOptions.url!, limit, status })
+      if (link !== undefined) reply.header('Link', link)
       return reply.code(200).send(page)
     },
 

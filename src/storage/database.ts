@@ -6,16 +6,14 @@ import {
   type DatabaseConnection,
   type Generated,
   Kysely,
-  PostgresDialect,
   SqliteAdapter,
   SqliteDialect,
   type SqliteDialectConfig,
   SqliteDriver,
 } from 'kysely'
-import pg from 'pg'
 import { configSchema } from '../config.js'
-import { type KeyChanges, postgresKeyChanges, sqliteKeyChanges } from './key-changes.js'
-import { postgresSql, type Sql, sqliteSql } from './sql.js'
+import { type KeyChanges, sqliteKeyChanges } from './key-changes.js'
+import { type Sql, sqliteSql } from './sql.js'
 
 /** The tables, as Kysely sees them. Timestamps are Unix milliseconds in both dialects. */
 export interface Tables {
@@ -34,6 +32,20 @@ export interface Tables {
     last_used_at: number | null
     revoked_at: number | null
   }
+  orders: {
+    id: Generated<number>
+    pet_id: number
+    status: string
+    placed_at: number
+  }
+  idempotency_keys: {
+    principal: string
+    idempotency_key: string
+    fingerprint: string
+    /** JSON; null only inside the transaction that claimed the key */
+    outcome: string | null
+    created_at: number
+  }
 }
 
 export type Dialect = 'sqlite' | 'postgres'
@@ -50,7 +62,20 @@ export interface Database {
   watchKeyChanges(): KeyChanges
   /** where it is, without credentials, for messages */
   description: string
+  /** PostgreSQL only: the connection pool now (for the metrics) */
+  poolStats?(): PoolStats
   close(): Promise<void>
+}
+
+/** A connection pool at one moment. */
+export interface PoolStats {
+  /** connections it may open (DATABASE_POOL_SIZE) */
+  max: number
+  /** connections open, idle or lent out */
+  open: number
+  idle: number
+  /** queries and transactions waiting for a connection */
+  waiting: number
 }
 
 /** A configuration error: the process reports its message in one line and exits. */
@@ -84,9 +109,12 @@ export interface DatabaseOptions {
 /** The default of DatabaseOptions.timeoutMs: DATABASE_TIMEOUT_MS's. */
 export const databaseTimeoutMs = configSchema.properties.DATABASE_TIMEOUT_MS.default
 
-export function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Database {
+export async function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Promise<Database> {
   const timeoutMs = options.timeoutMs ?? databaseTimeoutMs
-  return target.dialect === 'sqlite' ? openSqlite(target.file, timeoutMs) : openPostgres(target.url, options.poolSize, timeoutMs)
+  if (target.dialect === 'sqlite') return openSqlite(target.file, timeoutMs)
+  // pg, and what it loads as it loads (Node's fetch), only for a server that uses it
+  const { openPostgres } = await import('./postgres.js')
+  return openPostgres(target.url, options.poolSize, timeoutMs)
 }
 
 function openSqlite(file: string, timeoutMs: number): Database {
@@ -184,52 +212,5 @@ class ImmediateTransactionsDriver extends SqliteDriver {
 class TransactionalDdlAdapter extends SqliteAdapter {
   override get supportsTransactionalDdl() {
     return true
-  }
-}
-
-/** int8 (bigint, ids and timestamps) as a JavaScript number: every value we store is below 2^53. */
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
-}
-
-function openPostgres(url: string, poolSize: number, timeoutMs: number): Database {
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: poolSize,
-    types,
-    // A server that drops packets (firewall, wrong host) or stops answering (frozen, overloaded)
-    // costs a request at most this long: opening a connection or waiting for a free one,
-    connectionTimeoutMillis: timeoutMs,
-    // a statement, cancelled by the server,
-    statement_timeout: timeoutMs,
-    // and, should the server not even answer the cancel, the wait for its answer.
-    query_timeout: timeoutMs + 1_000,
-    keepAlive: true,
-  })
-  // A connection that the server drops (restart, failover, pg_terminate_backend) emits an
-  // error event, which would end the process if nothing listened: on the pool while the
-  // connection is idle there (the pool discards it; the next query opens a new one), on the
-  // client while it is lent out (its query fails: that one request gets a 503).
-  pool.on('error', () => {})
-  pool.on('connect', (pooled) => {
-    const client = pooled as unknown as pg.Client // what the pool lends is a Client, typed more narrowly
-    client.on('error', () => {})
-    // The server says FATAL before it closes a connection. pg fails the running query but
-    // keeps the connection usable until the close arrives, and the pool would lend it to the
-    // next request in the meantime, failing that one too. Ended now, it is discarded instead.
-    client.connection.on('errorMessage', ({ severity }: { severity?: string }) => {
-      if (severity === 'FATAL') void client.end()
-    })
-  })
-  const { hostname, port, pathname } = new URL(url)
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
-  return {
-    sql: postgresSql(pool),
-    db,
-    dialect: 'postgres',
-    watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }),
-    description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
-    close: () => db.destroy(),
   }
 }

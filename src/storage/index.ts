@@ -1,6 +1,8 @@
-import { type Database, DatabaseConfigError, type DatabaseOptions, openDatabase, parseDatabaseUrl } from './database.js'
+import { type Database, DatabaseConfigError, type DatabaseOptions, openDatabase, type PoolStats, parseDatabaseUrl } from './database.js'
+import type { GroupCommitStats } from './group-commit.js'
 import { type KeyRepository, keyRepository } from './keys.js'
 import { migrate } from './migrations.js'
+import { type OrderRepository, orderRepository } from './orders.js'
 import { type PetRepository, petRepository } from './pets.js'
 
 export { DatabaseConfigError } from './database.js'
@@ -9,15 +11,27 @@ export { DatabaseConfigError } from './database.js'
 export interface Storage {
   pets: PetRepository
   keys: KeyRepository
+  orders: OrderRepository
   /** what it is and where, without credentials */
   description: string
+  /** resolves when the database answers a trivial statement (readiness) */
+  ping(): Promise<void>
+  /** what an operator watches, read when metrics are scraped */
+  stats(): StorageStats
   close(): Promise<void>
+}
+
+export interface StorageStats {
+  /** PostgreSQL: its connection pool */
+  pool?: PoolStats
+  /** SQLite: creates grouped into commits (one connection, used synchronously: no pool) */
+  commits?: GroupCommitStats
 }
 
 /** Opens the database named by `url` and checks that it answers: a wrong host, role or
  * database name is reported here, at startup, not at the first request. */
 export async function connect(url: string, options: DatabaseOptions): Promise<Database> {
-  const database = openDatabase(parseDatabaseUrl(url), options)
+  const database = await openDatabase(parseDatabaseUrl(url), options)
   try {
     await database.sql.row('select 1')
   } catch (error) {
@@ -40,11 +54,17 @@ export async function openStorage(url: string, options: DatabaseOptions): Promis
   const { sql, dialect, description } = database
   const keyChanges = database.watchKeyChanges()
   const keys = keyRepository(sql, dialect, keyChanges)
+  const pets = petRepository(sql, dialect)
+  const orders = orderRepository(sql, dialect)
   return {
-    pets: petRepository(sql, dialect),
+    pets,
     keys,
+    orders,
     description,
+    ping: async () => void (await sql.row('select 1')),
+    stats: () => ({ pool: database.poolStats?.(), commits: pets.commitStats?.() }),
     async close() {
+      orders.close()
       await keys.close()
       await keyChanges.close()
       await database.close()

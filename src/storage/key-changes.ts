@@ -1,5 +1,4 @@
 import type SQLite from 'better-sqlite3'
-import pg from 'pg'
 
 /**
  * Whether the API keys may have changed in another process (a revocation by `npm run keys`, or
@@ -9,88 +8,45 @@ import pg from 'pg'
 export interface KeyChanges {
   /** true when api_keys may have changed since the last call, or when this cannot be known */
   changed(): boolean
+  /** resolves once a change committed before the call is seen by every instance's next
+   * `changed()`: what a revocation waits for before it reports itself done */
+  propagated(): Promise<void>
   close(): Promise<void>
 }
+
+/** How long an answer of SQLite's data_version stands (see sqliteKeyChanges). */
+export const dataVersionWindowMs = 1
 
 /**
  * SQLite counts the commits of other connections to the file (PRAGMA data_version): a change
  * of the count means another process wrote something, perhaps a key. Our own writes do not
  * count; the key repository forgets what it changes itself.
+ *
+ * Asking costs a statement (the largest cost of a read request when asked by each), so an
+ * answer stands for dataVersionWindowMs, and a revocation waits that long after its commit
+ * before it reports itself done (propagated). A request that comes after the revocation is
+ * done therefore arrives more than the window after the commit, and any answer it is given was
+ * asked after the commit: it sees the revocation. (Instances on one SQLite file share a
+ * machine, and so the pace of their monotonic clocks.)
  */
-export function sqliteKeyChanges(connection: SQLite.Database): KeyChanges {
+export function sqliteKeyChanges(connection: SQLite.Database, windowMs = dataVersionWindowMs): KeyChanges {
   const dataVersion = connection.prepare('pragma data_version').pluck()
   let seen = dataVersion.get()
+  let askedAt = performance.now()
   return {
     changed() {
-      const now = dataVersion.get()
-      if (now === seen) return false
-      seen = now
+      const now = performance.now()
+      if (now - askedAt < windowMs) return false
+      askedAt = now
+      const version = dataVersion.get()
+      if (version === seen) return false
+      seen = version
       return true
     },
+    propagated: () => new Promise((resolve) => setTimeout(resolve, windowMs + 1)),
     close: async () => {},
   }
 }
 
 /** The channel that a trigger on api_keys notifies (migration 0003). */
 export const keysChannel = 'petstore_api_keys'
-
-/** How long to wait before listening again after the connection was lost. */
-const relistenMs = 1_000
-
-/**
- * PostgreSQL tells every instance at once: a trigger on api_keys NOTIFYs keysChannel when a key
- * is revoked or deleted, and each instance LISTENs on a connection of its own. While that
- * connection is down, a notification could be missed: every call answers true until it is back.
- */
-export function postgresKeyChanges(config: pg.ClientConfig): KeyChanges {
-  let listening = false
-  let notified = false
-  let closed = false
-  let client: pg.Client | undefined
-  let retry: NodeJS.Timeout | undefined
-
-  /** The listening connection failed or ended: forget it, and listen again in a moment. */
-  const lost = (which: pg.Client) => {
-    if (which !== client) return
-    listening = false
-    client = undefined
-    which.removeAllListeners().on('error', () => {})
-    void which.end().catch(() => {})
-    if (!closed) retry = setTimeout(listen, relistenMs).unref()
-  }
-  async function listen() {
-    const current = (client = new pg.Client(config))
-    current.on('error', () => lost(current)).on('end', () => lost(current))
-    current.on('notification', () => {
-      notified = true
-    })
-    try {
-      await current.connect()
-      await current.query(`listen ${keysChannel}`)
-      // whatever was cached before now may have been revoked while no one listened
-      if (current === client) listening = notified = true
-    } catch {
-      lost(current)
-    }
-  }
-  const started = listen()
-
-  return {
-    changed() {
-      if (!listening || notified) {
-        notified = false
-        return true
-      }
-      return false
-    },
-    async close() {
-      closed = true
-      clearTimeout(retry)
-      await started
-      const last = client
-      client = undefined
-      listening = false
-      await last?.removeAllListeners().on('error', () => {}).end().catch(() => {})
-    },
-  }
-}

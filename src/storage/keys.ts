@@ -126,7 +126,11 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
     async revoke(id) {
       const revoked = await sql.run('update api_keys set revoked_at = $1 where id = $2 and revoked_at is null', [Date.now(), id])
       forget()
-      if (revoked > 0) return 'revoked'
+      if (revoked > 0) {
+        // done when every instance refuses the key from its next request on
+        await changes.propagated()
+        return 'revoked'
+      }
       const row = await sql.row('select id from api_keys where id = $1', [id])
       return row === undefined ? 'not found' : 'already revoked'
     },

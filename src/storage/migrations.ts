@@ -8,7 +8,7 @@ import { keysChannel } from './key-changes.js'
  * lock on PostgreSQL; on SQLite the write lock that BEGIN IMMEDIATE takes, see database.ts), so
  * instances starting together apply each exactly once, and a failure leaves the schema as it was.
  */
-function migrations(dialect: Dialect): Record<string, Migration> {
+export function migrations(dialect: Dialect): Record<string, Migration> {
   // The one difference between the dialects: how a table numbers its rows.
   const tableWithId = (db: Kysely<unknown>, table: string) =>
     dialect === 'postgres'
@@ -48,6 +48,38 @@ function migrations(dialect: Dialect): Record<string, Migration> {
           begin perform pg_notify(${sql.lit(keysChannel)}, ''); return null; end $$`.execute(db)
         await sql`create trigger api_keys_changed after update of revoked_at or delete on api_keys
           for each statement execute function petstore_api_keys_changed()`.execute(db)
+      },
+    },
+    '0004_orders': {
+      async up(db) {
+        await tableWithId(db, 'orders')
+          .addColumn('pet_id', 'bigint', (c) => c.notNull().references('pets.id'))
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('placed_at', 'bigint', (c) => c.notNull())
+          .execute()
+        // listOrders filters by status and pages in id order.
+        await db.schema.createIndex('orders_status_id').on('orders').columns(['status', 'id']).execute()
+        // No double sale, whatever the code does: a pet has at most one order that is not
+        // cancelled (placed, or delivered).
+        await db.schema
+          .createIndex('orders_one_live_per_pet')
+          .unique()
+          .on('orders')
+          .column('pet_id')
+          .where(sql<boolean>`status <> 'cancelled'`)
+          .execute()
+        // placeOrder's Idempotency-Key, per API key (principal), with the outcome it was answered
+        // (JSON); rows older than 24 h are forgotten (idempotency.ts), by created_at.
+        await db.schema
+          .createTable('idempotency_keys')
+          .addColumn('principal', 'text', (c) => c.notNull())
+          .addColumn('idempotency_key', 'text', (c) => c.notNull())
+          .addColumn('fingerprint', 'text', (c) => c.notNull())
+          .addColumn('outcome', 'text')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('idempotency_keys_pk', ['principal', 'idempotency_key'])
+          .execute()
+        await db.schema.createIndex('idempotency_keys_created_at').on('idempotency_keys').column('created_at').execute()
       },
     },
   }

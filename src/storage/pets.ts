@@ -1,11 +1,12 @@
 import type { components } from '../../generated/api.js'
 import type { Dialect } from './database.js'
-import { groupCommit } from './group-commit.js'
+import { type GroupCommitStats, groupCommit } from './group-commit.js'
 import type { Sql, Statements } from './sql.js'
 
 export type Pet = components['schemas']['Pet']
-export type NewPet = components['schemas']['NewPet']
 export type PetStatus = components['schemas']['PetStatus']
+/** A pet to store: a createPet body after validation, which filled in the default `status`. */
+export type NewPet = components['schemas']['NewPet'] & { status: PetStatus }
 
 export interface PetQuery {
   limit: number
@@ -20,6 +21,8 @@ export interface PetRepository {
   list(query: PetQuery): Promise<Pet[]>
   create(pet: NewPet): Promise<Pet>
   find(id: number): Promise<Pet | undefined>
+  /** SQLite only: how creates were grouped into commits so far (for the metrics) */
+  commitStats?(): GroupCommitStats
 }
 
 const petColumns = 'id, name, category_id as "categoryId", status'
@@ -35,23 +38,20 @@ export function petRepository(sql: Sql, dialect: Dialect): PetRepository {
     const { id } = (await executor.row<{ id: number }>(insertOne, [name, categoryId, status]))!
     return { id, name, categoryId, status }
   }
-  // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.
-  // PostgreSQL takes them in parallel on its pool, and groups commits itself.
-  const create =
-    dialect === 'sqlite'
-      ? groupCommit((batch: NewPet[]) =>
-          sql.transaction(async (tx) => {
-            const created: Pet[] = []
-            for (const pet of batch) created.push(await insert(tx, pet))
-            return created
-          }),
-        )
-      : (pet: NewPet) => insert(sql, pet)
-
-  return {
-    list: ({ limit, status, after = 0 }) =>
+  const reads = {
+    list: ({ limit, status, after = 0 }: PetQuery) =>
       status === undefined ? sql.rows<Pet>(listAll, [after, limit]) : sql.rows<Pet>(listByStatus, [status, after, limit]),
-    create,
-    find: (id) => sql.row<Pet>(findOne, [id]),
+    find: (id: number) => sql.row<Pet>(findOne, [id]),
   }
+  // PostgreSQL takes creates in parallel on its pool, and groups commits itself.
+  if (dialect === 'postgres') return { ...reads, create: (pet) => insert(sql, pet) }
+  // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.
+  const create = groupCommit((batch: NewPet[]) =>
+    sql.transaction(async (tx) => {
+      const created: Pet[] = []
+      for (const pet of batch) created.push(await insert(tx, pet))
+      return created
+    }),
+  )
+  return { ...reads, create, commitStats: create.stats }
 }

@@ -8,6 +8,10 @@ import { contractViolations } from './contract.js'
 /** The API key every test app accepts. */
 export const testKey = 'test-key-3f9a1c'
 
+/** Rate limits no test reaches unless it means to (test/rate-limit.test.ts does): the tests send
+ * hundreds of requests, wrong keys included, from one address. */
+export const unreachedLimits = { RATE_LIMIT_PER_KEY: 1_000_000, RATE_LIMIT_PER_ADDRESS: 1_000_000 }
+
 /** A fresh app on its own in-memory database, closed when the test ends. */
 export async function build(t: Test, options: Partial<AppOptions> = {}): Promise<FastifyInstance> {
   const app = await buildApp({
@@ -16,6 +20,7 @@ export async function build(t: Test, options: Partial<AppOptions> = {}): Promise
     DATABASE_POOL_SIZE: 1,
     API_KEYS: [testKey],
     LOG_LEVEL: 'silent',
+    ...unreachedLimits,
     ...options,
   })
   t.teardown(() => app.close())

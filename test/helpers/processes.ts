@@ -73,7 +73,9 @@ export interface ServerProcess extends RunningProcess {
 
 /** Starts the server on a free port and waits until it listens (it logs its URL). */
 export async function startServer(t: Test, env: Record<string, string> = {}, timeoutMs = processBound): Promise<ServerProcess> {
-  const server = launch(t, 'src/server.ts', [], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env })
+  // (rate limits no test reaches unless it sets its own, as in build())
+  const unreached = { RATE_LIMIT_PER_KEY: '1000000', RATE_LIMIT_PER_ADDRESS: '1000000' }
+  const server = launch(t, 'src/server.ts', [], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...unreached, ...env })
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const url = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]

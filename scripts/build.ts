@@ -1,0 +1,144 @@
+/**
+ * npm run build [-- OUT_DIR]: the server as `node dist/src/server.js` runs it (OUT_DIR: dist).
+ *
+ *   dist/src/server.bundle.cjs        src/server.ts and what it imports, in one file (esbuild)
+ *   dist/src/server.bundle.cjs.cache  V8's code cache of it, made by one start and one request
+ *   dist/src/server.js                the entry: runs the bundle with its cache (src/code-cache.ts)
+ *   dist/scripts/keys.js, migrate.js  `npm run keys` and `npm run migrate`, compiled
+ *
+ * It runs without tsx (a production install has none): `npm run build` compiles this file with
+ * esbuild into dist/build.mjs first.
+ *
+ * One bundle, because a start-up spent finding and compiling some 600 modules of node_modules
+ * one by one (kysely, typebox, ajv, fastify, pg...) was most of a cold start; as one file, with
+ * the code cache, it is read at once and not compiled again. Left outside, loaded from
+ * node_modules as usual: better-sqlite3, whose native addon finds its own files at run time, and
+ * pg's optional native driver, which is not installed. @fastify/swagger-ui is bundled, its page
+ * still served from node_modules (swaggerUiFolders).
+ * generated/ is read at run time, as before.
+ *
+ * fastify-openapi-glue gets src/contract/spec-validator.ts in place of
+ * @seriousme/openapi-schema-validator: the same validator, with the meta-schema compiled by
+ * `npm run generate` instead of at every start.
+ */
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { createInterface } from 'node:readline'
+import type { Readable } from 'node:stream'
+import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
+import { dirname, join, relative, resolve, sep } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build, type BuildOptions, type Plugin } from 'esbuild'
+import { projectRoot } from '../src/paths.js'
+
+const require = createRequire(import.meta.url)
+
+const external = ['better-sqlite3', 'pg-native']
+
+/** @fastify/swagger-ui serves its page from its own folder, found from `__dirname`: in the
+ * bundle, its files that ask get the folder they have in node_modules (found at run time, from
+ * `swaggerUiRoot` of the banner). */
+const swaggerUiFolders: Plugin = {
+  name: 'swagger-ui-folders',
+  setup(builder) {
+    const root = dirname(require.resolve('@fastify/swagger-ui/package.json'))
+    builder.onLoad({ filter: /[\\/]node_modules[\\/]@fastify[\\/]swagger-ui[\\/].*\.js$/ }, async ({ path }) => {
+      const contents = await readFile(path, 'utf8')
+      if (!contents.includes('__dirname')) return undefined
+      const folder = JSON.stringify(relative(root, dirname(path)).replaceAll(sep, '/'))
+      return { contents: `var __dirname = require('node:path').join(swaggerUiRoot, ${folder});\n${contents}`, loader: 'js' }
+    })
+  },
+}
+
+/** The substitution for glue, and for glue only: the module itself imports the package. */
+const precompiledSpecValidator: Plugin = {
+  name: 'precompiled-spec-validator',
+  setup(builder) {
+    const replacement = fileURLToPath(new URL('../src/contract/spec-validator.ts', import.meta.url))
+    builder.onResolve({ filter: /^@seriousme\/openapi-schema-validator$/ }, ({ importer }) =>
+      /[\\/]fastify-openapi-glue[\\/]/.test(importer) ? { path: replacement } : undefined,
+    )
+  },
+}
+
+const common: BuildOptions = { absWorkingDir: projectRoot, bundle: true, platform: 'node', target: 'node20', logLevel: 'warning' }
+
+export async function buildServer(outDir = join(projectRoot, 'dist')) {
+  const bundle = join(outDir, 'src', 'server.bundle.cjs')
+  await build({
+    ...common,
+    entryPoints: ['src/server.ts'],
+    outfile: bundle,
+    // CommonJS, which V8's code cache takes (node:vm); the modules' import.meta.url is the bundle's
+    format: 'cjs',
+    define: { 'import.meta.url': '__bundleUrl' },
+    banner: {
+      js:
+        "const __bundleUrl = require('node:url').pathToFileURL(__filename).href;" +
+        "const swaggerUiRoot = require('node:path').dirname(require.resolve('@fastify/swagger-ui/package.json'));",
+    },
+    external,
+    plugins: [precompiledSpecValidator, swaggerUiFolders],
+    // less to read and compile; names kept, for stack traces and errors' names
+    minifyWhitespace: true,
+    minifySyntax: true,
+    keepNames: true,
+    // beside it, not in it: for bench/profile-summary.mjs, which puts profiles back in their sources
+    sourcemap: 'external',
+    sourcesContent: false,
+  })
+  await build({ ...common, entryPoints: ['src/code-cache.ts'], outfile: join(outDir, 'src', 'server.js'), format: 'esm' })
+  // the operator's commands (npm run keys, npm run migrate), runnable without tsx
+  await build({
+    ...common,
+    entryPoints: ['scripts/keys.ts', 'scripts/migrate.ts'],
+    outdir: join(outDir, 'scripts'),
+    format: 'esm',
+    packages: 'external',
+  })
+  rmSync(`${bundle}.cache`, { force: true })
+  await warmUp(join(outDir, 'src', 'server.js'))
+}
+
+/** One start of the built server (`entry`) and one request, on a scratch SQLite file: it writes
+ * its code cache as it exits. Bounded: a server silent for a minute is killed. */
+export async function warmUp(entry: string) {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-build-'))
+  const key = randomBytes(16).toString('hex')
+  const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', API_KEYS: key, DATABASE_URL: `sqlite:${join(dir, 'warm-up.db')}` }
+  const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'pipe', 'inherit'] })
+  const exited = once(child, 'exit')
+  const bound = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  try {
+    const url = await listeningAt(child.stdout)
+    const response = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })
+    await response.text()
+    if (response.status !== 200) throw new Error(`the built server answered ${response.status}`)
+    child.kill('SIGTERM')
+    const [code] = await exited
+    if (code !== 0) throw new Error(`the built server exited with ${code}`)
+  } finally {
+    clearTimeout(bound)
+    child.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The URL the server logs when it listens. */
+async function listeningAt(output: Readable): Promise<string> {
+  const lines: string[] = []
+  for await (const line of createInterface({ input: output })) {
+    const url = /"url":"(http:\/\/[^"]+)"/.exec(line)?.[1]
+    if (url !== undefined) return url
+    lines.push(line)
+  }
+  throw new Error(`the built server ended before it listened:\n${lines.join('\n')}`)
+}
+
+// (an argument is where to build instead of dist/)
+if (process.argv[1] === import.meta.filename) await buildServer(...process.argv.slice(2, 3).map((dir) => resolve(dir)))

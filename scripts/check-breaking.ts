@@ -1,0 +1,181 @@
+/**
+ * npm run check:breaking: openapi.yaml against the released contracts in contract/released/.
+ *
+ * The rule (README, "Compatibility"): a change that can break a client of a released version
+ * (redocly diff rates it `major`: a removed operation or response field, a parameter made
+ * required, an enum a client sends or receives that lost or gained a value, a tighter limit on
+ * what a client sends...) needs a new major version: `info.version` with a major above every
+ * released one, and the servers' version segment `/v<major>`. Within a major version, every
+ * change must be compatible with every release of that major. A reviewed exception, a change
+ * rated major that provably breaks no client, is listed in contract/accepted-changes.yaml with
+ * its reason.
+ *
+ *   npm run -s check:breaking [-- --spec FILE --released DIR --accepted FILE]
+ * Exit status: 0 compatible; 1 a breaking change or a version rule broken (each named);
+ * 2 a document that cannot be read.
+ */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative } from 'node:path'
+import { parseArgs, promisify } from 'node:util'
+import { parse } from 'yaml'
+import { projectRoot, specPath } from '../src/paths.js'
+
+export const releasedDir = join(projectRoot, 'contract', 'released')
+export const acceptedFile = join(projectRoot, 'contract', 'accepted-changes.yaml')
+const diffConfig = join(projectRoot, 'contract', 'redocly-diff.yaml')
+
+/** One finding of `redocly diff --format json` (its report version 1). */
+export interface Verdict {
+  ruleId: string
+  impact: Impact
+  message: string
+  location: { pointer: string }
+}
+export interface Change {
+  path: string
+  kind: string
+  impact: Impact
+  verdicts: Verdict[]
+}
+type Impact = 'major' | 'minor' | 'patch'
+
+/** A change rated major that was reviewed and breaks no client. */
+export interface AcceptedChange {
+  rule: string
+  /** the JSON pointer redocly reports for it, in openapi.yaml or, for a removal, in the release */
+  pointer: string
+  reason: string
+}
+
+export interface GateResult {
+  ok: boolean
+  /** what to print: the version checks, then every breaking change, one a line */
+  lines: string[]
+}
+
+type Version = [number, number, number]
+const versionPattern = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
+
+/** MAJOR.MINOR.PATCH as numbers; `what` names the text in the error (a file and a field). */
+function version(text: unknown, what: string): Version {
+  const match = versionPattern.exec(String(text))
+  if (match === null) throw new Error(`${what} ${JSON.stringify(text)} is not a version MAJOR.MINOR.PATCH`)
+  return [Number(match[1]), Number(match[2]), Number(match[3])]
+}
+
+const compare = (a: Version, b: Version) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]
+
+interface Document {
+  info: { version: unknown }
+  servers?: { url: string }[]
+}
+
+/** "GET /pets" for a change inside an operation, else the top-level part ("servers", "info"). */
+function whereOf(pointer: string): string {
+  const [section, path, method] = pointer.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+  if (section !== 'paths') return section!
+  return method === undefined ? path! : `${method.toUpperCase()} ${path}`
+}
+
+/** The changes redocly diff finds from `base` to `revision`, every one rated. */
+async function diff(base: string, revision: string): Promise<Change[]> {
+  const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js')
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-diff-'))
+  try {
+    const report = join(dir, 'diff.json')
+    // --fail-on none: the verdict is ours, from the report; an exit status other than 0 is
+    // redocly failing to read a document
+    await promisify(execFile)(process.execPath, [cli, 'diff', base, revision, '--format=json', '--fail-on=none', `--config=${diffConfig}`, `--output=${report}`], {
+      cwd: projectRoot,
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true' },
+      timeout: 60_000,
+    })
+    return (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/**
+ * The breaking changes among `changes`, less the accepted ones, one line each: where (the
+ * operation), what redocly says, and its rule and pointer (what an accepted entry names).
+ */
+export function breakingLines(changes: Change[], accepted: AcceptedChange[]): string[] {
+  const isAccepted = (verdict: Verdict) => accepted.some(({ rule, pointer }) => rule === verdict.ruleId && pointer === verdict.location.pointer)
+  return changes.flatMap((change) => {
+    if (change.impact !== 'major') return []
+    const verdicts = change.verdicts.filter((verdict) => verdict.impact === 'major')
+    // a major change that came without a verdict is still reported, by its place
+    const findings = (verdicts.length > 0 ? verdicts : [{ ruleId: change.kind, impact: change.impact, message: 'rated major', location: { pointer: change.path } }]).filter(
+      (finding) => !isAccepted(finding),
+    )
+    if (findings.length === 0) return []
+    return [`  ${whereOf(change.path)}: ${findings.map((finding) => `${finding.message} (${finding.ruleId} at ${finding.location.pointer})`).join('; ')}`]
+  })
+}
+
+export interface GateOptions {
+  spec?: string
+  released?: string
+  accepted?: string
+}
+
+/** Checks `spec` against every released contract, as CI does. */
+export async function checkBreaking({ spec = specPath, released = releasedDir, accepted = acceptedFile }: GateOptions = {}): Promise<GateResult> {
+  const document = parse(readFileSync(spec, 'utf8')) as Document
+  const current = version(document.info.version, `${relative(projectRoot, spec)}: info.version`)
+  const releases = readdirSync(released)
+    .filter((name) => name.endsWith('.yaml'))
+    .map((name) => ({ file: join(released, name), version: version(name.slice(0, -'.yaml'.length), `${relative(projectRoot, join(released, name))}: the name`) }))
+    .sort((a, b) => compare(a.version, b.version))
+  if (releases.length === 0) throw new Error(`${released} holds no released contract (MAJOR.MINOR.PATCH.yaml)`)
+  const acceptedChanges = (parse(readFileSync(accepted, 'utf8')) as AcceptedChange[] | null) ?? []
+
+  const lines: string[] = []
+  let ok = true
+  const fail = (line: string) => {
+    ok = false
+    lines.push(line)
+  }
+  const latest = releases.at(-1)!
+  const named = (v: Version) => v.join('.')
+  if (compare(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
+
+  // the version segment of the base address follows the major version, in both directions
+  const segment = `/v${current[0]}`
+  for (const { url } of document.servers ?? []) {
+    if (!url.replace(/\/$/, '').endsWith(segment)) fail(`server ${url} must end in ${segment}: the version segment is the major version of info.version ${named(current)}`)
+  }
+
+  const sameMajor = releases.filter((release) => release.version[0] === current[0])
+  if (current[0] > latest.version[0]) {
+    lines.push(`info.version ${named(current)} starts major version ${current[0]}: breaking changes to ${named(latest.version)} are allowed`)
+  }
+  for (const release of sameMajor) {
+    const breaking = breakingLines(await diff(release.file, spec), acceptedChanges)
+    if (breaking.length === 0) {
+      lines.push(`compatible with the released ${named(release.version)}`)
+      continue
+    }
+    fail(
+      `${breaking.length} breaking change(s) to the released ${named(release.version)}; breaking changes need major version ${current[0] + 1} (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}):`,
+    )
+    lines.push(...breaking)
+  }
+  return { ok, lines }
+}
+
+if (process.argv[1] === import.meta.filename) {
+  try {
+    const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' } } })
+    const { ok, lines } = await checkBreaking(values)
+    console.log(lines.join('\n'))
+    process.exitCode = ok ? 0 : 1
+  } catch (error) {
+    console.error(`check:breaking: ${(error as Error).message}`)
+    process.exitCode = 2
+  }
+}

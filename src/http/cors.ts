@@ -1,0 +1,81 @@
+import cors, { type FastifyCorsOptions } from '@fastify/cors'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { OpenAPIV3 } from 'openapi-types'
+import { type Contract, deref } from '../contract/spec.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** set by @fastify/cors on a preflight it answers */
+    corsPreflightEnabled: boolean
+  }
+}
+
+/** How long a browser may reuse a preflight answer, in seconds. */
+export const preflightMaxAgeS = 600
+
+/** The request headers a browser page may send beyond the CORS-safelisted ones: the key and the
+ * body's type. */
+const allowedHeaders = 'Authorization, Content-Type'
+
+/** Response headers a page can read without being told (CORS-safelisted), and CORS's own. */
+const readableAnyway = new Set(['cache-control', 'content-language', 'content-length', 'content-type', 'expires', 'last-modified', 'pragma', 'vary'])
+
+/**
+ * CORS for browser pages on the configured origins (@fastify/cors): a preflight for an operation
+ * of openapi.yaml, from an allowed origin, asking for a method served at that path, is answered
+ * 204 (no key needed: browsers send none with a preflight); the operations' answers to those
+ * origins carry `Access-Control-Allow-Origin` and expose the headers the spec documents. Every
+ * other request is as without CORS: an OPTIONS request that is not such a preflight is the 404
+ * or 405 it was, answered before its body is read.
+ */
+export async function registerCors(
+  app: FastifyInstance,
+  contract: Contract,
+  origins: readonly string[],
+  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown,
+): Promise<void> {
+  if (origins.length === 0) return
+  const anyOrigin = origins.includes('*')
+  const exposedHeaders = documentedHeaders(contract).join(', ')
+
+  const optionsFor = (request: FastifyRequest): FastifyCorsOptions => {
+    const origin = request.headers.origin
+    const methods = contract.methodsAt(request.url.split('?')[0]!)
+    const preflightMethod = request.method === 'OPTIONS' ? request.headers['access-control-request-method'] : undefined
+    const allowed =
+      origin !== undefined &&
+      (anyOrigin || origins.includes(origin)) &&
+      methods !== undefined &&
+      (request.method !== 'OPTIONS' || (preflightMethod !== undefined && methods.includes(preflightMethod)))
+    if (!allowed) return { origin: false }
+    return {
+      origin: anyOrigin ? '*' : origin,
+      methods,
+      allowedHeaders,
+      exposedHeaders,
+      maxAge: preflightMaxAgeS,
+      credentials: false,
+    }
+  }
+  await app.register(cors, { delegator: (request, callback) => callback(null, optionsFor(request)) })
+  // (@fastify/cors routes every OPTIONS request to itself: one that is not a preflight it answers
+  // goes where it went before, and now, before its body is read)
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.method === 'OPTIONS' && !request.corsPreflightEnabled) return notFound(request, reply)
+  })
+}
+
+/** Every response header openapi.yaml documents for its operations, as written there, that a
+ * page could not read unless exposed. */
+export function documentedHeaders({ document, operations }: Contract): string[] {
+  const names = new Map<string, string>()
+  for (const { definition } of operations.values()) {
+    for (const response of Object.values(definition.responses)) {
+      for (const name of Object.keys(deref<OpenAPIV3.ResponseObject>(document, response).headers ?? {})) {
+        const lower = name.toLowerCase()
+        if (!readableAnyway.has(lower) && !lower.startsWith('access-control-')) names.set(lower, name)
+      }
+    }
+  }
+  return [...names.values()].sort()
+}

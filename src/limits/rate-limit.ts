@@ -1,0 +1,137 @@
+import { EventEmitter } from 'node:events'
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
+import ipaddr from 'ipaddr.js'
+import type { Config } from '../config.js'
+import { ApiError } from '../errors.js'
+import { type Count, Counter, type Policy } from './counter.js'
+import { SharedStore } from './shared-store.js'
+
+export type RateLimitSettings = Pick<
+  Config,
+  'RATE_LIMIT_PER_KEY' | 'RATE_LIMIT_PER_ADDRESS' | 'RATE_LIMIT_WINDOW_S' | 'REDIS_URL' | 'REDIS_TIMEOUT_MS' | 'REDIS_KEY_PREFIX'
+>
+
+/** What the rate limits tell whoever listens (metrics, for one). */
+export interface RateLimitEvents {
+  /** a request was refused with 429, by the policy named */
+  refused: [policy: Policy['name'], request: FastifyRequest]
+  /** the counters moved to this instance's memory (false) or back to Redis (true) */
+  shared: [shared: boolean]
+}
+
+export type RateLimitAuthenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+
+/**
+ * Rate limits around authentication, per API key and, for requests without a valid key, per
+ * client address (key guessing). The address is checked before the key is looked at: an address
+ * that has used up its quota of failures is refused at once, without a database lookup, until its
+ * window ends. Every response of an operation carries the state of the quota that counted it:
+ * `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10); a refusal is a
+ * 429 with `Retry-After`.
+ */
+export class RateLimits extends EventEmitter<RateLimitEvents> {
+  private readonly store: SharedStore | undefined
+  private readonly perKey: Counter
+  private readonly perAddress: Counter
+
+  constructor(settings: RateLimitSettings, log: FastifyBaseLogger) {
+    super()
+    const window = settings.RATE_LIMIT_WINDOW_S
+    this.store =
+      settings.REDIS_URL === ''
+        ? undefined
+        : new SharedStore(settings.REDIS_URL, settings.REDIS_TIMEOUT_MS, log, (shared) => this.emit('shared', shared))
+    this.perKey = new Counter({ name: 'key', quota: settings.RATE_LIMIT_PER_KEY, windowS: window }, this.store, settings.REDIS_KEY_PREFIX)
+    this.perAddress = new Counter({ name: 'address', quota: settings.RATE_LIMIT_PER_ADDRESS, windowS: window }, this.store, settings.REDIS_KEY_PREFIX)
+  }
+
+  /** `authenticate` (which sets request.principal or throws), within the limits. */
+  around(authenticate: RateLimitAuthenticate): RateLimitAuthenticate {
+    return async (request, reply) => {
+      const address = clientAddress(request.ip)
+      const spent = this.perAddress.exhausted(address)
+      if (spent) this.refuse(request, reply, spent)
+      try {
+        await authenticate(request, reply)
+      } catch (error) {
+        await this.failed(request, reply, address, error)
+        throw error
+      }
+      const keySpent = this.perKey.exhausted(request.principal)
+      if (keySpent) this.refuse(request, reply, keySpent)
+      const count = await this.perKey.consume(request.principal)
+      announce(reply, count)
+      if (count.exceeded) this.refuse(request, reply, count)
+    }
+  }
+
+  /** The limit of an operation that needs no key: each of its requests is one without a valid
+   * key, counted against its address. */
+  readonly anonymous = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const address = clientAddress(request.ip)
+    const spent = this.perAddress.exhausted(address)
+    if (spent) this.refuse(request, reply, spent)
+    const count = await this.perAddress.consume(address)
+    announce(reply, count)
+    if (count.exceeded) this.refuse(request, reply, count)
+  }
+
+  /** Waits (at most `withinMs`) for the shared store to connect, when there is one. */
+  async connected(withinMs: number): Promise<void> {
+    await this.store?.connected(withinMs)
+  }
+
+  close(): void {
+    this.store?.close()
+  }
+
+  /** A request authentication refused: a wrong key counts against its address; past the quota
+   * the answer is 429 rather than 401. (A key store that could not answer counts against no
+   * one: the client did nothing wrong.) */
+  private async failed(request: FastifyRequest, reply: FastifyReply, address: string, error: unknown) {
+    if (error instanceof ApiError && error.code === 'unauthorized') {
+      const count = await this.perAddress.consume(address)
+      announce(reply, count)
+      if (count.exceeded) this.refuse(request, reply, count)
+    } else {
+      announce(reply, await this.perAddress.peek(address))
+    }
+  }
+
+  private refuse(request: FastifyRequest, reply: FastifyReply, count: Count): never {
+    announce(reply, count)
+    this.emit('refused', count.policy.name, request)
+    const whose = count.policy.name === 'key' ? 'this API key' : 'requests without a valid API key from this address'
+    throw new ApiError(
+      'too_many_requests',
+      `Rate limit reached: ${count.policy.quota} requests per ${count.policy.windowS} s for ${whose}; try again in ${count.resetS} s`,
+      { 'Retry-After': String(count.resetS) },
+    )
+  }
+}
+
+/** The RateLimit-Policy and RateLimit fields (structured fields, draft-ietf-httpapi-ratelimit-headers-10). */
+export function rateLimitHeaders({ policy, remaining, resetS }: Count): Record<string, string> {
+  return {
+    'RateLimit-Policy': `"${policy.name}";q=${policy.quota};w=${policy.windowS}`,
+    RateLimit: `"${policy.name}";r=${remaining};t=${resetS}`,
+  }
+}
+
+function announce(reply: FastifyReply, count: Count): void {
+  reply.headers(rateLimitHeaders(count))
+}
+
+/**
+ * The client an address stands for: an IPv4 address (IPv4-mapped IPv6 included) as itself, an
+ * IPv6 address by its /64, the block a single host is usually given (else a guesser would have
+ * 2^64 addresses, each with a fresh quota).
+ */
+export function clientAddress(ip: string): string {
+  // (behind a trusted proxy, what X-Forwarded-For says, which may be anything)
+  if (!ipaddr.isValid(ip)) return ip.slice(0, 100)
+  const parsed = ipaddr.process(ip)
+  if (parsed.kind() === 'ipv4') return parsed.toString()
+  const parts = (parsed as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16))
+  return `${parts.join(':')}::/64`
+}

@@ -1,0 +1,83 @@
+import type { FastifyInstance, FastifyReply } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config.js'
+import { ApiError, retryAfterSeconds } from '../errors.js'
+
+/** A readiness probe is answered within this long at most (or DATABASE_TIMEOUT_MS, if shorter):
+ * an orchestrator's probe gives up after 1 s by default (Kubernetes' timeoutSeconds). */
+const readyBoundMs = 1_000
+
+export interface HealthOptions {
+  /** DATABASE_TIMEOUT_MS */
+  timeoutMs: number
+  /** LOG_LEVEL */
+  logLevel: Config['LOG_LEVEL']
+}
+
+/** Where orchestrators and load balancers ask, outside the API's base path. */
+export const livePath = '/livez'
+export const readyPath = '/readyz'
+
+const ok = JSON.stringify({ status: 'ok' })
+
+/**
+ * The probes, without a key:
+ * - `GET /livez`: the process answers (200). It stays 200 while the server drains: a failing
+ *   liveness probe gets a process restarted, which would cut the requests it is finishing.
+ * - `GET /readyz`: the instance should be sent requests. 200 when the database answers a
+ *   trivial statement within the bound; 503 with the Error body and Retry-After when it does
+ *   not, or fails, or when the server is shutting down (SIGTERM: a load balancer stops sending
+ *   before the connections close).
+ * HEAD works as GET. A probe every few seconds from every balancer would fill the log: at the
+ * default level (info) the probes' access lines are not written; a change of readiness is, once.
+ */
+async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel }: HealthOptions) {
+  const routeOptions = { logLevel: logLevel === 'info' ? 'warn' : logLevel }
+  const isReady = readiness(app, Math.min(readyBoundMs, timeoutMs))
+  const json = (reply: FastifyReply) => reply.type('application/json; charset=utf-8')
+
+  app.get(livePath, routeOptions, (_request, reply) => {
+    json(reply).send(ok)
+  })
+  app.get(readyPath, routeOptions, async (_request, reply) => {
+    const problem = await isReady()
+    if (problem === undefined) return json(reply).send(ok)
+    // sent here, not through the error handler, which would log every failed probe
+    return json(reply).code(problem.status).headers(problem.headers).send(JSON.stringify(problem.body))
+  })
+}
+
+/**
+ * Whether the instance is ready, as an ApiError saying why not. Probes that arrive while a
+ * check is under way wait for that one: a database that hangs holds one statement, not one per
+ * probe. A change of state is logged once: the cause when it stops being ready, and its return.
+ */
+function readiness(app: FastifyInstance, boundMs: number) {
+  let checking: Promise<void> | undefined
+  let wasReady = true
+  const notReady = (message: string) => new ApiError('unavailable', message, { 'Retry-After': String(retryAfterSeconds) })
+
+  return async (): Promise<ApiError | undefined> => {
+    if (app.draining) return notReady('Not ready: the server is shutting down')
+    checking ??= app.storage.ping().finally(() => (checking = undefined))
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${boundMs} ms`)), boundMs)
+    })
+    const failure = await Promise.race([checking, late]).then(
+      () => undefined,
+      (error: Error) => error,
+    )
+    clearTimeout(timer)
+    if (failure === undefined) {
+      if (!wasReady) app.log.info('ready: the database answers again')
+      wasReady = true
+      return undefined
+    }
+    if (wasReady) app.log.warn({ err: failure.cause ?? failure }, 'not ready: the database does not answer')
+    wasReady = false
+    return notReady('Not ready: the database does not answer')
+  }
+}
+
+export default fp(healthPlugin, { name: 'health', fastify: '5.x', decorators: { fastify: ['storage', 'draining'] } })

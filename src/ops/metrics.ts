@@ -1,0 +1,175 @@
+import { performance } from 'node:perf_hooks'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { StorageStats } from '../storage/index.js'
+import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
+
+/** Why the rate limiter refused a request: its API key spent its allowance, or (without a
+ * valid key) its client address did. */
+export const rateLimitReasons = ['key', 'address'] as const
+export type RateLimitReason = (typeof rateLimitReasons)[number]
+
+/** The `operation` label of a request no route matched (404, 405, a malformed URL). */
+export const unmatched = 'unmatched'
+
+/** Seconds. From 1 ms (a cached read) to 10 s (past DATABASE_TIMEOUT_MS's default, a 503). */
+const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+
+export interface Metrics {
+  /** this app's metrics (the process's own are added by the listener) */
+  registry: Registry
+  /** one answered request: `operation` as operationOf() names it */
+  observe(operation: string, status: number, seconds: number): void
+  /** the rate limiter refused a request (it is answered 429, and counted by status too) */
+  rateLimitRefused(reason: RateLimitReason): void
+  /** a connection was refused at once: MAX_CONNECTIONS were open */
+  connectionRefused(): void
+}
+
+/**
+ * The service's metrics, in a registry of its own (every app built in a process has its own):
+ * - petstore_http_request_duration_seconds{operation,status}: a histogram whose `_count` is the
+ *   number of requests answered (as OpenTelemetry's http.server.request.duration, no separate
+ *   counter is kept);
+ * - petstore_rate_limit_refusals_total{reason};
+ * - the database, read from `stats` only when scraped: PostgreSQL's pool, SQLite's group commits.
+ */
+export function createMetrics(stats: () => StorageStats): Metrics {
+  const registry = new Registry()
+  const registers = [registry]
+  const requests = new Histogram({
+    name: 'petstore_http_request_duration_seconds',
+    help: 'Time from the arrival of a request to the end of its answer, by operationId (or route outside the API, or "unmatched") and status; _count is the number of requests',
+    labelNames: ['operation', 'status'] as const,
+    buckets: latencyBuckets,
+    registers,
+  })
+  const refusals = new Counter({
+    name: 'petstore_rate_limit_refusals_total',
+    help: 'Requests the rate limiter refused (429), by what was limited: an API key, or a client address without a valid key',
+    labelNames: ['reason'] as const,
+    registers,
+  })
+  // both series exist from the start, at 0: a rate() over them needs no "absent" special case
+  for (const reason of rateLimitReasons) refusals.inc({ reason }, 0)
+  const refusedConnections = new Counter({
+    name: 'petstore_http_refused_connections_total',
+    help: 'Connections closed at once because MAX_CONNECTIONS were open',
+    registers,
+  })
+
+  const initial = stats()
+  if (initial.pool) poolGauges(registers, () => stats().pool!)
+  if (initial.commits) commitMetrics(registers, () => stats().commits!)
+
+  return {
+    registry,
+    observe: (operation, status, seconds) => requests.observe({ operation, status }, seconds),
+    rateLimitRefused: (reason) => refusals.inc({ reason }),
+    connectionRefused: () => refusedConnections.inc(),
+  }
+}
+
+/** PostgreSQL's pool, as gauges read when scraped. */
+function poolGauges(registers: Registry[], pool: () => NonNullable<StorageStats['pool']>) {
+  const gauges = [
+    ['petstore_db_pool_max_connections', 'Connections the pool may open (DATABASE_POOL_SIZE)', 'max'],
+    ['petstore_db_pool_open_connections', 'Connections open, idle or in use', 'open'],
+    ['petstore_db_pool_idle_connections', 'Open connections not in use', 'idle'],
+    ['petstore_db_pool_waiting_requests', 'Queries and transactions waiting for a free connection', 'waiting'],
+  ] as const
+  for (const [name, help, field] of gauges) {
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(pool()[field])
+      },
+    })
+  }
+}
+
+/**
+ * SQLite's group commits. Its one connection is used synchronously, so no statement ever waits
+ * for it between two turns of the event loop, and a pool's gauges would always read the same.
+ * What tells an operator something: how many commits (fsyncs) the creates cost, how long they
+ * held the process, and writes queued for the next one. (Event-loop lag, among the process's
+ * metrics, shows the rest of SQLite's time, which is spent on the event loop.)
+ */
+function commitMetrics(registers: Registry[], commits: () => NonNullable<StorageStats['commits']>) {
+  const totals = [
+    ['petstore_db_commits_total', 'Commits of grouped creates (each one fsync on SQLite)', 'batches'],
+    ['petstore_db_committed_writes_total', 'Creates written by those commits (writes / commits: the mean batch)', 'writes'],
+    ['petstore_db_commit_seconds_total', 'Time spent in those commits, during which SQLite holds the process', 'seconds'],
+  ] as const
+  for (const [name, help, field] of totals) {
+    // prom-client counters only go up by inc(): each scrape adds what was done since the last
+    let reported = 0
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const now = commits()[field]
+        this.inc(now - reported)
+        reported = now
+      },
+    })
+  }
+  new Gauge({
+    name: 'petstore_db_commit_queued_writes',
+    help: 'Creates waiting for the next commit',
+    registers,
+    collect() {
+      this.set(commits().queued)
+    },
+  })
+}
+
+/** The `operation` label of a request: its operationId; outside the API, the route's pattern
+ * (`/readyz`, `/v1/docs/*`: a set fixed at startup); no route at all, `unmatched`. */
+export function operationOf(request: FastifyRequest): string {
+  if (request.is404) return unmatched
+  const { schema, url } = request.routeOptions
+  return (schema as { operationId?: string } | undefined)?.operationId ?? url!
+}
+
+/** Counts a request answered before routing (Fastify's frameworkErrors: a malformed URL), which
+ * no hook sees, as `unmatched`. */
+export function observeUnrouted(reply: FastifyReply): void {
+  const started = performance.now()
+  reply.raw.once('finish', () => reply.server.metrics.observe(unmatched, reply.statusCode, (performance.now() - started) / 1000))
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Metrics & {
+      /** serves the metrics (the app's and the process's) on a listener of their own; it closes with the app */
+      listen(options: MetricsListenOptions): Promise<string>
+    }
+  }
+}
+
+/** Times every answered request, whatever answered it, in one onResponse hook. */
+async function metricsPlugin(app: FastifyInstance) {
+  const metrics = createMetrics(() => app.storage.stats())
+  const listeners: MetricsListener[] = []
+  app.decorate('metrics', {
+    ...metrics,
+    async listen(options: MetricsListenOptions) {
+      const listener = await serveMetrics(metrics.registry, options)
+      listeners.push(listener)
+      return listener.url
+    },
+  })
+  app.addHook('onResponse', (request, reply, done) => {
+    metrics.observe(operationOf(request), reply.statusCode, reply.elapsedTime / 1000)
+    done()
+  })
+  app.server.on('drop', metrics.connectionRefused)
+  app.addHook('onClose', () => Promise.all(listeners.map((listener) => listener.close())))
+}
+
+export default fp(metricsPlugin, { name: 'metrics', fastify: '5.x' })

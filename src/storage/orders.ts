@@ -1,0 +1,129 @@
+import type { components } from '../../generated/api.js'
+import type { Dialect } from './database.js'
+import { transactions } from './group-commit.js'
+import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
+import type { PetStatus } from './pets.js'
+import type { Sql, Statements } from './sql.js'
+
+export type Order = components['schemas']['Order']
+export type OrderStatus = components['schemas']['OrderStatus']
+/** The statuses a placed order can move to. */
+export type OrderTarget = components['schemas']['OrderUpdate']['status']
+
+export interface OrderQuery {
+  limit: number
+  status?: OrderStatus | undefined
+  /** only orders whose id is greater */
+  after?: number | undefined
+}
+
+/** What placing an order came to. Kept as it is for a retry with the same Idempotency-Key. */
+export type Placement =
+  | { placed: Order }
+  | { missing: { petId: number } }
+  /** the pet is not available: its status */
+  | { unavailable: { petId: number; status: PetStatus } }
+
+/** What moving an order came to. */
+export type Transition =
+  | { moved: Order }
+  | { missing: { orderId: number } }
+  /** the order is not placed: as it is */
+  | { stuck: Order }
+
+/** Orders, and the pet status each one drives: handlers see only this. */
+export interface OrderRepository {
+  /** Orders an available pet, which becomes pending, in one transaction. With an idempotency
+   * key: a key used before is answered what it was then (or `reused`, for another body). */
+  place(petId: number, idempotency?: IdempotencyKey): Promise<Placement | { reused: true }>
+  find(id: number): Promise<Order | undefined>
+  /** orders in ascending id order */
+  list(query: OrderQuery): Promise<Order[]>
+  /** placed -> delivered (the pet is sold) or cancelled (the pet is available), in one transaction */
+  update(id: number, target: OrderTarget): Promise<Transition>
+  /** deletes the idempotency keys older than a day, as done every 10 minutes; returns how many */
+  forgetExpiredKeys(now?: number): Promise<number>
+  /** stops the forgetting */
+  close(): void
+}
+
+interface OrderRow {
+  id: number
+  petId: number
+  status: OrderStatus
+  placedAt: number
+}
+
+const asOrder = ({ id, petId, status, placedAt }: OrderRow): Order => ({ id, petId, status, placedAt: new Date(placedAt).toISOString() })
+
+const orderColumns = 'id, pet_id as "petId", status, placed_at as "placedAt"'
+
+// listOrders pages by id: with a status, the (status, id) index serves it; without, the primary key.
+const listAll = `select ${orderColumns} from orders where id > $1 order by id limit $2`
+const listByStatus = `select ${orderColumns} from orders where status = $1 and id > $2 order by id limit $3`
+const findOne = `select ${orderColumns} from orders where id = $1`
+
+// The pet is taken by a conditional update: of two transactions that try at once, the second
+// finds it pending (PostgreSQL re-reads the row once the first commits; SQLite runs them one
+// after the other), changes nothing, and is refused. No read-then-write.
+const takePet = "update pets set status = 'pending' where id = $1 and status = 'available'"
+const petStatus = 'select status from pets where id = $1'
+const insertOrder = "insert into orders (pet_id, status, placed_at) values ($1, 'placed', $2) returning id"
+const moveOrder = `update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns}`
+const setPetStatus = 'update pets set status = $2 where id = $1'
+
+/** The pet's status once its order has moved. */
+const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', cancelled: 'available' }
+
+export function orderRepository(sql: Sql, dialect: Dialect): OrderRepository {
+  // SQLite pays an fsync per commit: writes that arrive together share one (see group-commit.ts).
+  const write = transactions(sql, dialect === 'sqlite')
+  const keys = idempotencyKeys<Placement>(sql)
+
+  async function placeIn(tx: Statements, petId: number, placedAt: number): Promise<Placement> {
+    if ((await tx.run(takePet, [petId])) === 0) {
+      const pet = await tx.row<{ status: PetStatus }>(petStatus, [petId])
+      return pet === undefined ? { missing: { petId } } : { unavailable: { petId, status: pet.status } }
+    }
+    const { id } = (await tx.row<{ id: number }>(insertOrder, [petId, placedAt]))!
+    return { placed: asOrder({ id, petId, status: 'placed', placedAt }) }
+  }
+
+  return {
+    place: (petId, idempotency) =>
+      write(async (tx) => {
+        const now = Date.now()
+        if (idempotency === undefined) return placeIn(tx, petId, now)
+        const claim = await keys.claim(tx, idempotency, now)
+        if ('kept' in claim) return claim.kept
+        if ('reused' in claim) return claim
+        const placement = await placeIn(tx, petId, now)
+        await keys.keep(tx, idempotency, placement)
+        return placement
+      }),
+
+    async find(id) {
+      const row = await sql.row<OrderRow>(findOne, [id])
+      return row && asOrder(row)
+    },
+
+    async list({ limit, status, after = 0 }) {
+      const rows = status === undefined ? await sql.rows<OrderRow>(listAll, [after, limit]) : await sql.rows<OrderRow>(listByStatus, [status, after, limit])
+      return rows.map(asOrder)
+    },
+
+    update: (id, target) =>
+      write(async (tx): Promise<Transition> => {
+        const moved = await tx.row<OrderRow>(moveOrder, [id, target])
+        if (moved === undefined) {
+          const order = await tx.row<OrderRow>(findOne, [id])
+          return order === undefined ? { missing: { orderId: id } } : { stuck: asOrder(order) }
+        }
+        await tx.run(setPetStatus, [moved.petId, petStatusAfter[target]])
+        return { moved: asOrder(moved) }
+      }),
+
+    forgetExpiredKeys: (now = Date.now()) => keys.forgetExpired(now),
+    close: () => keys.close(),
+  }
+}

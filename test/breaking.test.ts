@@ -1,0 +1,280 @@
+/**
+ * The breaking-change gate (npm run check:breaking): edits of the released contract 1.0.0,
+ * each judged by the real redocly diff. Breaking edits fail, each named; compatible ones pass.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { parse, stringify } from 'yaml'
+import { type AcceptedChange, breakingLines, checkBreaking, releasedDir } from '../scripts/check-breaking.js'
+import { run } from './helpers/processes.js'
+
+// each check runs redocly in a process of its own (about a second each): side by side, and
+// more time than a test file's default on a busy machine
+t.jobs = 2
+t.setTimeout(360_000)
+
+/** The released contract, as a plain object to edit. */
+type Spec = any
+const released = (): Spec => parse(readFileSync(join(releasedDir, '1.0.0.yaml'), 'utf8'))
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-breaking-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** Writes `document` to a file of its own; returns the path. */
+function written(t: Test, document: Spec, name = 'openapi.yaml'): string {
+  const file = join(tempDir(t), name)
+  writeFileSync(file, stringify(document))
+  return file
+}
+
+/** The gate on 1.0.0 edited by `edit`, against the released contracts of the repo. */
+async function gate(t: Test, edit: (spec: Spec) => void, accepted: AcceptedChange[] = []) {
+  const spec = released()
+  edit(spec)
+  const result = await checkBreaking({ spec: written(t, spec), accepted: written(t, accepted, 'accepted.yaml') })
+  t.comment(result.lines.join('\n'))
+  return result
+}
+
+const pet = (spec: Spec) => spec.components.schemas.Pet
+const bumpMajor = (spec: Spec) => {
+  spec.info.version = '2.0.0'
+  for (const server of spec.servers) server.url = server.url.replace(/\/v1$/, '/v2')
+}
+
+t.test('the released contract is 1.0.0, and openapi.yaml keeps to it', async (t) => {
+  t.equal(released().info.version, '1.0.0')
+  const { ok, lines } = await checkBreaking()
+  t.ok(ok)
+  t.match(lines, ['compatible with the released 1.0.0'])
+})
+
+t.test('breaking edits fail, each named', async (t) => {
+  t.jobs = 2
+  const breaking: [string, (spec: Spec) => void, RegExp][] = [
+    [
+      'a response field removed',
+      (spec) => {
+        delete pet(spec).properties.categoryId
+        pet(spec).required = ['id', 'name']
+      },
+      /^ {2}GET \/pets: Property `categoryId` of `Pet` was removed\. \(property-removed at #\/components\/schemas\/Pet\/properties\/categoryId\)$/m,
+    ],
+    [
+      'an optional response field removed',
+      (spec) => delete pet(spec).properties.status,
+      /^ {2}GET \/pets: Property `status` of `Pet` was removed\./m,
+    ],
+    [
+      '`limit` made required',
+      (spec) => (spec.components.parameters.Limit.required = true),
+      /^ {2}GET \/pets: `limit` query parameter became required\. \(parameter-became-required at #\/components\/parameters\/Limit\/required\)$/m,
+    ],
+    [
+      'PetStatus narrowed',
+      (spec) => (spec.components.schemas.PetStatus.enum = ['available', 'pending']),
+      /^ {2}GET \/pets: Enum of `PetStatus` lost values: 'sold'\. \(enum-values-removed at #\/components\/schemas\/PetStatus\/enum\)$/m,
+    ],
+    [
+      'PetStatus widened: clients receive it in responses',
+      (spec) => spec.components.schemas.PetStatus.enum.push('adopted'),
+      /Enum of `PetStatus` gained values: 'adopted'\. \(enum-values-added/,
+    ],
+    [
+      'a shorter maxLength on a field clients send',
+      (spec) => (spec.components.schemas.PetName.maxLength = 50),
+      /`maxLength` of `name` changed from '100' to '50'\. \(schema-constraint-changed at #\/components\/schemas\/PetName\/maxLength\)/,
+    ],
+    [
+      // PetName is also in every response: a client may hold names to 100 characters
+      'a wider limit on a field clients also receive',
+      (spec) => (spec.components.schemas.PetName.maxLength = 200),
+      /`maxLength` of `name` changed from '100' to '200'\. \(schema-constraint-changed at #\/components\/schemas\/PetName\/maxLength\)/,
+    ],
+    [
+      'a new format on a parameter clients send',
+      (spec) => (spec.components.parameters.Limit.schema.format = 'int32'),
+      /`format` was set to 'int32'\. \(schema-constraint-changed at #\/components\/parameters\/Limit\/schema\/format\)/,
+    ],
+    [
+      'a new required request field',
+      (spec) => {
+        spec.components.schemas.NewPet.properties.tag = { type: 'string', maxLength: 20 }
+        spec.components.schemas.NewPet.required.push('tag')
+      },
+      /^ {2}POST \/pets: Properties of `NewPet` became required: `tag`\./m,
+    ],
+    ['an operation removed', (spec) => delete spec.paths['/pets/{petId}'], /^ {2}\/pets\/\{petId\}: Path `\/pets\/\{petId\}` was removed\. \(path-removed/m],
+  ]
+  for (const [name, edit, named] of breaking) {
+    t.test(name, async (t) => {
+      const { ok, lines } = await gate(t, edit)
+      t.notOk(ok, 'fails')
+      t.match(lines.join('\n'), /^\d breaking change\(s\) to the released 1\.0\.0; breaking changes need major version 2 \(info\.version 2\.0\.0, servers ending in \/v2\):$/m)
+      t.match(lines.join('\n'), named, 'names the change')
+    })
+  }
+})
+
+t.test('compatible edits pass', async (t) => {
+  t.jobs = 2
+  const compatible: [string, (spec: Spec) => void][] = [
+    ['a new operation', (spec) => (spec.paths['/categories'] = { get: { operationId: 'listCategories', responses: { 200: { description: 'The categories.' } } } })],
+    ['a new optional request field', (spec) => (spec.components.schemas.NewPet.properties.tag = { type: 'string', maxLength: 20 })],
+    ['a new optional response field', (spec) => (pet(spec).properties.tag = { type: 'string' })],
+    ['a new response header', (spec) => (spec.paths['/pets'].get.responses['200'].headers['X-Request-Id'] = { required: true, schema: { type: 'string', maxLength: 64 } })],
+    ['a new error code (the catalogue is extensible)', (spec) => spec.components.schemas.Error.properties.code['x-extensible-enum'].push('too_many_requests')],
+    ['a maxLength on a string clients receive', (spec) => (spec.components.schemas.Error.properties.message.maxLength = 1000)],
+    ['a new deprecation', (spec) => (spec.paths['/pets'].post.deprecated = true)],
+    [
+      // what the rate limits, health and OWASP work adds: 1.1.0, a 429 and RateLimit headers
+      // on every operation, new operations without a key, maxItems on a response array
+      'rate limits, health endpoints and limits on responses, as 1.1.0',
+      (spec) => {
+        spec.info.version = '1.1.0'
+        for (const operation of [spec.paths['/pets'].get, spec.paths['/pets'].post, spec.paths['/pets/{petId}'].get]) {
+          operation.responses['429'] = {
+            description: 'Too many requests (code `too_many_requests`).',
+            headers: { 'Retry-After': { $ref: '#/components/headers/RetryAfter' } },
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+          }
+          for (const response of Object.values<Spec>(operation.responses)) {
+            if (response.$ref === undefined) response.headers.RateLimit = { required: true, schema: { type: 'string', maxLength: 256 } }
+          }
+        }
+        spec.paths['/livez'] = { get: { operationId: 'livez', security: [], responses: { 200: { description: 'The process answers.' } } } }
+        spec.components.schemas.Pets.maxItems = 100
+      },
+    ],
+  ]
+  for (const [name, edit] of compatible) {
+    t.test(name, async (t) => {
+      const { ok, lines } = await gate(t, edit)
+      t.ok(ok, 'passes')
+      t.strictSame(lines, ['compatible with the released 1.0.0'])
+    })
+  }
+
+  t.test('a new value of an enum that only clients send, a wider limit on what only clients send', async (t) => {
+    // 1.0.0 has neither: a release that has both, then a revision that widens them
+    const order = { name: 'order', in: 'query', required: false, schema: { type: 'string', enum: ['asc'] } }
+    const query = { name: 'q', in: 'query', required: false, schema: { type: 'string', maxLength: 50 } }
+    const base = released()
+    base.paths['/pets'].get.parameters.push(query, order)
+    const releases = tempDir(t)
+    writeFileSync(join(releases, '1.0.0.yaml'), stringify(base))
+    base.paths['/pets'].get.parameters.at(-1).schema.enum.push('desc')
+    base.paths['/pets'].get.parameters.at(-2).schema.maxLength = 100
+    const widened = await checkBreaking({ spec: written(t, base), released: releases })
+    t.ok(widened.ok, widened.lines.join('\n'))
+    base.paths['/pets'].get.parameters.at(-1).schema.enum = ['desc']
+    const narrowed = await checkBreaking({ spec: written(t, base), released: releases })
+    t.notOk(narrowed.ok, 'while taking one away breaks clients that send it')
+    t.match(narrowed.lines.join('\n'), /GET \/pets: Enum lost values: 'asc'\. \(enum-values-removed at #\/paths\/~1pets\/get\/parameters\/4\/schema\/enum\)/)
+  })
+})
+
+t.test('a breaking change needs the next major version, and its version segment', async (t) => {
+  const narrow = (spec: Spec) => (spec.components.schemas.PetStatus.enum = ['available', 'pending'])
+
+  const major = await gate(t, (spec) => {
+    narrow(spec)
+    bumpMajor(spec)
+  })
+  t.ok(major.ok, 'with 2.0.0 and /v2, it passes')
+  t.strictSame(major.lines, ['info.version 2.0.0 starts major version 2: breaking changes to 1.0.0 are allowed'])
+
+  const noSegment = await gate(t, (spec) => {
+    narrow(spec)
+    spec.info.version = '2.0.0'
+  })
+  t.notOk(noSegment.ok, 'with 2.0.0 but /v1, it fails')
+  t.match(noSegment.lines, [
+    'server https://api.petstore.example.com/v1 must end in /v2: the version segment is the major version of info.version 2.0.0',
+    'server https://staging-api.petstore.example.com/v1 must end in /v2: the version segment is the major version of info.version 2.0.0',
+  ])
+
+  const noBump = await gate(t, (spec) => {
+    narrow(spec)
+    for (const server of spec.servers) server.url = server.url.replace(/\/v1$/, '/v2')
+  })
+  t.notOk(noBump.ok, 'with /v2 but 1.0.0, it fails')
+  t.match(noBump.lines.join('\n'), /server https:\/\/api\.petstore\.example\.com\/v2 must end in \/v1/)
+  t.match(noBump.lines.join('\n'), /Server `https:\/\/api\.petstore\.example\.com\/v1` became `https:\/\/api\.petstore\.example\.com\/v2`/)
+
+  const noServers = await gate(t, (spec) => delete spec.servers)
+  t.notOk(noServers.ok, 'without servers: the base address changed')
+  t.match(noServers.lines.join('\n'), /^ {2}servers: /m)
+
+  const older = await gate(t, (spec) => (spec.info.version = '0.9.0'))
+  t.notOk(older.ok)
+  t.strictSame(older.lines, [
+    'info.version 0.9.0 is older than the released 1.0.0',
+    'server https://api.petstore.example.com/v1 must end in /v0: the version segment is the major version of info.version 0.9.0',
+    'server https://staging-api.petstore.example.com/v1 must end in /v0: the version segment is the major version of info.version 0.9.0',
+  ])
+})
+
+t.test('a reviewed exception in the accepted changes lets that change, and only it, through', async (t) => {
+  const int32 = (spec: Spec) => (spec.components.parameters.Limit.schema.format = 'int32')
+  const accepted = [
+    { rule: 'schema-constraint-changed', pointer: '#/components/parameters/Limit/schema/format', reason: 'limit is 1..100: int32 holds every value a client could send' },
+  ]
+  t.ok((await gate(t, int32, accepted)).ok, 'accepted')
+  const other = await gate(
+    t,
+    (spec) => {
+      int32(spec)
+      spec.components.parameters.Limit.schema.maximum = 50
+    },
+    accepted,
+  )
+  t.notOk(other.ok, 'another change at the same place is not')
+  t.match(other.lines.join('\n'), /Upper bound changed from '<= 100' to '<= 50'/)
+  t.notMatch(other.lines.join('\n'), /format/)
+
+  // an accepted-changes file with comments only accepts nothing
+  const dir = tempDir(t)
+  writeFileSync(join(dir, 'accepted.yaml'), '# none yet\n')
+  const spec = released()
+  int32(spec)
+  t.notOk((await checkBreaking({ spec: written(t, spec), accepted: join(dir, 'accepted.yaml') })).ok)
+})
+
+t.test('a major change redocly gives no verdict is still reported, by its place', async (t) => {
+  const change = { path: '#/paths/~1pets/get/parameters/0', kind: 'modified', impact: 'major' as const, verdicts: [] }
+  t.strictSame(breakingLines([change], []), ['  GET /pets: rated major (modified at #/paths/~1pets/get/parameters/0)'])
+})
+
+t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it cannot read', async (t) => {
+  const passing = await run(t, 'scripts/check-breaking.ts')
+  t.equal(passing.code, 0, passing.stderr)
+  t.equal(passing.stdout, 'compatible with the released 1.0.0\n')
+
+  const spec = released()
+  spec.components.parameters.Limit.required = true
+  const failing = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec)])
+  t.equal(failing.code, 1)
+  t.match(failing.stdout, /`limit` query parameter became required/)
+
+  spec.info.version = 'v1'
+  const unreadable = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec)])
+  t.equal(unreadable.code, 2)
+  t.match(unreadable.stderr, /^check:breaking: .*openapi\.yaml: info\.version "v1" is not a version MAJOR\.MINOR\.PATCH\n$/)
+
+  const empty = tempDir(t)
+  mkdirSync(join(empty, 'released'))
+  const none = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
+  t.equal(none.code, 2)
+  t.match(none.stderr, /holds no released contract/)
+
+  writeFileSync(join(empty, 'released', 'latest.yaml'), stringify(released()))
+  const misnamed = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
+  t.equal(misnamed.code, 2)
+  t.match(misnamed.stderr, /latest\.yaml: the name "latest" is not a version MAJOR\.MINOR\.PATCH/)
+})

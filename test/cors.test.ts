@@ -1,0 +1,163 @@
+/**
+ * CORS: none by default; for the origins of CORS_ORIGINS, preflights of the operations are
+ * answered without a key and the answers readable by the page, in a real browser too.
+ */
+import { existsSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { chromium } from 'playwright-core'
+import t, { type Test } from 'tap'
+import { documentedHeaders, preflightMaxAgeS } from '../src/http/cors.js'
+import { loadContract } from '../src/contract/spec.js'
+import { build, call, testKey } from './helpers/app.js'
+import { editedContract } from './helpers/spec.js'
+
+const allowed = 'https://app.example.com'
+const preflight = (origin: string, method: string, url = '/v1/pets') => ({
+  method: 'OPTIONS' as const,
+  url,
+  key: null,
+  headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization,content-type' },
+})
+
+t.test('no CORS_ORIGINS: no CORS at all; OPTIONS is a 405 as before', async (t) => {
+  const app = await build(t)
+  const response = await call(t, app, preflight(allowed, 'GET'))
+  t.equal(response.status, 405)
+  t.equal(response.headers.allow, 'GET, HEAD, POST')
+  const get = await call(t, app, { url: '/v1/pets', headers: { origin: allowed } })
+  t.equal(get.status, 200)
+  t.notOk(Object.keys(get.headers).some((name) => name.startsWith('access-control-') || name === 'vary'), 'no CORS header')
+})
+
+t.test('an allowed origin: the preflight is answered 204 without a key; the answers name the origin and expose the documented headers', async (t) => {
+  const app = await build(t, { CORS_ORIGINS: [allowed, 'http://localhost:5173'] })
+  for (const [url, method, methods] of [
+    ['/v1/pets', 'POST', 'GET, HEAD, POST'],
+    ['/v1/pets/7', 'GET', 'GET, HEAD'],
+  ] as const) {
+    const response = await call(t, app, preflight(allowed, method, url))
+    t.equal(response.status, 204, `${method} ${url}`)
+    t.match(response.headers, {
+      'access-control-allow-origin': allowed,
+      'access-control-allow-methods': methods,
+      'access-control-allow-headers': 'Authorization, Content-Type',
+      'access-control-max-age': String(preflightMaxAgeS),
+      vary: 'Origin',
+      'x-content-type-options': 'nosniff',
+      'cache-control': 'no-store',
+    })
+    t.notOk('access-control-allow-credentials' in response.headers, 'no cookies: credentials are not allowed')
+    t.equal(response.body, '')
+  }
+
+  const created = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 }, headers: { origin: allowed } })
+  t.equal(created.status, 201)
+  t.equal(created.headers['access-control-allow-origin'], allowed)
+  const exposed = String(created.headers['access-control-expose-headers']).split(', ')
+  for (const name of ['Location', 'Link', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'WWW-Authenticate', 'Deprecation', 'Sunset']) {
+    t.ok(exposed.includes(name), `${name} is readable by the page`)
+  }
+  t.notOk(exposed.includes('Cache-Control'), 'safelisted headers are not listed')
+  const refused = await call(t, app, { url: '/v1/pets', key: 'wrong', headers: { origin: allowed } })
+  t.equal(refused.status, 401)
+  t.equal(refused.headers['access-control-allow-origin'], allowed, 'a 401 is readable by the page too')
+})
+
+t.test('an origin not allowed, a method not served, a path not in the spec, a bare OPTIONS: the 404 or 405 they were, without CORS headers', async (t) => {
+  const app = await build(t, { CORS_ORIGINS: [allowed] })
+  const cases: [Parameters<typeof call>[2], number][] = [
+    [preflight('https://evil.example.com', 'GET'), 405],
+    [preflight(allowed, 'DELETE'), 405],
+    [preflight(allowed, 'POST', '/v1/pets/7'), 405],
+    [preflight(allowed, 'GET', '/v1/nowhere'), 404],
+    [preflight(allowed, 'GET', '/v1/openapi.json'), 404],
+    [{ method: 'OPTIONS', url: '/v1/pets', key: null }, 405],
+    [{ method: 'OPTIONS', url: '/v1/pets', key: null, headers: { origin: allowed } }, 405],
+  ]
+  for (const [request, status] of cases) {
+    const response = await call(t, app, request)
+    t.equal(response.status, status, `${JSON.stringify(request.headers ?? {})} ${request.url}`)
+    t.notOk('access-control-allow-origin' in response.headers)
+  }
+  const get = await call(t, app, { url: '/v1/pets', headers: { origin: 'https://evil.example.com' } })
+  t.equal(get.status, 200, 'a request from another origin is served (the browser, not the server, keeps the answer from the page)')
+  t.notOk('access-control-allow-origin' in get.headers)
+  t.equal(get.headers.vary, 'Origin', 'and caches are told the answer depends on Origin')
+})
+
+t.test('an OPTIONS request with a body that is no preflight is refused before its body is read', async (t) => {
+  const app = await build(t, { CORS_ORIGINS: [allowed] })
+  const address = await app.listen({ host: '127.0.0.1', port: 0 })
+  const response = await fetch(`${address}/v1/pets`, {
+    method: 'OPTIONS',
+    headers: { 'content-type': 'text/plain' },
+    body: 'x'.repeat(100),
+    signal: AbortSignal.timeout(10_000),
+  })
+  t.equal(response.status, 405, 'not a 415: no body parser is reached')
+  t.equal(((await response.json()) as { code: string }).code, 'method_not_allowed')
+})
+
+t.test('CORS_ORIGINS=*: any origin, named as *', async (t) => {
+  const app = await build(t, { CORS_ORIGINS: ['*'] })
+  const response = await call(t, app, preflight('https://anyone.example.org', 'GET'))
+  t.equal(response.status, 204)
+  t.equal(response.headers['access-control-allow-origin'], '*')
+})
+
+t.test('the exposed headers are those the spec documents', async (t) => {
+  const names = documentedHeaders(loadContract())
+  t.ok(names.includes('RateLimit') && names.includes('Location'))
+  t.notOk(names.some((name) => /^(cache-control|vary|access-control-.*)$/i.test(name)))
+  const bare = editedContract((d) => {
+    for (const item of Object.values(d.paths)) for (const operation of [item!.get, item!.post, item!.patch]) if (operation) for (const response of Object.values(operation.responses)) delete (response as { headers?: unknown }).headers
+    for (const response of Object.values(d.components!.responses!)) delete (response as { headers?: unknown }).headers
+  })
+  t.strictSame(documentedHeaders(bare), [], 'a response without headers has none to expose')
+})
+
+/** Debian's Chromium (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1. */
+const executablePath = '/usr/bin/chromium'
+const browserMissing =
+  existsSync(executablePath) || process.env.REQUIRE_BROWSER === '1' ? false : `no browser at ${executablePath}: skipped`
+
+/** A page on its own origin (another port of 127.0.0.1), closed when the test ends. */
+async function pageServer(t: Test): Promise<string> {
+  const server = createServer((_request, response) => response.end('<!doctype html><title>client</title>'))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`
+}
+
+t.test('in a real browser: a page of an allowed origin creates and lists pets with its key and reads RateLimit; another origin cannot', { skip: browserMissing }, async (t) => {
+  const [good, bad] = [await pageServer(t), await pageServer(t)]
+  const app = await build(t, { CORS_ORIGINS: [good] })
+  const api = await app.listen({ host: '127.0.0.1', port: 0 })
+  const browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
+  t.teardown(() => browser.close())
+
+  const fromPage = async (origin: string) => {
+    const page = await browser.newPage()
+    await page.goto(origin)
+    return page.evaluate(
+      async ({ api, key }) => {
+        try {
+          const created = await fetch(`${api}/v1/pets`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+          })
+          const listed = await fetch(`${api}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+          return { status: [created.status, listed.status], location: created.headers.get('location'), rateLimit: listed.headers.get('ratelimit'), pets: ((await listed.json()) as unknown[]).length }
+        } catch (error) {
+          return { error: String(error) }
+        }
+      },
+      { api, key: testKey },
+    )
+  }
+  const allowedPage = await fromPage(good)
+  t.match(allowedPage, { status: [201, 200], location: '/v1/pets/1', rateLimit: /^"key";r=\d+;t=\d+$/, pets: 1 })
+  const otherPage = await fromPage(bad)
+  t.match(otherPage, { error: /TypeError: Failed to fetch/ }, 'the browser keeps the answer from a page of another origin')
+})

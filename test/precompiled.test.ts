@@ -1,0 +1,65 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
+import t from 'tap'
+import { configValidator } from '../src/config.js'
+import { loadContract, parsedSpecModule } from '../src/contract/spec.js'
+import { loadPrecompiled, Validator } from '../src/contract/spec-validator.js'
+import { specPath } from '../src/paths.js'
+
+// What `npm run generate` compiles ahead of the start (generated/openapi.cjs, openapi-schema.cjs,
+// config.cjs) is used when it matches, gives the same answers as compiling at start, and is
+// done without when it is missing or out of date.
+
+const emptyDir = () => mkdtempSync(join(tmpdir(), 'petstore-precompiled-'))
+
+t.test('the spec: the document parsed at generate time is the one parsing gives', async (t) => {
+  const fromGenerated = loadContract()
+  const parsed = loadContract(specPath, false)
+  t.strictSame(fromGenerated.document, parsed.document)
+  t.equal(fromGenerated.source, parsed.source, 'the text is still read, to be served byte for byte')
+  t.not(loadContract().document, fromGenerated.document, 'each contract has a document of its own')
+
+  // generated/ missing, or made from another text: the YAML is parsed
+  t.strictSame(loadContract(specPath, emptyDir()).document, parsed.document)
+  const stale = emptyDir()
+  writeFileSync(join(stale, parsedSpecModule), `module.exports = ${JSON.stringify({ sourceSha256: 'other', documentJson: '{"openapi":"3.0.0"}' })}`)
+  t.strictSame(loadContract(specPath, stale).document, parsed.document)
+})
+
+t.test("glue's validator: the meta-schema compiled at generate time, the same verdicts", async (t) => {
+  t.type(UpstreamValidator.prototype.getAjvValidator, 'function', 'the upstream method it stands in for is still there')
+  const precompiled = loadPrecompiled()!
+  t.equal(precompiled.openapiVersion, '3.0')
+  t.equal(new Validator().getAjvValidator('3.0'), precompiled, 'the generated one, for the version of openapi.yaml')
+  t.type(new Validator().getAjvValidator('3.1'), 'function', 'another version: compiled as upstream does')
+  t.equal(loadPrecompiled(emptyDir()), undefined)
+
+  const { document } = loadContract()
+  const broken = structuredClone(document) as unknown as Record<string, Record<string, unknown>>
+  delete broken.info!.title
+  broken.paths!['/pets'] = { get: { responses: 'none' } }
+  for (const spec of [document, broken]) {
+    const ours = await new Validator().validate(structuredClone(spec) as never)
+    const upstream = await new UpstreamValidator().validate(structuredClone(spec) as never)
+    t.strictSame(ours, upstream)
+  }
+  t.equal((await new Validator().validate(structuredClone(broken) as never)).valid, false, 'a broken spec is refused')
+})
+
+t.test('the environment: the generated validator, or one compiled now, alike', async (t) => {
+  const generated = configValidator()
+  t.type((generated as unknown as { schemaDigest: string }).schemaDigest, 'string', 'generated/config.cjs')
+  const stale = emptyDir()
+  writeFileSync(join(stale, 'config.cjs'), 'module.exports = () => true; module.exports.schemaDigest = "other"')
+  for (const validate of [configValidator(emptyDir()), configValidator(stale)]) {
+    t.not(validate, generated)
+    for (const env of [{}, { PORT: '8080', API_KEYS: 'a,b', OTHER: 'x' }, { PORT: '70000', HOST: '' }, { LOG_LEVEL: 'verbose' }]) {
+      const [ours, theirs] = [{ ...env }, { ...env }]
+      t.equal(validate(ours), generated(theirs), JSON.stringify(env))
+      t.strictSame(ours, theirs, 'coerced, defaulted and pruned alike')
+      t.strictSame(validate.errors, generated.errors)
+    }
+  }
+})

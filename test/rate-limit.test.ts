@@ -1,0 +1,188 @@
+/**
+ * Rate limits, one instance counting alone (no REDIS_URL): per API key, and per client address
+ * for requests without a valid key, with their headers on every response and a 429 past them.
+ * Several instances sharing Redis, and Redis failing: test/redis-limits.test.ts.
+ */
+import t from 'tap'
+import { errorStatus, fitMessage, messageMaxLength } from '../src/errors.js'
+import { Counter } from '../src/limits/counter.js'
+import { clientAddress, rateLimitHeaders } from '../src/limits/rate-limit.js'
+import { build, call, testKey } from './helpers/app.js'
+import { sleep } from './helpers/concurrency.js'
+import { editedContract } from './helpers/spec.js'
+
+const limits = { RATE_LIMIT_PER_KEY: 5, RATE_LIMIT_PER_ADDRESS: 3, RATE_LIMIT_WINDOW_S: 60 }
+const wrongKey = 'pet_00000000_not-a-key-of-this-store-00000'
+
+/** `"key";r=4;t=60` as { r: 4, t: 60 } */
+function rateLimit(header: unknown) {
+  const match = /^"(key|address)";r=(\d+);t=(\d+)$/.exec(String(header))
+  return match ? { policy: match[1], r: Number(match[2]), t: Number(match[3]) } : undefined
+}
+
+t.test('per API key: the quota counted down in RateLimit, then 429 with Retry-After until the window ends; other keys unaffected', async (t) => {
+  const refused: string[] = []
+  const app = await build(t, { ...limits, API_KEYS: [testKey, 'other-key'] })
+  app.rateLimits.on('refused', (policy, request) => refused.push(`${policy} ${request.method} ${request.url}`))
+  const remaining: number[] = []
+  for (let i = 0; i < 5; i++) {
+    const response = await call(t, app, { url: '/v1/pets' })
+    t.equal(response.status, 200)
+    t.equal(response.headers['ratelimit-policy'], '"key";q=5;w=60')
+    remaining.push(rateLimit(response.headers.ratelimit)!.r)
+  }
+  t.strictSame(remaining, [4, 3, 2, 1, 0], 'RateLimit counts down')
+  for (const request of [{ url: '/v1/pets' }, { method: 'POST' as const, url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } }, { url: '/v1/pets/1' }]) {
+    const over = await call(t, app, request)
+    t.equal(over.status, 429, `${request.method ?? 'GET'} ${request.url}: past the quota`)
+    t.equal(over.json.code, 'too_many_requests')
+    t.match(over.json.message, /^Rate limit reached: 5 requests per 60 s for this API key; try again in \d+ s$/)
+    const { r, t: reset } = rateLimit(over.headers.ratelimit)!
+    t.equal(r, 0)
+    t.ok(reset >= 59 && reset <= 60, `the window ends in ${reset} s`)
+    t.equal(over.headers['retry-after'], String(reset), 'Retry-After: when the window ends')
+  }
+  t.strictSame(refused, ['key GET /v1/pets', 'key POST /v1/pets', 'key GET /v1/pets/1'], 'each refusal is announced (for metrics)')
+  const other = await call(t, app, { url: '/v1/pets', key: 'other-key' })
+  t.equal(other.status, 200, 'another key has its own quota')
+  t.equal(rateLimit(other.headers.ratelimit)!.r, 4)
+  t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey })).status, 401, 'a key over its quota does not count against its address')
+})
+
+t.test('requests arriving together past a quota: exactly the quota is allowed, per key, per address, and on an open operation', async (t) => {
+  const together = (count: number, request: (i: number) => Parameters<typeof call>[2], app: Awaited<ReturnType<typeof build>>) =>
+    Promise.all(Array.from({ length: count }, async (_, i) => (await call(t, app, request(i))).status))
+  const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {})
+  const app = await build(t, limits)
+  t.strictSame(tally(await together(12, () => ({ url: '/v1/pets' }), app)), { 200: 5, 429: 7 }, 'one key')
+  t.strictSame(tally(await together(10, (i) => ({ url: '/v1/pets', key: `${wrongKey}${i}`, remoteAddress: '192.0.2.50' }), app)), { 401: 3, 429: 7 }, 'wrong keys from one address')
+  const open = await build(t, { ...limits, contract: editedContract((d) => void (d.paths['/pets']!.get!.security = [])) })
+  t.strictSame(tally(await together(8, () => ({ url: '/v1/pets', key: null }), open)), { 200: 3, 429: 5 }, 'an open operation')
+})
+
+t.test('the quota is whole again when the window ends', async (t) => {
+  const app = await build(t, { ...limits, RATE_LIMIT_PER_KEY: 2, RATE_LIMIT_WINDOW_S: 1 })
+  const statuses = async () => {
+    const seen: number[] = []
+    for (let i = 0; i < 3; i++) seen.push((await call(t, app, { url: '/v1/pets' })).status)
+    return seen
+  }
+  t.strictSame(await statuses(), [200, 200, 429])
+  await sleep(1_100)
+  t.strictSame(await statuses(), [200, 200, 429], 'a new window')
+})
+
+t.test('wrong keys, per address: 401 up to the quota, then 429 without looking the key up, for any key from that address', async (t) => {
+  const app = await build(t, limits)
+  const { key } = await app.storage.keys.issue('ci')
+  let lookups = 0
+  const authenticate = app.storage.keys.authenticate.bind(app.storage.keys)
+  app.storage.keys.authenticate = (digest) => {
+    lookups++
+    return authenticate(digest)
+  }
+  const guesser = '203.0.113.7'
+  const statuses: number[] = []
+  const remaining: number[] = []
+  for (let i = 0; i < 10; i++) {
+    const response = await call(t, app, { url: '/v1/pets', key: `${wrongKey}${i}`, remoteAddress: guesser })
+    statuses.push(response.status)
+    t.equal(response.headers['ratelimit-policy'], '"address";q=3;w=60')
+    remaining.push(rateLimit(response.headers.ratelimit)!.r)
+  }
+  t.strictSame(statuses, [401, 401, 401, 429, 429, 429, 429, 429, 429, 429])
+  t.strictSame(remaining, [2, 1, 0, 0, 0, 0, 0, 0, 0, 0])
+  t.equal(lookups, 3, 'only the 3 counted were looked up in the key store')
+  for (const request of [{ key: null }, { key: 'Basic Zm9v' }, { key: key }]) {
+    const response = await call(t, app, { url: '/v1/pets', ...request, remoteAddress: guesser })
+    t.equal(response.status, 429, `refused at once: ${request.key === key ? 'even a valid key' : `key ${request.key}`}`)
+    t.match(response.json.message, 'for requests without a valid API key from this address')
+  }
+  t.equal(lookups, 3, 'still 3')
+
+  const neighbour = await call(t, app, { url: '/v1/pets', key, remoteAddress: '203.0.113.8' })
+  t.equal(neighbour.status, 200, 'another address is not refused')
+  t.equal(neighbour.headers['ratelimit-policy'], '"key";q=5;w=60', 'an authenticated request shows its key quota')
+  // a valid key's requests do not use its address's quota of failures
+  const valid = '198.51.100.1'
+  for (let i = 0; i < 4; i++) t.equal((await call(t, app, { url: '/v1/pets', key, remoteAddress: valid })).status, 200)
+  t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: valid })).status, 401, 'its first failure is a 401')
+})
+
+t.test('IPv6 clients are counted by their /64: a guesser cannot take a fresh address for each try', async (t) => {
+  const app = await build(t, limits)
+  const statuses: number[] = []
+  for (let i = 1; i <= 5; i++) statuses.push((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: `2001:db8:1:2::${i}` })).status)
+  t.strictSame(statuses, [401, 401, 401, 429, 429])
+  t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: '2001:db8:1:3::1' })).status, 401, 'the next /64 is another client')
+})
+
+t.test('the client address', async (t) => {
+  t.equal(clientAddress('192.0.2.1'), '192.0.2.1')
+  t.equal(clientAddress('::ffff:192.0.2.1'), '192.0.2.1', 'IPv4-mapped IPv6 is the IPv4 client')
+  t.equal(clientAddress('2001:db8::1'), '2001:db8:0:0::/64')
+  t.equal(clientAddress('2001:db8:aa:bb:cc:dd:ee:ff'), '2001:db8:aa:bb::/64')
+  t.equal(clientAddress('not an address'), 'not an address', 'what a proxy says, kept as it is')
+  t.equal(clientAddress('x'.repeat(300)).length, 100, 'and bounded')
+})
+
+t.test('behind a trusted proxy (TRUST_PROXY), the client is the address X-Forwarded-For names; otherwise the header is ignored', async (t) => {
+  const guess = (app: Awaited<ReturnType<typeof build>>, client: string) =>
+    call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': client } })
+  const proxied = await build(t, { ...limits, TRUST_PROXY: ['10.0.0.0/8'] })
+  const direct = await build(t, limits)
+  const behind: number[] = []
+  const bare: number[] = []
+  for (let i = 1; i <= 4; i++) {
+    behind.push((await guess(proxied, `192.0.2.${i}`)).status)
+    bare.push((await guess(direct, `192.0.2.${i}`)).status)
+  }
+  t.strictSame(behind, [401, 401, 401, 401], 'four clients behind the proxy, one failure each')
+  t.strictSame(bare, [401, 401, 401, 429], 'without TRUST_PROXY, the proxy itself is the client')
+})
+
+t.test('an operation that needs no key counts every request against its address', async (t) => {
+  const open = editedContract((d) => {
+    d.paths['/pets']!.get!.security = []
+  })
+  const app = await build(t, { ...limits, contract: open })
+  const statuses: number[] = []
+  for (let i = 0; i < 5; i++) statuses.push((await call(t, app, { url: '/v1/pets', key: null })).status)
+  t.strictSame(statuses, [200, 200, 200, 429, 429])
+})
+
+t.test('the RateLimit fields, and the 429 in the catalogue', async (t) => {
+  t.strictSame(rateLimitHeaders({ policy: { name: 'key', quota: 1000, windowS: 60 }, remaining: 998, resetS: 42, exceeded: false }), {
+    'RateLimit-Policy': '"key";q=1000;w=60',
+    RateLimit: '"key";r=998;t=42',
+  })
+  t.equal(errorStatus.too_many_requests, 429)
+})
+
+t.test('an Error message keeps to its schema: at most 500 characters, no control characters', async (t) => {
+  t.equal(fitMessage('tab\there\nand \u007f'), 'tab\uFFFDhere\uFFFDand \uFFFD')
+  const long = fitMessage('x'.repeat(600))
+  t.equal(long.length, messageMaxLength)
+  t.ok(long.endsWith('…'))
+  const cutPair = fitMessage(`${'x'.repeat(messageMaxLength - 2)}😀😀`)
+  t.notOk(/[\uD800-\uDBFF]…$/.test(cutPair), 'never half a surrogate pair')
+  const app = await build(t)
+  const response = await call(t, app, { url: `/v1/${'a'.repeat(2_000)}` })
+  t.equal(response.status, 404)
+  t.equal(response.json.message.length, messageMaxLength, 'a long path quoted in a 404 is cut (the contract check holds it to maxLength)')
+  const body = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1, 'a\nb': 1 } })
+  t.equal(body.status, 400)
+  t.equal(body.json.message, "body must NOT have additional property 'a\uFFFDb'")
+})
+
+t.test('the clients remembered as over their quota are bounded: past 10,000, those whose window ended are dropped', async (t) => {
+  const counter = new Counter({ name: 'address', quota: 1, windowS: 2 }, undefined, 'unused')
+  const spent = (counter as unknown as { spent: Map<string, number> }).spent
+  for (let i = 0; i < 10_000; i++) await counter.consume(`client-${i}`)
+  t.equal(spent.size, 10_000)
+  t.ok(counter.exhausted('client-9999'), 'each is refused without counting')
+  await sleep(2_100)
+  await counter.consume('one more')
+  t.equal(spent.size, 1, 'the expired ones are gone')
+  t.notOk(counter.exhausted('client-9999'), 'and their window is over')
+})
