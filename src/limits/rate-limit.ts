@@ -57,24 +57,14 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
         await this.failed(request, reply, address, error)
         throw error
       }
-      const keySpent = this.perKey.exhausted(request.principal)
-      if (keySpent) this.refuse(request, reply, keySpent)
-      const count = await this.perKey.consume(request.principal)
-      announce(reply, count)
-      if (count.exceeded) this.refuse(request, reply, count)
+      await this.take(this.perKey, request.principal, request, reply)
     }
   }
 
   /** The limit of an operation that needs no key: each of its requests is one without a valid
    * key, counted against its address. */
-  readonly anonymous = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const address = clientAddress(request.ip)
-    const spent = this.perAddress.exhausted(address)
-    if (spent) this.refuse(request, reply, spent)
-    const count = await this.perAddress.consume(address)
-    announce(reply, count)
-    if (count.exceeded) this.refuse(request, reply, count)
-  }
+  readonly anonymous = (request: FastifyRequest, reply: FastifyReply): Promise<void> =>
+    this.take(this.perAddress, clientAddress(request.ip), request, reply)
 
   /** Waits (at most `withinMs`) for the shared store to connect, when there is one. */
   async connected(withinMs: number): Promise<void> {
@@ -90,12 +80,20 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
    * one: the client did nothing wrong.) */
   private async failed(request: FastifyRequest, reply: FastifyReply, address: string, error: unknown) {
     if (error instanceof ApiError && error.code === 'unauthorized') {
-      const count = await this.perAddress.consume(address)
-      announce(reply, count)
-      if (count.exceeded) this.refuse(request, reply, count)
+      await this.take(this.perAddress, address, request, reply)
     } else {
       announce(reply, await this.perAddress.peek(address))
     }
+  }
+
+  /** Counts one request of `client` against `counter`, and says where it stands; refused (429)
+   * when the client is known to have used up its quota (without asking Redis) or goes past it. */
+  private async take(counter: Counter, client: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const spent = counter.exhausted(client)
+    if (spent) this.refuse(request, reply, spent)
+    const count = await counter.consume(client)
+    announce(reply, count)
+    if (count.exceeded) this.refuse(request, reply, count)
   }
 
   private refuse(request: FastifyRequest, reply: FastifyReply, count: Count): never {
