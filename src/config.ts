@@ -1,10 +1,8 @@
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { type Static, Type } from '@sinclair/typebox'
 import { Ajv, type Options, type ValidateFunction } from 'ajv'
-import { generatedDir } from './paths.js'
+import { generatedDir, loadGenerated } from './paths.js'
 
 /** A token68 (RFC 7235): what a client can send after `Bearer `. */
 const token = '[A-Za-z0-9._~+/-]+=*'
@@ -120,11 +118,8 @@ export const configSchemaDigest = () => createHash('sha256').update(JSON.stringi
 /** The validator of the environment: made by `npm run generate` (generated/config.cjs), so that
  * no schema is compiled at start; compiled here only when that one is missing or out of date. */
 export function configValidator(dir: string = generatedDir): ValidateFunction {
-  const file = join(dir, 'config.cjs')
-  if (existsSync(file)) {
-    const generated = createRequire(import.meta.url)(file) as ValidateFunction & { schemaDigest: string }
-    if (generated.schemaDigest === configSchemaDigest()) return generated
-  }
+  const generated = loadGenerated<ValidateFunction & { schemaDigest: string }>(join(dir, 'config.cjs'))
+  if (generated?.schemaDigest === configSchemaDigest()) return generated
   return new Ajv(configAjvOptions).compile(closedConfigSchema())
 }
 

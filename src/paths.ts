@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -16,3 +17,11 @@ export function findProjectRoot(start: string): string {
 export const projectRoot = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
 export const specPath = join(projectRoot, 'openapi.yaml')
 export const generatedDir = join(projectRoot, 'generated')
+
+const requireHere = createRequire(import.meta.url)
+
+/** A CommonJS module made by `npm run generate` (at `file`, in generated/ or a test's folder),
+ * or undefined when there is none. */
+export function loadGenerated<T>(file: string): T | undefined {
+  return existsSync(file) ? (requireHere(file) as T) : undefined
+}

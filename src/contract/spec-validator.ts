@@ -1,8 +1,6 @@
-import { existsSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
-import { generatedDir } from '../paths.js'
+import { generatedDir, loadGenerated } from '../paths.js'
 
 /**
  * fastify-openapi-glue checks the spec against the OpenAPI meta-schema at every start, with a
@@ -42,8 +40,7 @@ export interface PrecompiledSchema {
 export const specSchemaModule = 'openapi-schema.cjs'
 
 export function loadPrecompiled(dir: string = generatedDir): PrecompiledSchema | undefined {
-  const file = join(dir, specSchemaModule)
-  return existsSync(file) ? (createRequire(import.meta.url)(file) as PrecompiledSchema) : undefined
+  return loadGenerated<PrecompiledSchema>(join(dir, specSchemaModule))
 }
 
 const precompiled = loadPrecompiled()

@@ -1,10 +1,9 @@
 import { createHash } from 'node:crypto'
-import { existsSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parse } from 'yaml'
-import { generatedDir, specPath } from '../paths.js'
+import { generatedDir, loadGenerated, specPath } from '../paths.js'
 
 /** An operation's object as written in the spec, with its `x-*` extensions. */
 export type OperationDefinition = OpenAPIV3.OperationObject & { [extension: `x-${string}`]: unknown }
@@ -60,10 +59,8 @@ export const parsedSpecModule = 'openapi.cjs'
  * the YAML is a good part of the start-up time; JSON.parse is a hundredth of it. */
 function parsedAtGenerateTime(source: string, dir: string | false): OpenAPIV3.Document | undefined {
   if (dir === false) return undefined
-  const file = join(dir, parsedSpecModule)
-  if (!existsSync(file)) return undefined
-  const parsed = createRequire(import.meta.url)(file) as ParsedSpec
-  return parsed.sourceSha256 === sourceDigest(source) ? (JSON.parse(parsed.documentJson) as OpenAPIV3.Document) : undefined
+  const parsed = loadGenerated<ParsedSpec>(join(dir, parsedSpecModule))
+  return parsed?.sourceSha256 === sourceDigest(source) ? (JSON.parse(parsed.documentJson) as OpenAPIV3.Document) : undefined
 }
 
 /** openapi.yaml (or the spec at `path`): the text is served as it is, and its document is the
