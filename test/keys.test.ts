@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { openStorage } from '../src/storage/index.js'
+import { dataVersionWindowMs } from '../src/storage/key-changes.js'
 import { build, call } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { atMost } from './helpers/concurrency.js'
@@ -170,6 +171,8 @@ t.test('a key store that cannot be read lets no request through, and the CLI rep
   const other = new SQLite(file)
   other.exec('drop table api_keys')
   other.close()
+  // a change by another process is seen within the window of its data_version
+  await new Promise((resolve) => setTimeout(resolve, dataVersionWindowMs + 1))
   const refused = await call(t, app, { url: '/v1/pets', key })
   t.equal(refused.status, 500)
   t.strictSame(refused.json, { code: 'internal_error', message: 'Internal server error', status: 500 })

@@ -6,7 +6,7 @@
 import t from 'tap'
 import { errorStatus, fitMessage, messageMaxLength } from '../src/errors.js'
 import { Counter } from '../src/limits/counter.js'
-import { clientAddress, rateLimitHeaders } from '../src/limits/rate-limit.js'
+import { clientAddress, clientsBound, rateLimitHeaders } from '../src/limits/rate-limit.js'
 import { build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 import { editedContract } from './helpers/spec.js'
@@ -124,6 +124,10 @@ t.test('the client address', async (t) => {
   t.equal(clientAddress('2001:db8:aa:bb:cc:dd:ee:ff'), '2001:db8:aa:bb::/64')
   t.equal(clientAddress('not an address'), 'not an address', 'what a proxy says, kept as it is')
   t.equal(clientAddress('x'.repeat(300)).length, 100, 'and bounded')
+  // remembered up to a bound, then started over: the answers stay the same across it
+  for (let i = 0; i <= clientsBound; i++) clientAddress(`10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`)
+  t.equal(clientAddress('10.0.39.16'), '10.0.39.16', 'past the bound')
+  t.equal(clientAddress('2001:db8::1'), '2001:db8:0:0::/64', 'and one read before it, read again')
 })
 
 t.test('behind a trusted proxy (TRUST_PROXY), the client is the address X-Forwarded-For names; otherwise the header is ignored', async (t) => {

@@ -4,7 +4,8 @@ import { occurrences } from '../http/raw-headers.js'
 import { hashKey, type KeyRepository } from '../storage/keys.js'
 
 /** Who a key, given as its SHA-256 (hashKey), belongs to (its principal), or undefined when it
- * is not accepted. A store that cannot answer throws: no answer is no access. */
+ * is not accepted: at once when known without asking a store, else by a promise. A store that
+ * cannot answer throws: no answer is no access. */
 export type KeyCheck = (digest: string) => string | undefined | Promise<string | undefined>
 
 declare module 'fastify' {
@@ -49,14 +50,20 @@ export function bearerToken(request: FastifyRequest): string {
 /** The onRequest hook of every operation that requires bearerAuth: it runs before the body is
  * read or anything validated, so an unauthenticated request is a 401 whatever else is wrong. */
 export function bearerAuth(check: KeyCheck) {
-  return async function authenticate(request: FastifyRequest) {
+  return function authenticate(request: FastifyRequest): void | Promise<void> {
     // hashed once: every check looks keys up by hash
-    const principal = await check(hashKey(bearerToken(request)))
-    if (principal === undefined) {
-      throw new ApiError('unauthorized', 'Invalid API key', { 'WWW-Authenticate': `${realm}, error="invalid_token"` })
-    }
-    request.principal = principal
+    const principal = check(hashKey(bearerToken(request)))
+    // (a key known at once costs no promise: most requests come with one)
+    if (principal instanceof Promise) return principal.then((found) => admit(request, found))
+    admit(request, principal)
   }
+}
+
+function admit(request: FastifyRequest, principal: string | undefined): void {
+  if (principal === undefined) {
+    throw new ApiError('unauthorized', 'Invalid API key', { 'WWW-Authenticate': `${realm}, error="invalid_token"` })
+  }
+  request.principal = principal
 }
 
 /** Keys given in the environment. Looked up by SHA-256: what a guess costs in time depends on
@@ -68,19 +75,23 @@ export function staticKeys(keys: readonly string[]): KeyCheck {
 
 /** Keys issued with `npm run keys`, kept in the store. */
 export function storedKeys(keys: KeyRepository): KeyCheck {
-  return async (digest) => {
-    const id = await keys.authenticate(digest)
-    return id === undefined ? undefined : `key:${id}`
+  const principalOf = (id: number | undefined) => (id === undefined ? undefined : `key:${id}`)
+  return (digest) => {
+    const id = keys.authenticate(digest)
+    return typeof id === 'number' ? principalOf(id) : id.then(principalOf)
   }
 }
 
-/** Accepted when any of the checks accepts, tried in order. */
+/** Accepted when any of the checks accepts, tried in order; at once when every check it needs
+ * answers at once. */
 export function anyOf(...checks: KeyCheck[]): KeyCheck {
-  return async (digest) => {
-    for (const check of checks) {
-      const principal = await check(digest)
+  const from = (first: number, digest: string): ReturnType<KeyCheck> => {
+    for (let i = first; i < checks.length; i++) {
+      const principal = checks[i]!(digest)
+      if (principal instanceof Promise) return principal.then((found) => found ?? from(i + 1, digest))
       if (principal !== undefined) return principal
     }
     return undefined
   }
+  return (digest) => from(0, digest)
 }

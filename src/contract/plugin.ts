@@ -1,16 +1,20 @@
-import type { FastifyInstance, onRequestHookHandler, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'
 import { type Contract, deref, type Operation } from './spec.js'
 
+/** What an operation's request goes through before its body is read: it answers by resolving,
+ * or refuses by throwing (an ApiError). */
+export type OperationHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+
 export interface ContractOptions {
   contract: Contract
   handlers: OperationHandlers
-  /** the onRequest hook of operations that require the bearer scheme (and its rate limits) */
-  authenticate: onRequestHookHandler
-  /** the onRequest hook of operations that need no key: their rate limit */
-  anonymous: onRequestHookHandler
+  /** what requests of operations that require the bearer scheme go through (and its rate limits) */
+  authenticate: OperationHook
+  /** what requests of operations that need no key go through: their rate limit */
+  anonymous: OperationHook
   /** the lifecycle headers of each operation (lifecycleOfOperations) */
   lifecycle: ReadonlyMap<Operation, Record<string, string> | undefined>
 }
@@ -27,16 +31,17 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
     headersInLowerCase(route)
-    const hooks: onRequestHookHandler[] = []
+    const guard = requiresBearer(operation, contract) ? authenticate : anonymous
     const headers = lifecycle.get(operation)
-    if (headers !== undefined) {
-      hooks.push((_request, reply, done) => {
-        reply.headers(headers)
-        done()
-      })
-    }
-    hooks.push(requiresBearer(operation, contract) ? authenticate : anonymous)
-    route.onRequest = [...hooks, ...[route.onRequest ?? []].flat()]
+    // one hook, not one per concern: every request of the API passes here
+    const admit: OperationHook =
+      headers === undefined
+        ? guard
+        : (request, reply) => {
+            reply.headers(headers)
+            return guard(request, reply)
+          }
+    route.onRequest = [admit as onRequestHookHandler, ...[route.onRequest ?? []].flat()]
     const integers = strictIntegers(integerParameters(operation, contract))
     if (integers !== undefined) route.preValidation = [integers, ...[route.preValidation ?? []].flat()]
   })

@@ -19,7 +19,8 @@ export interface RateLimitEvents {
   shared: [shared: boolean]
 }
 
-export type RateLimitAuthenticate = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+/** Sets request.principal or throws, at once or by a promise. */
+export type RateLimitAuthenticate = (request: FastifyRequest, reply: FastifyReply) => void | Promise<void>
 
 /**
  * Rate limits around authentication, per API key and, for requests without a valid key, per
@@ -46,7 +47,7 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
   }
 
   /** `authenticate` (which sets request.principal or throws), within the limits. */
-  around(authenticate: RateLimitAuthenticate): RateLimitAuthenticate {
+  around(authenticate: RateLimitAuthenticate): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
     return async (request, reply) => {
       const address = clientAddress(request.ip)
       const spent = this.perAddress.exhausted(address)
@@ -120,12 +121,27 @@ function announce(reply: FastifyReply, count: Count): void {
   reply.headers(rateLimitHeaders(count))
 }
 
+/** Addresses already read (clientAddress), by IP, up to a bound past which it starts over: every
+ * request asks, and a client's requests come from one address. */
+const clients = new Map<string, string>()
+export const clientsBound = 10_000
+
 /**
  * The client an address stands for: an IPv4 address (IPv4-mapped IPv6 included) as itself, an
  * IPv6 address by its /64, the block a single host is usually given (else a guesser would have
  * 2^64 addresses, each with a fresh quota).
  */
 export function clientAddress(ip: string): string {
+  let client = clients.get(ip)
+  if (client === undefined) {
+    if (clients.size >= clientsBound) clients.clear()
+    client = clientOf(ip)
+    clients.set(ip, client)
+  }
+  return client
+}
+
+function clientOf(ip: string): string {
   // (behind a trusted proxy, what X-Forwarded-For says, which may be anything)
   if (!ipaddr.isValid(ip)) return ip.slice(0, 100)
   const parsed = ipaddr.process(ip)

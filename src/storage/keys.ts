@@ -28,8 +28,9 @@ export interface KeyRepository {
   issueFirst(name: string): Promise<IssuedKey | undefined>
   list(): Promise<ApiKeyRecord[]>
   revoke(id: number): Promise<RevokeOutcome>
-  /** the id of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use */
-  authenticate(digest: string): Promise<number | undefined>
+  /** the id of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use.
+   * A key it has seen is answered at once, not by a promise: a read's path awaits nothing for it. */
+  authenticate(digest: string): number | Promise<number | undefined>
   /** writes down when keys were last used (done every minute, and on close) */
   recordUses(): Promise<void>
   /** writes down when keys were last used, and stops */
@@ -107,6 +108,16 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
   }
   const flusher = setInterval(recordUses, lastUsedFlushMs).unref()
 
+  async function lookUp(digest: string): Promise<number | undefined> {
+    const lookedUpIn = generation
+    const row = await sql.row<{ id: number }>('select id from api_keys where hash = $1 and revoked_at is null', [digest])
+    if (row === undefined) return undefined
+    // (only active keys are cached, never guesses: the cache is as large as the key store)
+    if (lookedUpIn === generation) cached.set(digest, row.id)
+    used.set(row.id, Date.now())
+    return row.id
+  }
+
   return {
     issue: (name) => insert(sql, name),
 
@@ -135,18 +146,11 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
       return row === undefined ? 'not found' : 'already revoked'
     },
 
-    async authenticate(digest) {
+    authenticate(digest) {
       if (changes.changed()) forget()
       // Looked up by hash: equal hashes mean equal keys, and timing reveals nothing of the key.
-      let id = cached.get(digest)
-      if (id === undefined) {
-        const lookedUpIn = generation
-        const row = await sql.row<{ id: number }>('select id from api_keys where hash = $1 and revoked_at is null', [digest])
-        if (row === undefined) return undefined
-        id = row.id
-        // (only active keys are cached, never guesses: the cache is as large as the key store)
-        if (lookedUpIn === generation) cached.set(digest, id)
-      }
+      const id = cached.get(digest)
+      if (id === undefined) return lookUp(digest)
       used.set(id, Date.now())
       return id
     },

@@ -69,12 +69,14 @@ export function sqliteSql(connection: SQLite.Database): Sql {
   // whose work awaits, ever hold the connection across a turn of the event loop. (The loops
   // below check and act in the same turn: nothing can start in between.)
   let held: Promise<void> | undefined
-  const afterTransactions =
-    <Args extends unknown[], R>(statement: (...args: Args) => Promise<R>) =>
-    async (...args: Args) => {
+  const afterTransactions = <Args extends unknown[], R>(statement: (...args: Args) => Promise<R>) => {
+    const waiting = async (...args: Args) => {
       while (held !== undefined) await held
       return statement(...args)
     }
+    // (nothing held, the usual case: run now, without a second promise)
+    return (...args: Args) => (held === undefined ? statement(...args) : waiting(...args))
+  }
   return {
     rows: afterTransactions(direct.rows) as Statements['rows'],
     row: afterTransactions(direct.row) as Statements['row'],
