@@ -105,36 +105,46 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.decorateRequest('principal', '')
-  const rateLimits = new RateLimits(options, app.log)
+  const rateLimits = await RateLimits.open(options, app.log, redisConnectBoundMs)
   app.decorate('rateLimits', rateLimits)
   app.addHook('onClose', () => {
     rateLimits.close()
     return storage.close()
   })
-  await rateLimits.connected(redisConnectBoundMs)
 
   // JSON only, read by one parser that knows the limits: any other body is a 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
   requestHooks(app)
-  const notFound = notFoundHandler(contract)
-  // A request no operation serves is a 404 or 405, whatever Fastify finds wrong with its body
-  // (an unreadable request, our own ApiError, stays what it is).
-  app.setErrorHandler<FastifyError | ApiError>((error, request, reply) =>
-    request.is404 && !(error instanceof ApiError) ? notFound(request, reply) : errorHandler(error, request, reply),
-  )
-  app.setNotFoundHandler(notFound)
-  await registerCors(app, contract, options.CORS_ORIGINS, notFound)
-
-  // operating it: request metrics, health probes (src/ops/)
+  // operating it: request metrics (before any route: each route counts its own requests)
   await app.register(metrics)
   rateLimits.on('refused', (policy) => app.metrics.rateLimitRefused(policy))
+
+  const notFound = notFoundHandler(contract)
+  // A request no operation serves is a 404 or 405, whatever Fastify finds wrong with its body
+  // (an unreadable request, our own ApiError, stays what it is). No route counts it: it is
+  // counted here.
+  app.setErrorHandler<FastifyError | ApiError>((error, request, reply) => {
+    if (!request.is404) return errorHandler(error, request, reply)
+    observeUnrouted(reply)
+    return error instanceof ApiError ? errorHandler(error, request, reply) : notFound(request, reply)
+  })
+  app.setNotFoundHandler((request, reply) => {
+    observeUnrouted(reply)
+    return notFound(request, reply)
+  })
+  await registerCors(app, contract, options.CORS_ORIGINS, notFound)
+
+  // health probes (src/ops/)
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
 
   await app.register(docs, { contract })
   await app.register(contractPlugin, {
     contract,
-    handlers: { ...petHandlers(storage.pets), ...orderHandlers(storage.orders) },
+    handlers: {
+      ...petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets') }),
+      ...orderHandlers(storage.orders, { ordersUrl: contract.urlOf('listOrders') }),
+    },
     authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys)))),
     anonymous: rateLimits.anonymous,
     lifecycle,

@@ -32,6 +32,12 @@ export const configSchema = Type.Object({
     description: 'comma-separated API keys accepted beside the stored ones',
   }),
   LOG_LEVEL: Type.Unsafe<(typeof logLevels)[number]>({ type: 'string', enum: logLevels, default: 'info' }),
+  LOG_BUFFER_BYTES: Type.Integer({
+    minimum: 65_536,
+    maximum: 1_073_741_824,
+    default: 16_777_216,
+    description: 'log lines waiting to be written to stdout are held up to this many bytes; more are dropped (and counted)',
+  }),
   // long enough for any statement of ours under load, short enough that a client is told "try
   // again" (503) before it gives up on its own
   DATABASE_TIMEOUT_MS: milliseconds(5_000, 'how long a statement or a connection may take before the database counts as unavailable (503)'),

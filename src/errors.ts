@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Contract } from './contract/spec.js'
+import { bodyStillArriving, closeAfterAnswer } from './http/linger.js'
 import { StorageUnavailable } from './storage/sql.js'
 
 /** Seconds a client is asked to wait (Retry-After) before trying again after a 503. */
@@ -133,6 +134,9 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
   // the operator is told the cause (SQLITE_FULL, ECONNREFUSED…), the client only what to do
   if (error instanceof StorageUnavailable) request.log.error({ err: error.cause }, 'the database is unavailable')
   else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
+  // Answered before its body has all arrived (401, 413, 415, 408, 404…): the rest of the body
+  // will not be read as a request, so the connection closes, without losing the answer.
+  if (bodyStillArriving(request.raw)) closeAfterAnswer(request.raw, reply)
   return reply.code(apiError.status).headers(apiError.headers).send(apiError.body)
 }
 

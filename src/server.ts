@@ -3,6 +3,7 @@ import { buildApp } from './app.js'
 import { issueFirstKey } from './auth/first-key.js'
 import { loadConfig } from './config.js'
 import { reportFailure } from './failure.js'
+import { logDestination } from './log-destination.js'
 import { drain } from './shutdown.js'
 
 /**
@@ -16,7 +17,9 @@ const notShutdownSignals = ['SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT',
 /** The process: configuration, listening, first key, graceful shutdown. Nothing else. */
 async function main() {
   const config = loadConfig()
-  const app = await buildApp(config)
+  const log = logDestination(config.LOG_BUFFER_BYTES)
+  const app = await buildApp({ ...config, logger: { stream: log } })
+  log.onDrop(() => app.metrics.logLineDropped())
   closeWithGrace(
     {
       delay: config.SHUTDOWN_GRACE_MS,

@@ -45,6 +45,19 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     const body = d.paths['/pets']!.post!.requestBody as OpenAPIV3.RequestBodyObject
     body.content['text/plain'] = { schema: { type: 'string' } }
   }, /createPet must require an application\/json body \(it takes application\/json, text\/plain\)/)
+  await refused((d) => {
+    const found = d.paths['/pets/{petId}']!.get!.responses['200'] as OpenAPIV3.ResponseObject
+    found.content!['text/plain'] = { schema: { type: 'string' } }
+  }, /getPet must answer 200 in application\/json \(it says application\/json, text\/plain\)/)
+  t.throws(() => loadContract().urlOf('adoptPet'), /openapi.yaml has no operation adoptPet/)
+})
+
+t.test('an operation whose answers carry no body needs no media type', async (t) => {
+  const bodiless = editedContract((d) => {
+    d.paths['/pets/{petId}']!.get!.responses = { '204': { description: 'seen' } }
+  })
+  const app = await build(t, { contract: bodiless })
+  t.equal((await call(t, app, { url: '/v1/pets/1' })).status, 404, 'the route is served, with the errors of the server')
 })
 
 t.test('security follows the spec: an operation it opens needs no key', async (t) => {

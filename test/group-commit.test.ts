@@ -85,8 +85,8 @@ t.test('transactions(): on SQLite, works that arrive together share one transact
 
   // a failing work fails its whole transaction: nothing of it is stored
   const failed = await Promise.allSettled([
-    write((tx) => tx.run("insert into pets (name, category_id, status) values ('Lost', 1, 'available')")),
-    write((tx) => tx.run('insert into no_such_table values (1)')),
+    write(async (tx) => tx.run("insert into pets (name, category_id, status) values ('Lost', 1, 'available')")),
+    write(async (tx) => tx.run('insert into no_such_table values (1)')),
   ])
   t.strictSame(failed.map((result) => result.status), ['rejected', 'rejected'])
   t.equal(reader.prepare("select count(*) from pets where name = 'Lost'").pluck().get(), 0)

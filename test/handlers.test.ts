@@ -6,8 +6,8 @@ import { petHandlers } from '../src/pets/handlers.js'
 import type { OrderRepository } from '../src/storage/orders.js'
 import type { PetRepository } from '../src/storage/pets.js'
 
-const pets = petHandlers({} as PetRepository)
-const orders = orderHandlers({} as OrderRepository)
+const pets = petHandlers({} as PetRepository, { petsUrl: '/v1/pets' })
+const orders = orderHandlers({} as OrderRepository, { ordersUrl: '/v1/store/orders' })
 
 t.test('there is exactly one handler per operation of openapi.yaml', async (t) => {
   t.strictSame(Object.keys({ ...pets, ...orders }).sort(), [...loadContract().operations.keys()].sort())
@@ -41,14 +41,31 @@ export const wrongReply: OperationHandlers = {
   listPets,
   getPet,
   // @ts-expect-error a body that is not the documented Pet is a compile error
-  createPet: async (_request, reply) => reply.code(201).send({ id: 'one', name: 'Rex', categoryId: 1 }),
+  createPet: async (_request, reply) => {
+    reply.code(201)
+    return { id: 'one', name: 'Rex', categoryId: 1 }
+  },
+}
+
+export const sentNotAnswered: OperationHandlers = {
+  ...pets,
+  ...orders,
+  // @ts-expect-error a handler answers its body: one that sends it itself and answers the reply is a compile error
+  getPet: (_request, reply) => reply.code(200).send({ id: 1, name: 'Rex', categoryId: 1 }),
+}
+
+export const errorAsSuccess: OperationHandlers = {
+  ...pets,
+  ...orders,
+  // @ts-expect-error an error body is thrown (an ApiError), not answered as if it were the success
+  getPet: () => ({ code: 'not_found', message: 'no', status: 404 }),
 }
 
 export const wrongOrder: OperationHandlers = {
   ...pets,
   ...orders,
   // @ts-expect-error an Order without placedAt is a compile error
-  getOrder: async (_request, reply) => reply.code(200).send({ id: 1, petId: 1, status: 'placed' }),
+  getOrder: () => ({ id: 1, petId: 1, status: 'placed' }),
 }
 
 export const typedHeader: OperationHandlers = {
@@ -60,6 +77,7 @@ export const typedHeader: OperationHandlers = {
     const key: string | undefined = request.headers['idempotency-key']
     // @ts-expect-error and an operation without header parameters has none of them
     const other: string | undefined = ({} as Parameters<OperationHandlers['listPets']>[0]).headers['x-other']
-    return reply.code(409).send({ code: 'pet_unavailable', message: `${key}${other}`, status: 409 })
+    reply.code(201)
+    return { id: 1, petId: 1, status: 'placed', placedAt: `${key}${other}` }
   },
 }

@@ -150,6 +150,26 @@ t.test('1. a request refused before its body is read (401, 415) closes the conne
   t.match(JSON.parse(encoded.body).message, /Unsupported Content-Encoding "gzip"/)
 })
 
+t.test('1. a request without a body keeps its connection; a body the server never reads (a GET\'s) closes it after the answer', async (t) => {
+  const { port } = await serve(t)
+  const get = `GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}\r\n`
+  // two requests on one connection, the second asking to close: both answered, in order
+  const kept = await exchange(port, (socket) => void socket.write(`${get}${get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`))
+  t.equal(kept.text.match(/HTTP\/1\.1 200 /g)?.length, 2, 'both answered on the one connection')
+  t.match(kept.text, /^HTTP\/1\.1 200 [^]*?Connection: keep-alive\r\n/, 'the first answer keeps the connection open')
+
+  const rest = Buffer.alloc(64 * 1024, ' ')
+  const withBody = await exchange(port, async (socket) => {
+    socket.write(get.replace('\r\n\r\n', `\r\nContent-Type: application/json\r\nContent-Length: ${rest.length}\r\n\r\n`))
+    await sleep(100)
+    socket.write(rest)
+  })
+  t.equal(withBody.status, 200, 'a GET is answered whatever body it carries')
+  t.equal(withBody.headers.connection, 'close', 'and its connection closes')
+  t.equal(withBody.error, undefined, 'after the client read the answer: no reset')
+  keepsContract(t, 'GET', '/v1/pets', withBody)
+})
+
 t.test('8. 40 clients each sending 5 MiB: at least 39 read the 413 (and the 401, without a key)', async (t) => {
   const { port } = await serve(t)
   const body = Buffer.alloc(5 * 1024 * 1024, 'a')

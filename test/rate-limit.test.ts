@@ -189,4 +189,27 @@ t.test('the clients remembered as over their quota are bounded: past 10,000, tho
   await counter.consume('one more')
   t.equal(spent.size, 1, 'the expired ones are gone')
   t.notOk(counter.exhausted('client-9999'), 'and their window is over')
+  counter.close()
+})
+
+t.test('counted alone, in memory: at once, no promise; windows that ended are dropped once per window length', async (t) => {
+  const counter = new Counter({ name: 'key', quota: 2, windowS: 1 }, undefined, 'unused')
+  t.teardown(() => counter.close())
+  const windows = (counter as unknown as { local: { windows: Map<string, unknown> } }).local.windows
+  const first = counter.consume('a')
+  t.notOk(first instanceof Promise, 'a count kept in memory is answered at once')
+  t.match(first, { remaining: 1, resetS: 1, exceeded: false })
+  t.match(counter.consume('a'), { remaining: 0, exceeded: false })
+  t.match(counter.consume('a'), { remaining: 0, exceeded: true }, 'past the quota')
+  t.match(counter.peek('b'), { remaining: 2, resetS: 1, exceeded: false }, 'a client without a window has the whole quota')
+  counter.consume('b')
+  t.match(counter.peek('b'), { remaining: 1 }, 'peek does not count')
+  t.equal(windows.size, 2)
+  await sleep(1_500)
+  t.match(counter.peek('a'), { remaining: 2 }, 'a window that ended is whole again')
+  counter.consume('c')
+  // the sweeps at 1 s and 2 s drop a and b, whose windows ended at 1 s (the first sweep may come
+  // between their two ends); c's ends at 2.5 s, after both
+  for (const began = Date.now(); (windows.has('a') || windows.has('b')) && Date.now() - began < 1_400; ) await sleep(20)
+  t.same([...windows.keys()], ['c'], 'the ended windows are gone; the open one stays')
 })

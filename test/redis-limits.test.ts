@@ -64,6 +64,19 @@ t.test('two instances sharing Redis enforce one limit together, per key and per 
   }
 })
 
+t.test('an instance learns from Redis that a client it has not seen is over its quota: 429 at once', { skip: redisMissing }, async (t) => {
+  const { prefix } = await freshPrefix(t)
+  const settings = { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PER_KEY: 2, RATE_LIMIT_PER_ADDRESS: 1, RATE_LIMIT_WINDOW_S: 300 }
+  const [first, second] = [await build(t, settings), await build(t, settings)]
+  t.strictSame([(await call(t, first, { url: '/v1/pets' })).status, (await call(t, first, { url: '/v1/pets' })).status], [200, 200], 'the quota used up on one')
+  const refused = await call(t, second, { url: '/v1/pets' })
+  t.equal(refused.status, 429, 'the other refuses the key at its first request')
+  t.equal(refused.headers.ratelimit, '"key";r=0;t=300')
+  t.ok(Number(refused.headers['retry-after']) > 0, 'with Retry-After')
+  t.equal((await call(t, first, { url: '/v1/pets', key: wrongKey })).status, 401, 'a wrong key, once')
+  t.equal((await call(t, second, { url: '/v1/pets', key: wrongKey })).status, 429, 'and past the address quota on the other')
+})
+
 t.test('Redis not reachable at all: the server starts and serves, each instance counting alone, and says so once', async (t) => {
   const { lines, logger } = logCapture()
   const app = await build(t, {

@@ -24,6 +24,27 @@ t.test('the server logs its URL, answers, and on SIGTERM finishes and exits 0', 
   t.notMatch(server.stdout() + server.stderr(), testKey, 'the key is never logged')
 })
 
+t.test('a log nobody reads: the server goes on answering, holds at most LOG_BUFFER_BYTES of lines, drops and counts the rest', async (t) => {
+  const dir = tempDir()
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: testKey, LOG_BUFFER_BYTES: '65536', METRICS_PORT: '0' })
+  const metricsUrl = /"metricsUrl":"([^"]+)"/.exec(server.stdout())![1]!
+  const dropped = async () => {
+    const text = await (await fetch(metricsUrl)).text()
+    return Number(/^petstore_log_dropped_lines_total (\d+)$/m.exec(text)?.[1])
+  }
+  t.equal(await dropped(), 0, 'none dropped while the log is read')
+  // stdout is no longer read: the pipe fills (64 KiB), then the server's buffer (64 KiB)
+  server.child.stdout!.pause()
+  const get = () => fetch(`${server.url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${testKey}` } }).then((response) => response.status)
+  let statuses: number[] = []
+  for (let round = 0; round < 40 && (await dropped()) === 0; round++) statuses = await Promise.all(Array.from({ length: 50 }, get))
+  t.strictSame(new Set(statuses), new Set([200]), 'every request answered, log or no log')
+  t.ok((await dropped()) > 0, `lines past the buffer dropped and counted (${await dropped()})`)
+  server.child.stdout!.resume()
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0, 'and it stops as usual once the log is read again')
+})
+
 t.test('bad configuration: one clear line on stderr, exit 1', async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: '99999' }, /^petstore: invalid configuration: PORT must be <= 65535\n$/],

@@ -12,10 +12,12 @@ import t, { type Test } from 'tap'
 import { postgresSql, sqliteSql, StorageUnavailable } from '../src/storage/sql.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { sleep } from './helpers/concurrency.js'
+import { databaseProxy } from './helpers/database-proxy.js'
 
 /** The promise fails with StorageUnavailable: a 503 for the client, the cause for the log. */
-async function unavailable(t: Test, promise: Promise<unknown>, what: string) {
-  const error = await promise.then(
+/** `statement`'s failure (thrown, or its promise's) is StorageUnavailable. */
+async function unavailable(t: Test, statement: () => unknown, what: string) {
+  const error = await (async () => statement())().then(
     () => undefined,
     (error: Error) => error,
   )
@@ -39,7 +41,7 @@ t.test('SQLite: a statement issued while a transaction awaits runs after it, nev
     order.push('transaction done')
     throw new Error('changed my mind')
   })
-  const read = sql.rows<{ name: string }>('select name from items').then((rows) => {
+  const read = Promise.resolve(sql.rows<{ name: string }>('select name from items')).then((rows) => {
     order.push('read')
     return rows
   })
@@ -72,10 +74,10 @@ t.test('SQLite: "not now" errors are StorageUnavailable (a 503), others are them
   const other = new SQLite(connection.name)
   t.teardown(() => other.close())
   other.exec('begin immediate') // another process holds the write lock past busy_timeout
-  await unavailable(t, sql.run("insert into items (name) values ('a')"), 'busy')
-  await unavailable(t, sql.transaction(async () => 1), 'busy')
+  await unavailable(t, () => sql.run("insert into items (name) values ('a')"), 'busy')
+  await unavailable(t, () => sql.transaction(async () => 1), 'busy')
   other.exec('rollback')
-  await t.rejects(sql.run('insert into nowhere values (1)'), { message: /no such table: nowhere/ })
+  t.throws(() => sql.run('insert into nowhere values (1)'), { message: /no such table: nowhere/ }, 'SQLite answers at once, failures too')
   t.equal(await sql.run("insert into items (name) values ('a')"), 1)
 })
 
@@ -83,7 +85,8 @@ t.test('PostgreSQL: a failed transaction is rolled back and its connection reuse
   const url = await freshPostgres(t)
   const pool = new pg.Pool({ connectionString: url, max: 1 })
   t.teardown(() => pool.end())
-  const sql = postgresSql(pool)
+  const sql = postgresSql(pool, 5_000)
+  t.teardown(() => sql.close())
   await sql.run('create table items (id serial primary key, name text not null)')
 
   const failed = sql.transaction(async (tx) => {
@@ -98,12 +101,57 @@ t.test('PostgreSQL: a failed transaction is rolled back and its connection reuse
     await tx.run("insert into items (name) values ('b')")
     await tx.run('select pg_terminate_backend(pg_backend_pid())')
   })
-  await unavailable(t, broken, 'a connection lost mid-transaction: 503, not 500')
+  await unavailable(t, () => broken, 'a connection lost mid-transaction: 503, not 500')
   const { pid: next } = (await sql.row<{ pid: number }>('select pg_backend_pid() as pid'))!
   t.not(next, pid, 'the broken connection was not lent out again')
   t.strictSame(await sql.rows('select name from items'), [], 'nothing of it was kept')
 
   const nowhere = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/none', max: 1 })
   t.teardown(() => nowhere.end())
-  await unavailable(t, postgresSql(nowhere).transaction(async () => 1), 'a transaction that cannot get a connection')
+  const lost = postgresSql(nowhere, 5_000)
+  t.teardown(() => lost.close())
+  await unavailable(t, () => lost.transaction(async () => 1), 'a transaction that cannot get a connection')
+})
+
+t.test('PostgreSQL: a statement whose answer does not come within the bound fails as unavailable, alone or in a transaction; its connection is ended, not lent again', { skip: postgresMissing }, async (t) => {
+  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+  const pool = new pg.Pool({ connectionString: proxy.url, max: 1, connectionTimeoutMillis: 5_000 })
+  // (as the service's pool does: a connection that fails while lent out must not end the process)
+  pool.on('connect', (client) => client.on('error', () => {}))
+  t.teardown(() => pool.end())
+  const boundMs = 300
+  const sql = postgresSql(pool, boundMs)
+  t.teardown(() => sql.close())
+  const backend = async () => (await sql.row<{ pid: number }>('select pg_backend_pid() as pid'))!.pid
+
+  let started = 0
+  const freeze = () => {
+    proxy.freeze(true)
+    started = performance.now()
+  }
+  for (const [what, statement] of [
+    [
+      'a statement alone',
+      () => {
+        freeze()
+        return sql.row('select 1')
+      },
+    ],
+    [
+      'a statement of a transaction',
+      () =>
+        sql.transaction(async (tx) => {
+          await tx.row('select 1')
+          freeze()
+          return tx.row('select 2')
+        }),
+    ],
+  ] as const) {
+    const before = await backend()
+    await unavailable(t, statement, `frozen, ${what}`)
+    const ms = performance.now() - started
+    t.ok(ms >= boundMs && ms < boundMs + 250, `${what}: failed after the bound of ${boundMs} ms (${Math.round(ms)} ms)`)
+    proxy.freeze(false)
+    t.not(await backend(), before, `after ${what}, the next statement is answered, on a new connection`)
+  }
 })

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { operations } from '../../generated/api.js'
 import type { BodyDefaults } from '../../generated/body-defaults.js'
 import type { QueryDefaults } from '../../generated/query-defaults.js'
+import type { MaybePromise } from '../maybe-async.js'
 
 /** The operations of openapi.yaml, by operationId. */
 export type OperationId = keyof operations
@@ -31,10 +32,21 @@ export interface RouteTypes<O extends OperationId> {
   Reply: { [Status in keyof operations[O]['responses']]: JsonOf<operations[O]['responses'][Status]> }
 }
 
+/** The statuses of success an operation answers with. */
+type SuccessStatus<O extends OperationId> = Extract<keyof operations[O]['responses'], 200 | 201 | 202 | 203 | 204 | 206>
+
+/** The body an operation answers with when it succeeds. */
+export type SuccessBody<O extends OperationId> = JsonOf<operations[O]['responses'][SuccessStatus<O>]>
+
+/**
+ * What serves an operation: it answers the body of its success, with the status and headers it
+ * sets on `reply` (200 unless it says otherwise), at once or by a promise; it refuses by throwing
+ * an ApiError. Fastify sends the body with the operation's serializer for that status.
+ */
 export type OperationHandler<O extends OperationId> = (
   request: FastifyRequest<RouteTypes<O>>,
   reply: FastifyReply<RouteTypes<O>>,
-) => Promise<FastifyReply<RouteTypes<O>>>
+) => MaybePromise<SuccessBody<O>>
 
 /** One handler per operation of the spec: a missing, extra or mistyped one fails `tsc`. */
 export type OperationHandlers = { [O in OperationId]: OperationHandler<O> }

@@ -1,12 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
+import { grantContinue } from '../http/request-hooks.js'
+import type { MaybePromise } from '../maybe-async.js'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'
 import { type Contract, deref, type Operation } from './spec.js'
 
-/** What an operation's request goes through before its body is read: it answers by resolving,
- * or refuses by throwing (an ApiError). */
-export type OperationHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+/** What an operation's request goes through before its body is read: it lets the request on
+ * by returning (at once, or when its promise resolves), or refuses by throwing (an ApiError). */
+export type OperationHook = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>
 
 export interface ContractOptions {
   contract: Contract
@@ -30,18 +32,24 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
   app.addHook('onRoute', (route) => {
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
+    answerJsonOnly(route, operation)
     headersInLowerCase(route)
     const guard = requiresBearer(operation, contract) ? authenticate : anonymous
     const headers = lifecycle.get(operation)
-    // one hook, not one per concern: every request of the API passes here
-    const admit: OperationHook =
-      headers === undefined
-        ? guard
-        : (request, reply) => {
-            reply.headers(headers)
-            return guard(request, reply)
-          }
-    route.onRequest = [admit as onRequestHookHandler, ...[route.onRequest ?? []].flat()]
+    const takesBody = (route.schema as { body?: unknown }).body !== undefined
+    // one hook, not one per concern: every request of the API passes here, and most are let
+    // on at once (a guard's throw is Fastify's to catch, as a hook's error)
+    const admitted = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      if (takesBody) grantContinue(request, reply)
+      done()
+    }
+    const admit: onRequestHookHandler = (request, reply, done) => {
+      if (headers !== undefined) reply.headers(headers)
+      const guarded = guard(request, reply)
+      if (guarded instanceof Promise) guarded.then(() => admitted(request, reply, done), done)
+      else admitted(request, reply, done)
+    }
+    route.onRequest = [admit, ...[route.onRequest ?? []].flat()]
     const integers = strictIntegers(integerParameters(operation, contract))
     if (integers !== undefined) route.preValidation = [integers, ...[route.preValidation ?? []].flat()]
   })
@@ -61,6 +69,21 @@ function acceptJsonBodyOnly(route: RouteOptions, operation: Operation, { documen
     throw new Error(`openapi.yaml: ${operation.id} must require an application/json body (it takes ${mediaTypes})`)
   }
   schema.body = schema.body.content['application/json']!.schema as never
+}
+
+/**
+ * Every answer of the API is JSON. A response schema keyed by media type makes Fastify read the
+ * Content-Type of each answer to find its serializer; one schema per status, found at once.
+ */
+function answerJsonOnly(route: RouteOptions, operation: Operation) {
+  const schema = route.schema as { response?: Record<string, { content?: Record<string, { schema: unknown }> }> }
+  for (const [status, { content }] of Object.entries(schema.response ?? {})) {
+    // (HEAD's route is made from GET's, with the same schema object: done already)
+    if (content === undefined) continue
+    const mediaTypes = Object.keys(content).join(', ')
+    if (mediaTypes !== 'application/json') throw new Error(`openapi.yaml: ${operation.id} must answer ${status} in application/json (it says ${mediaTypes})`)
+    schema.response![status] = content['application/json']!.schema as never
+  }
 }
 
 /**

@@ -29,6 +29,8 @@ export interface Contract {
   methodsAt(path: string): string[] | undefined
   /** the operation that serves `method` at a request path (HEAD as GET), if any */
   operationAt(method: string, path: string): Operation | undefined
+  /** where an operation is served: its path template under the base path (`/v1/pets/{petId}`) */
+  urlOf(operationId: string): string
 }
 
 /** A node of the document, with a local `$ref` (`#/components/...`) followed. */
@@ -78,6 +80,11 @@ export function loadContract(path: string = specPath, generated: string | false 
     operations,
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
+    urlOf(operationId) {
+      const operation = operations.get(operationId)
+      if (operation === undefined) throw new Error(`openapi.yaml has no operation ${operationId}`)
+      return `${basePath}${operation.path}`
+    },
   }
 }
 

@@ -28,7 +28,6 @@ export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
 
     const chunks: Buffer[] = []
     let received = 0
-    let idle: NodeJS.Timeout | undefined
     const finish = (error: Error | null, body?: unknown) => {
       clearTimeout(idle)
       payload.removeListener('data', onData).removeListener('end', onEnd).removeListener('error', onError)
@@ -36,18 +35,13 @@ export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
       payload.resume()
       done(error, body)
     }
-    const wait = () => {
-      clearTimeout(idle)
-      idle = setTimeout(
-        () => finish(new ApiError('request_timeout', `The request body paused for more than ${idleTimeoutMs / 1000} s`)),
-        idleTimeoutMs,
-      )
-    }
+    // (one timer for the whole body, set again at each chunk)
+    const idle = setTimeout(() => finish(new ApiError('request_timeout', `The request body paused for more than ${idleTimeoutMs / 1000} s`)), idleTimeoutMs)
     const onData = (chunk: Buffer) => {
       received += chunk.length
       if (received > bodyLimit) return finish(tooLarge(bodyLimit))
       chunks.push(chunk)
-      wait()
+      idle.refresh()
     }
     const onEnd = () => {
       try {
@@ -59,7 +53,6 @@ export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
     // the client went away mid-body: no one will read the answer, but the log will
     const onError = () => finish(new ApiError('invalid_request', 'The connection closed before the request body ended'))
     payload.on('data', onData).on('end', onEnd).on('error', onError)
-    wait()
   }
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
+import type { FastifyReply } from 'fastify'
 
 /** What a connection closed after its answer may still read: at most this long, */
 export const lingerMs = 5_000
@@ -38,3 +39,21 @@ export function lingerAfterResponse(request: IncomingMessage): void {
   const socket = request.socket as Socket & { destroySoon?: () => void }
   socket.destroySoon = () => linger(socket, request)
 }
+
+/** An answer after which the rest of the request's body will not be read as a request: the
+ * connection closes (lingering, so that the client still reads the answer). */
+export function closeAfterAnswer(request: IncomingMessage, reply: FastifyReply): void {
+  reply.header('Connection', 'close')
+  lingerAfterResponse(request)
+}
+
+/** Whether a request says it has a body. */
+export const declaresBody = ({ headers }: IncomingMessage) =>
+  headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && Number(headers['content-length']) > 0)
+
+/**
+ * Whether a request's body has not all arrived. (`complete` is false only on a real socket:
+ * injected requests have none. It is also false while a request without a body is answered at
+ * once, within the event that delivered it, before Node marks it complete.)
+ */
+export const bodyStillArriving = (request: IncomingMessage) => request.complete === false && declaresBody(request)

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { protectiveHeaders } from './connections.js'
-import { lingerAfterResponse } from './linger.js'
+import { closeAfterAnswer, declaresBody } from './linger.js'
 import { occurrences } from './raw-headers.js'
 
 declare module 'fastify' {
@@ -22,28 +22,25 @@ export function requestHooks(app: FastifyInstance): void {
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(protectiveHeaders)
     if (app.draining) reply.header('Connection', 'close')
+    // A body this server never reads (a GET's, say) is not read as a request either: the
+    // connection closes after the answer. (Refused before it is read, the body of a POST is
+    // the error handler's to see to, see errors.ts.)
+    if (!readsBody.has(request.method) && declaresBody(request.raw)) closeAfterAnswer(request.raw, reply)
     done(hostProblem(request.raw) ?? undefined)
   })
-
-  // `Expect: 100-continue`: the client waits for a go before sending its body. It is given once
-  // the request is authenticated (preParsing comes after onRequest), so a refused client never
-  // sends a body at all.
-  app.addHook('preParsing', (request, reply, payload, done) => {
-    if (request.headers.expect?.toLowerCase() === '100-continue' && !reply.raw.headersSent) reply.raw.writeContinue()
-    done(null, payload)
-  })
-
-  // Answered before its body has all arrived (401, 413, 415, 408, 404…): the rest of the body
-  // will not be read as a request, so the connection closes, without losing the answer.
-  app.addHook('onSend', (request, reply, payload, done) => {
-    // (`complete` is false only on a real socket: injected requests have none)
-    if (request.raw.complete === false) {
-      reply.header('Connection', 'close')
-      lingerAfterResponse(request.raw)
-    }
-    done(null, payload)
-  })
 }
+
+/**
+ * `Expect: 100-continue`: the client waits for a go before it sends its body. An operation that
+ * takes a body gives it once the request is authenticated (contract/plugin.ts), so a refused
+ * client never sends its body at all.
+ */
+export function grantContinue(request: FastifyRequest, reply: FastifyReply): void {
+  if (request.headers.expect?.toLowerCase() === '100-continue' && !reply.raw.headersSent) reply.raw.writeContinue()
+}
+
+/** The methods whose requests' bodies the server reads (those of the operations that take one). */
+const readsBody = new Set(['POST', 'PUT', 'PATCH'])
 
 /** RFC 9112: an HTTP/1.1 request has exactly one Host header. */
 function hostProblem(raw: IncomingMessage): ApiError | null {

@@ -1,4 +1,5 @@
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
+import type { MaybePromise } from '../maybe-async.js'
 import type { SharedStore } from './shared-store.js'
 
 /** A quota of requests per fixed window, counted per client of one kind. */
@@ -23,14 +24,60 @@ export interface Count {
 /** Clients remembered as having used up their quota, beyond which expired ones are dropped. */
 const spentBound = 10_000
 
+/** A count as rate-limiter-flexible gives it: what is left, and for how long. */
+type Outcome = Pick<RateLimiterRes, 'remainingPoints' | 'msBeforeNext'>
+
 /**
- * The counters of one policy (rate-limiter-flexible: a fixed window, counted atomically in Redis
- * by a Lua script), in the shared store while it answers, else in this instance's memory.
+ * Fixed windows counted in this instance's memory, at once. (rate-limiter-flexible's memory
+ * limiter answers by promise only, and every request of a server without Redis is counted here:
+ * its promises cost more than the count.) Windows that have ended are dropped once per window
+ * length, so what is kept is bounded by the clients of the last two windows.
+ */
+class LocalWindows {
+  private readonly windows = new Map<string, { used: number; endsAt: number }>()
+  private readonly sweeper: NodeJS.Timeout
+
+  constructor(private readonly policy: Policy) {
+    this.sweeper = setInterval(() => this.sweep(), policy.windowS * 1000).unref()
+  }
+
+  /** Counts one request of `client` at `now`: its window, with the request counted. */
+  consume(client: string, now: number): { readonly used: number; readonly endsAt: number } {
+    let window = this.windows.get(client)
+    if (window === undefined || window.endsAt <= now) {
+      window = { used: 0, endsAt: now + this.policy.windowS * 1000 }
+      this.windows.set(client, window)
+    }
+    window.used++
+    return window
+  }
+
+  /** Where `client` stands, without counting; null when it has no window open. */
+  get(client: string): Outcome | null {
+    const now = Date.now()
+    const window = this.windows.get(client)
+    if (window === undefined || window.endsAt <= now) return null
+    return { remainingPoints: this.policy.quota - window.used, msBeforeNext: window.endsAt - now }
+  }
+
+  close(): void {
+    clearInterval(this.sweeper)
+  }
+
+  private sweep(): void {
+    const now = Date.now()
+    for (const [client, { endsAt }] of this.windows) if (endsAt <= now) this.windows.delete(client)
+  }
+}
+
+/**
+ * The counters of one policy (a fixed window: rate-limiter-flexible's, counted atomically in
+ * Redis by a Lua script), in the shared store while it answers, else in this instance's memory.
  * A client whose quota is used up is remembered in memory until its window ends, so its further
  * requests are refused without asking Redis.
  */
 export class Counter {
-  private readonly local: RateLimiterMemory
+  private readonly local: LocalWindows
   private readonly shared: RateLimiterRedis | undefined
   /** client -> when (ms since the epoch) the window in which it used up its quota ends */
   private readonly spent = new Map<string, number>()
@@ -41,7 +88,7 @@ export class Counter {
     keyPrefix: string,
   ) {
     const limits = { points: policy.quota, duration: policy.windowS }
-    this.local = new RateLimiterMemory({ ...limits, keyPrefix: policy.name })
+    this.local = new LocalWindows(policy)
     this.shared =
       store &&
       new RateLimiterRedis({
@@ -53,49 +100,74 @@ export class Counter {
       })
   }
 
-  /** Counts one request of `client`. */
-  async consume(client: string): Promise<Count> {
-    if (this.shared && this.store!.usable) {
-      try {
-        return this.counted(client, await settled(this.shared.consume(client)), this.store)
-      } catch (error) {
-        this.store!.failed(error as Error)
-      }
-    }
-    return this.counted(client, await settled(this.local.consume(client)))
+  /** Counts one request of `client`: at once in memory, by a promise in Redis. */
+  consume(client: string): MaybePromise<Count> {
+    return this.shared && this.store!.usable ? this.consumeShared(this.shared, this.store!, client) : this.consumeLocal(client)
   }
 
-  /** A count made, in Redis (`store` then answered) or alone. */
-  private counted(client: string, [outcome, exceeded]: [RateLimiterRes, boolean], store?: SharedStore): Count {
-    store?.succeeded()
+  /** The count of every request of a server without Redis: one lookup, one object. */
+  private consumeLocal(client: string): Count {
+    const now = Date.now()
+    const { used, endsAt } = this.local.consume(client, now)
+    const remaining = this.policy.quota - used
+    if (remaining <= 0) this.rememberUntil(client, endsAt)
+    return { policy: this.policy, remaining: Math.max(0, remaining), resetS: Math.max(1, Math.ceil((endsAt - now) / 1000)), exceeded: remaining < 0 }
+  }
+
+  private async consumeShared(shared: RateLimiterRedis, store: SharedStore, client: string): Promise<Count> {
+    try {
+      const counted = await settled(shared.consume(client))
+      store.succeeded()
+      return this.counted(client, counted)
+    } catch (error) {
+      store.failed(error as Error)
+      return this.consumeLocal(client)
+    }
+  }
+
+  /** A count Redis made. */
+  private counted(client: string, [outcome, exceeded]: [Outcome, boolean]): Count {
     this.remember(client, outcome)
     return this.count(outcome, exceeded)
   }
 
   /** Where `client` stands, without counting a request. */
-  async peek(client: string): Promise<Count> {
-    if (this.shared && this.store!.usable) {
-      try {
-        const outcome = await this.shared.get(client)
-        this.store!.succeeded()
-        return this.count(outcome, false)
-      } catch (error) {
-        this.store!.failed(error as Error)
-      }
+  peek(client: string): MaybePromise<Count> {
+    return this.shared && this.store!.usable ? this.peekShared(this.shared, this.store!, client) : this.count(this.local.get(client), false)
+  }
+
+  private async peekShared(shared: RateLimiterRedis, store: SharedStore, client: string): Promise<Count> {
+    try {
+      const outcome = await shared.get(client)
+      store.succeeded()
+      return this.count(outcome, false)
+    } catch (error) {
+      store.failed(error as Error)
+      return this.count(this.local.get(client), false)
     }
-    return this.count(await this.local.get(client), false)
+  }
+
+  close(): void {
+    this.local.close()
   }
 
   /** Whether `client` has used up its quota, as far as this instance knows without asking
    * anyone (from the last count it made of that client, in Redis or alone); undefined when not. */
   exhausted(client: string): Count | undefined {
-    const msLeft = (this.spent.get(client) ?? 0) - Date.now()
+    const until = this.spent.get(client)
+    if (until === undefined) return undefined
+    const msLeft = until - Date.now()
     if (msLeft > 0) return this.count(new RateLimiterRes(0, msLeft), false)
     this.spent.delete(client)
     return undefined
   }
 
-  private count(outcome: RateLimiterRes | null, exceeded: boolean): Count {
+  /** Whether this instance knows of any client of this counter that used up its quota. */
+  get anyExhausted(): boolean {
+    return this.spent.size > 0
+  }
+
+  private count(outcome: Outcome | null, exceeded: boolean): Count {
     // no request yet in this window: the whole quota, for a window that would start now
     if (outcome === null) return { policy: this.policy, remaining: this.policy.quota, resetS: this.policy.windowS, exceeded }
     const remaining = Math.max(0, outcome.remainingPoints)
@@ -103,13 +175,17 @@ export class Counter {
     return { policy: this.policy, remaining, resetS, exceeded }
   }
 
-  private remember(client: string, outcome: RateLimiterRes): void {
-    if (outcome.remainingPoints > 0) return
+  private remember(client: string, outcome: Outcome): void {
+    if (outcome.remainingPoints <= 0) this.rememberUntil(client, Date.now() + outcome.msBeforeNext)
+  }
+
+  /** `client` has used up its quota until `until` (ms since the epoch). */
+  private rememberUntil(client: string, until: number): void {
     if (this.spent.size >= spentBound) {
       const now = Date.now()
-      for (const [other, until] of this.spent) if (until <= now) this.spent.delete(other)
+      for (const [other, ends] of this.spent) if (ends <= now) this.spent.delete(other)
     }
-    this.spent.set(client, Date.now() + outcome.msBeforeNext)
+    this.spent.set(client, until)
   }
 }
 

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import ipaddr from 'ipaddr.js'
 import type { Config } from '../config.js'
 import { ApiError } from '../errors.js'
+import { andThen, type MaybePromise } from '../maybe-async.js'
 import { type Count, Counter, type Policy } from './counter.js'
 import { SharedStore } from './shared-store.js'
 
@@ -19,8 +20,9 @@ export interface RateLimitEvents {
   shared: [shared: boolean]
 }
 
-/** Sets request.principal or throws, at once or by a promise. */
-export type RateLimitAuthenticate = (request: FastifyRequest, reply: FastifyReply) => void | Promise<void>
+/** Sets request.principal or throws, at once or by a promise. It is also the shape of what
+ * the rate limits give back: a request goes on when it returns (or its promise resolves). */
+export type RateLimitAuthenticate = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>
 
 /**
  * Rate limits around authentication, per API key and, for requests without a valid key, per
@@ -35,66 +37,82 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
   private readonly perKey: Counter
   private readonly perAddress: Counter
 
-  constructor(settings: RateLimitSettings, log: FastifyBaseLogger) {
+  /** The rate limits of `settings`: counted in Redis when REDIS_URL is set, once it has
+   * connected or failed to, or after `connectWithinMs` (a server starts whether Redis answers or
+   * not); else in this instance's memory. */
+  static async open(settings: RateLimitSettings, log: FastifyBaseLogger, connectWithinMs: number): Promise<RateLimits> {
+    if (settings.REDIS_URL === '') return new RateLimits(settings, undefined)
+    // (the store tells of its changes from its first error on, which comes after this turn)
+    let limits: RateLimits | undefined
+    const store = await SharedStore.open(settings.REDIS_URL, settings.REDIS_TIMEOUT_MS, log, (shared) => limits!.emit('shared', shared))
+    limits = new RateLimits(settings, store)
+    await store.connected(connectWithinMs)
+    return limits
+  }
+
+  private constructor(settings: RateLimitSettings, store: SharedStore | undefined) {
     super()
     const window = settings.RATE_LIMIT_WINDOW_S
-    this.store =
-      settings.REDIS_URL === ''
-        ? undefined
-        : new SharedStore(settings.REDIS_URL, settings.REDIS_TIMEOUT_MS, log, (shared) => this.emit('shared', shared))
+    this.store = store
     this.perKey = new Counter({ name: 'key', quota: settings.RATE_LIMIT_PER_KEY, windowS: window }, this.store, settings.REDIS_KEY_PREFIX)
     this.perAddress = new Counter({ name: 'address', quota: settings.RATE_LIMIT_PER_ADDRESS, windowS: window }, this.store, settings.REDIS_KEY_PREFIX)
   }
 
-  /** `authenticate` (which sets request.principal or throws), within the limits. */
-  around(authenticate: RateLimitAuthenticate): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
-    return async (request, reply) => {
-      const address = clientAddress(request.ip)
-      const spent = this.perAddress.exhausted(address)
+  /** `authenticate` (which sets request.principal or throws), within the limits; at once
+   * when the key and the counts are known at once (a cached key, counters in memory). */
+  around(authenticate: RateLimitAuthenticate): RateLimitAuthenticate {
+    return (request, reply) => {
+      // (no address has used up its quota, the usual case: no need to read this one)
+      const spent = this.perAddress.anyExhausted && this.perAddress.exhausted(clientAddress(request.ip))
       if (spent) this.refuse(request, reply, spent)
+      let authenticated: MaybePromise<void>
       try {
-        await authenticate(request, reply)
+        authenticated = authenticate(request, reply)
       } catch (error) {
-        await this.failed(request, reply, address, error)
-        throw error
+        return this.failed(request, reply, error)
       }
-      await this.take(this.perKey, request.principal, request, reply)
+      return authenticated instanceof Promise
+        ? authenticated.then(
+            () => this.take(this.perKey, request.principal, request, reply),
+            (error: unknown) => this.failed(request, reply, error),
+          )
+        : this.take(this.perKey, request.principal, request, reply)
     }
   }
 
   /** The limit of an operation that needs no key: each of its requests is one without a valid
    * key, counted against its address. */
-  readonly anonymous = (request: FastifyRequest, reply: FastifyReply): Promise<void> =>
-    this.take(this.perAddress, clientAddress(request.ip), request, reply)
-
-  /** Waits (at most `withinMs`) for the shared store to connect, when there is one. */
-  async connected(withinMs: number): Promise<void> {
-    await this.store?.connected(withinMs)
-  }
+  readonly anonymous: RateLimitAuthenticate = (request, reply) => this.take(this.perAddress, clientAddress(request.ip), request, reply)
 
   close(): void {
+    this.perKey.close()
+    this.perAddress.close()
     this.store?.close()
   }
 
-  /** A request authentication refused: a wrong key counts against its address; past the quota
-   * the answer is 429 rather than 401. (A key store that could not answer counts against no
-   * one: the client did nothing wrong.) */
-  private async failed(request: FastifyRequest, reply: FastifyReply, address: string, error: unknown) {
-    if (error instanceof ApiError && error.code === 'unauthorized') {
-      await this.take(this.perAddress, address, request, reply)
-    } else {
-      announce(reply, await this.perAddress.peek(address))
-    }
+  /** A request authentication refused, which stays refused (`error` is thrown): a wrong key
+   * counts against its address, and past the quota the answer is 429 rather than 401. (A key
+   * store that could not answer counts against no one: the client did nothing wrong.) */
+  private failed(request: FastifyRequest, reply: FastifyReply, error: unknown): MaybePromise<never> {
+    const address = clientAddress(request.ip)
+    const counted =
+      error instanceof ApiError && error.code === 'unauthorized'
+        ? this.take(this.perAddress, address, request, reply)
+        : andThen(this.perAddress.peek(address), (count) => announce(reply, count))
+    return andThen(counted, () => {
+      throw error
+    })
   }
 
   /** Counts one request of `client` against `counter`, and says where it stands; refused (429)
    * when the client is known to have used up its quota (without asking Redis) or goes past it. */
-  private async take(counter: Counter, client: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const spent = counter.exhausted(client)
+  private take(counter: Counter, client: string, request: FastifyRequest, reply: FastifyReply): MaybePromise<void> {
+    const spent = counter.anyExhausted && counter.exhausted(client)
     if (spent) this.refuse(request, reply, spent)
-    const count = await counter.consume(client)
-    announce(reply, count)
-    if (count.exceeded) this.refuse(request, reply, count)
+    return andThen(counter.consume(client), (count) => {
+      announce(reply, count)
+      if (count.exceeded) this.refuse(request, reply, count)
+    })
   }
 
   private refuse(request: FastifyRequest, reply: FastifyReply, count: Count): never {
@@ -110,15 +128,23 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
 }
 
 /** The RateLimit-Policy and RateLimit fields (structured fields, draft-ietf-httpapi-ratelimit-headers-10). */
-export function rateLimitHeaders({ policy, remaining, resetS }: Count): Record<string, string> {
-  return {
-    'RateLimit-Policy': `"${policy.name}";q=${policy.quota};w=${policy.windowS}`,
-    RateLimit: `"${policy.name}";r=${remaining};t=${resetS}`,
-  }
+export function rateLimitHeaders(count: Count): Record<string, string> {
+  return { 'RateLimit-Policy': policyField(count.policy), RateLimit: rateLimitField(count) }
 }
 
+/** RateLimit-Policy of each policy, written once: every answer carries one. */
+const policyFields = new WeakMap<Policy, string>()
+function policyField(policy: Policy): string {
+  let field = policyFields.get(policy)
+  if (field === undefined) policyFields.set(policy, (field = `"${policy.name}";q=${policy.quota};w=${policy.windowS}`))
+  return field
+}
+
+const rateLimitField = ({ policy, remaining, resetS }: Count) => `"${policy.name}";r=${remaining};t=${resetS}`
+
+/** The two fields on the answer (one by one: no object made for them). */
 function announce(reply: FastifyReply, count: Count): void {
-  reply.headers(rateLimitHeaders(count))
+  reply.header('RateLimit-Policy', policyField(count.policy)).header('RateLimit', rateLimitField(count))
 }
 
 /** Addresses already read (clientAddress), by IP, up to a bound past which it starts over: every

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 
 /** After a Redis failure, how long the instance counts alone before it asks Redis again: a
  * frozen Redis costs one timeout a second, not one per request. */
@@ -16,13 +16,21 @@ export class SharedStore {
   private suspendedUntil = 0
   private down = false
 
-  constructor(
+  /** A store on the Redis at `url`, connecting. ioredis is loaded here, not with the server: a
+   * server without REDIS_URL never needs it, and loading it is a tenth of a start. */
+  static async open(url: string, timeoutMs: number, log: FastifyBaseLogger, onChange: (shared: boolean) => void): Promise<SharedStore> {
+    const { Redis } = await import('ioredis')
+    return new SharedStore(Redis, url, timeoutMs, log, onChange)
+  }
+
+  private constructor(
+    Client: typeof Redis,
     url: string,
     timeoutMs: number,
     private readonly log: FastifyBaseLogger,
     private readonly onChange: (shared: boolean) => void,
   ) {
-    this.client = new Redis(url, {
+    this.client = new Client(url, {
       commandTimeout: timeoutMs,
       connectTimeout: Math.max(timeoutMs, 1_000),
       // a command while disconnected fails at once rather than waiting for a connection

@@ -37,10 +37,10 @@ function processMetrics(): Registry {
  * `GET /metrics` (text exposition format) on a port that API clients are never given. Any
  * other path is a 404, another method a 405, in the service's Error shape.
  */
-export async function serveMetrics(registry: Registry, { port, host }: MetricsListenOptions): Promise<MetricsListener> {
-  const registries = [registry, processMetrics()]
+export async function serveMetrics(appMetrics: () => Promise<string>, { port, host }: MetricsListenOptions): Promise<MetricsListener> {
+  const sources = [appMetrics, () => processMetrics().metrics()]
   const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (request, response) => {
-    answer(registries, request, response).catch((error: Error) => {
+    answer(sources, request, response).catch((error: Error) => {
       // a collector failed: the scrape fails visibly, the listener stays up
       send(response, request, 500, { 'Content-Type': 'application/json; charset=utf-8' }, JSON.stringify(new ApiError('internal_error', `Metrics could not be collected: ${error.message}`).body))
     })
@@ -60,13 +60,13 @@ export async function serveMetrics(registry: Registry, { port, host }: MetricsLi
   }
 }
 
-async function answer(registries: Registry[], request: IncomingMessage, response: ServerResponse) {
+async function answer(sources: (() => Promise<string>)[], request: IncomingMessage, response: ServerResponse) {
   const path = request.url!.split('?')[0]
   if (path !== metricsPath) return refuse(request, response, new ApiError('not_found', `No route ${request.method} ${path}: metrics are at ${metricsPath}`))
   if (request.method !== 'GET' && request.method !== 'HEAD') {
     return refuse(request, response, new ApiError('method_not_allowed', `${request.method} is not served at ${metricsPath}; it takes GET, HEAD`, { Allow: 'GET, HEAD' }))
   }
-  const texts = await Promise.all(registries.map((registry) => registry.metrics()))
+  const texts = await Promise.all(sources.map((source) => source()))
   send(response, request, 200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE }, texts.join(''))
 }
 

@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, onResponseHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, Gauge, Registry } from 'prom-client'
 import type { StorageStats } from '../storage/index.js'
 import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
+import { RequestLatency } from './request-latency.js'
 
 /** Why the rate limiter refused a request: its API key spent its allowance, or (without a
  * valid key) its client address did. */
@@ -17,14 +18,19 @@ export const unmatched = 'unmatched'
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
 export interface Metrics {
-  /** this app's metrics (the process's own are added by the listener) */
+  /** this app's metrics but the request latencies (the process's own are added by the listener) */
   registry: Registry
-  /** one answered request: `operation` as operationOf() names it */
-  observe(operation: string, status: number, seconds: number): void
+  /** the request latencies: the series of an `operation` label (an operationId, a route
+   * outside the API, or `unmatched`), found once and then given each answered request */
+  requests: RequestLatency
+  /** all of this app's metrics, in Prometheus's text format */
+  exposition(): Promise<string>
   /** the rate limiter refused a request (it is answered 429, and counted by status too) */
   rateLimitRefused(reason: RateLimitReason): void
   /** a connection was refused at once: MAX_CONNECTIONS were open */
   connectionRefused(): void
+  /** a log line was dropped: too many waited to be written (log-destination.ts) */
+  logLineDropped(): void
 }
 
 /**
@@ -38,13 +44,11 @@ export interface Metrics {
 export function createMetrics(stats: () => StorageStats): Metrics {
   const registry = new Registry()
   const registers = [registry]
-  const requests = new Histogram({
-    name: 'petstore_http_request_duration_seconds',
-    help: 'Time from the arrival of a request to the end of its answer, by operationId (or route outside the API, or "unmatched") and status; _count is the number of requests',
-    labelNames: ['operation', 'status'] as const,
-    buckets: latencyBuckets,
-    registers,
-  })
+  const requests = new RequestLatency(
+    'petstore_http_request_duration_seconds',
+    'Time from the arrival of a request to the end of its answer, by operationId (or route outside the API, or "unmatched") and status; _count is the number of requests',
+    latencyBuckets,
+  )
   const refusals = new Counter({
     name: 'petstore_rate_limit_refusals_total',
     help: 'Requests the rate limiter refused (429), by what was limited: an API key, or a client address without a valid key',
@@ -58,6 +62,11 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     help: 'Connections closed at once because MAX_CONNECTIONS were open',
     registers,
   })
+  const droppedLogLines = new Counter({
+    name: 'petstore_log_dropped_lines_total',
+    help: 'Log lines dropped because the log was not read: more than LOG_BUFFER_BYTES of lines waited to be written',
+    registers,
+  })
 
   const initial = stats()
   if (initial.pool) poolGauges(registers, () => stats().pool!)
@@ -65,9 +74,11 @@ export function createMetrics(stats: () => StorageStats): Metrics {
 
   return {
     registry,
-    observe: (operation, status, seconds) => requests.observe({ operation, status }, seconds),
+    requests,
+    exposition: async () => requests.exposition() + (await registry.metrics()),
     rateLimitRefused: (reason) => refusals.inc({ reason }),
     connectionRefused: () => refusedConnections.inc(),
+    logLineDropped: () => droppedLogLines.inc(),
   }
 }
 
@@ -128,19 +139,17 @@ function commitMetrics(registers: Registry[], commits: () => NonNullable<Storage
   })
 }
 
-/** The `operation` label of a request: its operationId; outside the API, the route's pattern
- * (`/readyz`, `/v1/docs/*`: a set fixed at startup); no route at all, `unmatched`. */
-export function operationOf(request: FastifyRequest): string {
-  if (request.is404) return unmatched
-  const { schema, url } = request.routeOptions
-  return (schema as { operationId?: string } | undefined)?.operationId ?? url!
+/** The `operation` label of a route: its operationId; outside the API, its pattern (`/readyz`,
+ * `/v1/docs/*`: a set fixed at startup). (A request no route matched is `unmatched`.) */
+export function operationOf(route: RouteOptions): string {
+  return (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url
 }
 
-/** Counts a request answered before routing (Fastify's frameworkErrors: a malformed URL), which
- * no hook sees, as `unmatched`. */
+/** Counts a request no route answers (the not-found handler's 404 and 405, a malformed URL that
+ * Fastify's frameworkErrors meets before routing), which no route's hook sees, as `unmatched`. */
 export function observeUnrouted(reply: FastifyReply): void {
   const started = performance.now()
-  reply.raw.once('finish', () => reply.server.metrics.observe(unmatched, reply.statusCode, (performance.now() - started) / 1000))
+  reply.raw.once('finish', () => reply.server.metrics.requests.of(unmatched).observe(reply.statusCode, (performance.now() - started) / 1000))
 }
 
 declare module 'fastify' {
@@ -152,21 +161,26 @@ declare module 'fastify' {
   }
 }
 
-/** Times every answered request, whatever answered it, in one onResponse hook. */
+/** Times every answered request: each route has an onResponse hook that knows its series (so
+ * this plugin comes before any route), and the rest are counted by observeUnrouted. */
 async function metricsPlugin(app: FastifyInstance) {
   const metrics = createMetrics(() => app.storage.stats())
   const listeners: MetricsListener[] = []
   app.decorate('metrics', {
     ...metrics,
     async listen(options: MetricsListenOptions) {
-      const listener = await serveMetrics(metrics.registry, options)
+      const listener = await serveMetrics(metrics.exposition, options)
       listeners.push(listener)
       return listener.url
     },
   })
-  app.addHook('onResponse', (request, reply, done) => {
-    metrics.observe(operationOf(request), reply.statusCode, reply.elapsedTime / 1000)
-    done()
+  app.addHook('onRoute', (route) => {
+    const series = metrics.requests.of(operationOf(route))
+    const observe: onResponseHookHandler = (_request, reply, done) => {
+      series.observe(reply.statusCode, reply.elapsedTime / 1000)
+      done()
+    }
+    route.onResponse = [observe, ...[route.onResponse ?? []].flat()]
   })
   app.server.on('drop', metrics.connectionRefused)
   app.addHook('onClose', () => Promise.all(listeners.map((listener) => listener.close())))

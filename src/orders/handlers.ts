@@ -2,14 +2,19 @@ import { hash } from 'node:crypto'
 import type { HandlersOf } from '../contract/operations.js'
 import { ApiError } from '../errors.js'
 import { pageOf } from '../http/pagination.js'
+import { andThen } from '../maybe-async.js'
 import type { OrderRepository } from '../storage/orders.js'
 
 /** A body as one text whatever the order of its properties: what "the same body" means for an
  * Idempotency-Key. (The bodies are flat objects, checked by their schema already.) */
 const fingerprint = (body: object) => hash('sha256', JSON.stringify(body, Object.keys(body).sort()))
 
-/** The store's orders (experimental in openapi.yaml), which move a pet through its statuses. */
-export function orderHandlers(orders: OrderRepository): HandlersOf<'placeOrder' | 'getOrder' | 'listOrders' | 'updateOrder'> {
+/** The store's orders (experimental in openapi.yaml), which move a pet through its statuses.
+ * Reads answer at once when the repository does. */
+export function orderHandlers(
+  orders: OrderRepository,
+  { ordersUrl }: { ordersUrl: string },
+): HandlersOf<'placeOrder' | 'getOrder' | 'listOrders' | 'updateOrder'> {
   return {
     async placeOrder(request, reply) {
       const { petId } = request.body
@@ -20,7 +25,8 @@ export function orderHandlers(orders: OrderRepository): HandlersOf<'placeOrder' 
       )
       // (a retry with the key gets the outcome of the first request, answered the same way)
       if ('placed' in outcome) {
-        return reply.header('Location', `${request.routeOptions.url}/${outcome.placed.id}`).code(201).send(outcome.placed)
+        reply.header('Location', `${ordersUrl}/${outcome.placed.id}`).code(201)
+        return outcome.placed
       }
       if ('missing' in outcome) throw new ApiError('not_found', `Pet ${outcome.missing.petId} not found`)
       if ('unavailable' in outcome) {
@@ -32,24 +38,27 @@ export function orderHandlers(orders: OrderRepository): HandlersOf<'placeOrder' 
       )
     },
 
-    async getOrder(request, reply) {
-      const order = await orders.find(request.params.orderId)
-      if (order === undefined) throw new ApiError('not_found', `Order ${request.params.orderId} not found`)
-      return reply.code(200).send(order)
+    getOrder(request) {
+      return andThen(orders.find(request.params.orderId), (order) => {
+        if (order === undefined) throw new ApiError('not_found', `Order ${request.params.orderId} not found`)
+        return order
+      })
     },
 
-    async listOrders(request, reply) {
+    listOrders(request, reply) {
       const { limit, status, after } = request.query
-      const { page, link } = pageOf(await orders.list({ limit: limit + 1, status, after }), { url: request.routeOptions.url!, limit, status })
-      if (link !== undefined) reply.header('Link', link)
-      return reply.code(200).send(page)
+      return andThen(orders.list({ limit: limit + 1, status, after }), (items) => {
+        const { page, link } = pageOf(items, { url: ordersUrl, limit, status })
+        if (link !== undefined) reply.header('Link', link)
+        return page
+      })
     },
 
-    async updateOrder(request, reply) {
+    async updateOrder(request) {
       const { orderId } = request.params
       const target = request.body.status
       const outcome = await orders.update(orderId, target)
-      if ('moved' in outcome) return reply.code(200).send(outcome.moved)
+      if ('moved' in outcome) return outcome.moved
       if ('missing' in outcome) throw new ApiError('not_found', `Order ${orderId} not found`)
       throw new ApiError('invalid_transition', `Order ${orderId} is ${outcome.stuck.status}: only a placed order can become ${target}`)
     },

@@ -1,28 +1,34 @@
 import type { HandlersOf } from '../contract/operations.js'
 import { ApiError } from '../errors.js'
 import { pageOf } from '../http/pagination.js'
+import { andThen } from '../maybe-async.js'
 import type { PetRepository } from '../storage/pets.js'
 
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
- * valid (defaults filled in); what leaves is serialized by the spec's response schemas. */
-export function petHandlers(pets: PetRepository): HandlersOf<'listPets' | 'createPet' | 'getPet'> {
+ * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
+ * answer at once when the repository does. */
+export function petHandlers(pets: PetRepository, { petsUrl }: { petsUrl: string }): HandlersOf<'listPets' | 'createPet' | 'getPet'> {
   return {
-    async listPets(request, reply) {
+    listPets(request, reply) {
       const { limit, status, after } = request.query
-      const { page, link } = pageOf(await pets.list({ limit: limit + 1, status, after }), { url: request.routeOptions.url!, limit, status })
-      if (link !== undefined) reply.header('Link', link)
-      return reply.code(200).send(page)
+      return andThen(pets.list({ limit: limit + 1, status, after }), (items) => {
+        const { page, link } = pageOf(items, { url: petsUrl, limit, status })
+        if (link !== undefined) reply.header('Link', link)
+        return page
+      })
     },
 
     async createPet(request, reply) {
       const pet = await pets.create(request.body)
-      return reply.header('Location', `${request.routeOptions.url}/${pet.id}`).code(201).send(pet)
+      reply.header('Location', `${petsUrl}/${pet.id}`).code(201)
+      return pet
     },
 
-    async getPet(request, reply) {
-      const pet = await pets.find(request.params.petId)
-      if (pet === undefined) throw new ApiError('not_found', `Pet ${request.params.petId} not found`)
-      return reply.code(200).send(pet)
+    getPet(request) {
+      return andThen(pets.find(request.params.petId), (pet) => {
+        if (pet === undefined) throw new ApiError('not_found', `Pet ${request.params.petId} not found`)
+        return pet
+      })
     },
   }
 }

@@ -1,3 +1,4 @@
+import type { MaybePromise } from '../maybe-async.js'
 import type { Sql, Statements } from './sql.js'
 
 /** How long a key is remembered after its first use (openapi.yaml: Idempotency-Key). */
@@ -31,7 +32,7 @@ export interface IdempotencyKeys<Outcome> {
   /** Inside the same transaction, after the work: what a retry will be answered. */
   keep(tx: Statements, key: IdempotencyKey, outcome: Outcome): Promise<void>
   /** Deletes the keys first used before `now` minus the window; returns how many. */
-  forgetExpired(now: number): Promise<number>
+  forgetExpired(now: number): MaybePromise<number>
   /** stops forgetting on a timer */
   close(): void
 }

@@ -1,9 +1,10 @@
 import type { components } from '../../generated/api.js'
+import type { MaybePromise } from '../maybe-async.js'
 import type { Dialect } from './database.js'
 import { transactions } from './group-commit.js'
 import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 import type { PetStatus } from './pets.js'
-import type { Sql, Statements } from './sql.js'
+import { type Sql, type Statements, select } from './sql.js'
 
 export type Order = components['schemas']['Order']
 export type OrderStatus = components['schemas']['OrderStatus']
@@ -31,18 +32,19 @@ export type Transition =
   /** the order is not placed: as it is */
   | { stuck: Order }
 
-/** Orders, and the pet status each one drives: handlers see only this. */
+/** Orders, and the pet status each one drives: handlers see only this. Reads answer at once
+ * where the database does (SQLite), else by a promise. */
 export interface OrderRepository {
   /** Orders an available pet, which becomes pending, in one transaction. With an idempotency
    * key: a key used before is answered what it was then (or `reused`, for another body). */
   place(petId: number, idempotency?: IdempotencyKey): Promise<Placement | { reused: true }>
-  find(id: number): Promise<Order | undefined>
+  find(id: number): MaybePromise<Order | undefined>
   /** orders in ascending id order */
-  list(query: OrderQuery): Promise<Order[]>
+  list(query: OrderQuery): MaybePromise<Order[]>
   /** placed -> delivered (the pet is sold) or cancelled (the pet is available), in one transaction */
   update(id: number, target: OrderTarget): Promise<Transition>
   /** deletes the idempotency keys older than a day, as done every 10 minutes; returns how many */
-  forgetExpiredKeys(now?: number): Promise<number>
+  forgetExpiredKeys(now?: number): MaybePromise<number>
   /** stops the forgetting */
   close(): void
 }
@@ -58,10 +60,12 @@ const asOrder = ({ id, petId, status, placedAt }: OrderRow): Order => ({ id, pet
 
 const orderColumns = 'id, pet_id as "petId", status, placed_at as "placedAt"'
 
+const orderOf = ([id, petId, status, placedAt]: [number, number, OrderStatus, number]) => asOrder({ id, petId, status, placedAt })
+
 // listOrders pages by id: with a status, the (status, id) index serves it; without, the primary key.
-const listAll = `select ${orderColumns} from orders where id > $1 order by id limit $2`
-const listByStatus = `select ${orderColumns} from orders where status = $1 and id > $2 order by id limit $3`
-const findOne = `select ${orderColumns} from orders where id = $1`
+const listAll = select(`select ${orderColumns} from orders where id > $1 order by id limit $2`, orderOf)
+const listByStatus = select(`select ${orderColumns} from orders where status = $1 and id > $2 order by id limit $3`, orderOf)
+const findOne = select(`select ${orderColumns} from orders where id = $1`, orderOf)
 
 // The pet is taken by a conditional update: of two transactions that try at once, the second
 // finds it pending (PostgreSQL re-reads the row once the first commits; SQLite runs them one
@@ -102,22 +106,16 @@ export function orderRepository(sql: Sql, dialect: Dialect): OrderRepository {
         return placement
       }),
 
-    async find(id) {
-      const row = await sql.row<OrderRow>(findOne, [id])
-      return row && asOrder(row)
-    },
+    find: (id) => sql.one(findOne, [id]),
 
-    async list({ limit, status, after = 0 }) {
-      const rows = status === undefined ? await sql.rows<OrderRow>(listAll, [after, limit]) : await sql.rows<OrderRow>(listByStatus, [status, after, limit])
-      return rows.map(asOrder)
-    },
+    list: ({ limit, status, after = 0 }) => (status === undefined ? sql.all(listAll, [after, limit]) : sql.all(listByStatus, [status, after, limit])),
 
     update: (id, target) =>
       write(async (tx): Promise<Transition> => {
         const moved = await tx.row<OrderRow>(moveOrder, [id, target])
         if (moved === undefined) {
-          const order = await tx.row<OrderRow>(findOne, [id])
-          return order === undefined ? { missing: { orderId: id } } : { stuck: asOrder(order) }
+          const order = await tx.one(findOne, [id])
+          return order === undefined ? { missing: { orderId: id } } : { stuck: order }
         }
         await tx.run(setPetStatus, [moved.petId, petStatusAfter[target]])
         return { moved: asOrder(moved) }

@@ -1,7 +1,8 @@
 import type { components } from '../../generated/api.js'
+import type { MaybePromise } from '../maybe-async.js'
 import type { Dialect } from './database.js'
 import { type GroupCommitStats, groupCommit } from './group-commit.js'
-import type { Sql, Statements } from './sql.js'
+import { type Sql, type Statements, select } from './sql.js'
 
 export type Pet = components['schemas']['Pet']
 export type PetStatus = components['schemas']['PetStatus']
@@ -15,22 +16,24 @@ export interface PetQuery {
   after?: number | undefined
 }
 
-/** The catalogue, whatever the database: handlers see only this. */
+/** The catalogue, whatever the database: handlers see only this. Reads answer at once where
+ * the database does (SQLite), else by a promise. */
 export interface PetRepository {
   /** pets in ascending id order */
-  list(query: PetQuery): Promise<Pet[]>
+  list(query: PetQuery): MaybePromise<Pet[]>
   create(pet: NewPet): Promise<Pet>
-  find(id: number): Promise<Pet | undefined>
+  find(id: number): MaybePromise<Pet | undefined>
   /** SQLite only: how creates were grouped into commits so far (for the metrics) */
   commitStats?(): GroupCommitStats
 }
 
-const petColumns = 'id, name, category_id as "categoryId", status'
+const petColumns = 'id, name, category_id, status'
+const petOf = ([id, name, categoryId, status]: [number, string, number, PetStatus]): Pet => ({ id, name, categoryId, status })
 
 // listPets pages by id: with a status, the (status, id) index serves it; without, the primary key.
-const listAll = `select ${petColumns} from pets where id > $1 order by id limit $2`
-const listByStatus = `select ${petColumns} from pets where status = $1 and id > $2 order by id limit $3`
-const findOne = `select ${petColumns} from pets where id = $1`
+const listAll = select(`select ${petColumns} from pets where id > $1 order by id limit $2`, petOf)
+const listByStatus = select(`select ${petColumns} from pets where status = $1 and id > $2 order by id limit $3`, petOf)
+const findOne = select(`select ${petColumns} from pets where id = $1`, petOf)
 const insertOne = 'insert into pets (name, category_id, status) values ($1, $2, $3) returning id'
 
 export function petRepository(sql: Sql, dialect: Dialect): PetRepository {
@@ -39,9 +42,8 @@ export function petRepository(sql: Sql, dialect: Dialect): PetRepository {
     return { id, name, categoryId, status }
   }
   const reads = {
-    list: ({ limit, status, after = 0 }: PetQuery) =>
-      status === undefined ? sql.rows<Pet>(listAll, [after, limit]) : sql.rows<Pet>(listByStatus, [status, after, limit]),
-    find: (id: number) => sql.row<Pet>(findOne, [id]),
+    list: ({ limit, status, after = 0 }: PetQuery) => (status === undefined ? sql.all(listAll, [after, limit]) : sql.all(listByStatus, [status, after, limit])),
+    find: (id: number) => sql.one(findOne, [id]),
   }
   // PostgreSQL takes creates in parallel on its pool, and groups commits itself.
   if (dialect === 'postgres') return { ...reads, create: (pet) => insert(sql, pet) }

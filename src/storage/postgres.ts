@@ -11,17 +11,41 @@ const types = {
 }
 
 export function openPostgres(url: string, poolSize: number, timeoutMs: number): Database {
+  // Should the server not even answer the cancel of a statement, the wait for its answer ends a
+  // second later: postgresSql watches the requests' statements; the migrations (Kysely), on a
+  // pool of their own, whose connection is held as long as they take and closed once they are
+  // done, have pg's query_timeout.
+  const answerWithinMs = timeoutMs + 1_000
+  const pool = pooled(url, poolSize, timeoutMs)
+  const sql = postgresSql(pool, answerWithinMs)
+  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }) })
+  const { hostname, port, pathname } = new URL(url)
+  return {
+    sql,
+    db,
+    dialect: 'postgres',
+    watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }),
+    description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
+    poolStats: () => ({ max: poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    async close() {
+      sql.close()
+      await Promise.all([pool.end(), db.destroy()])
+    },
+  }
+}
+
+/** A pool of at most `max` connections to `url`. */
+function pooled(url: string, max: number, timeoutMs: number, options: pg.PoolConfig = {}): pg.Pool {
   const pool = new pg.Pool({
+    ...options,
     connectionString: url,
-    max: poolSize,
+    max,
     types,
     // A server that drops packets (firewall, wrong host) or stops answering (frozen, overloaded)
     // costs a request at most this long: opening a connection or waiting for a free one,
     connectionTimeoutMillis: timeoutMs,
-    // a statement, cancelled by the server,
+    // and a statement, cancelled by the server.
     statement_timeout: timeoutMs,
-    // and, should the server not even answer the cancel, the wait for its answer.
-    query_timeout: timeoutMs + 1_000,
     keepAlive: true,
   })
   // A connection that the server drops (restart, failover, pg_terminate_backend) emits an
@@ -39,15 +63,5 @@ export function openPostgres(url: string, poolSize: number, timeoutMs: number): 
       if (severity === 'FATAL') void client.end()
     })
   })
-  const { hostname, port, pathname } = new URL(url)
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) })
-  return {
-    sql: postgresSql(pool),
-    db,
-    dialect: 'postgres',
-    watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }),
-    description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
-    poolStats: () => ({ max: poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    close: () => db.destroy(),
-  }
+  return pool
 }
