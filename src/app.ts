@@ -115,7 +115,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   // JSON only, read by one parser that knows the limits: any other body is a 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
-  requestHooks(app)
+  requestHooks(app, contract)
   // operating it: request metrics (before any route: each route counts its own requests)
   await app.register(metrics)
   rateLimits.on('refused', (policy) => app.metrics.rateLimitRefused(policy))
@@ -142,8 +142,8 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   await app.register(contractPlugin, {
     contract,
     handlers: {
-      ...petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets') }),
-      ...orderHandlers(storage.orders, { ordersUrl: contract.urlOf('listOrders') }),
+      ...petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets'), petUrl: (petId) => contract.urlOf('getPet', { petId }) }),
+      ...orderHandlers(storage.orders, { ordersUrl: contract.urlOf('listOrders'), orderUrl: (orderId) => contract.urlOf('getOrder', { orderId }) }),
     },
     authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys)))),
     anonymous: rateLimits.anonymous,

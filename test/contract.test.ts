@@ -17,6 +17,8 @@ t.test('the contract: base path from the servers, operations by id', async (t) =
   t.strictSame([...contract.operations.keys()].sort(), allOperations)
   t.match(contract.operations.get('getPet'), { method: 'GET', path: '/pets/{petId}' })
   t.match(contract.operations.get('updateOrder'), { method: 'PATCH', path: '/store/orders/{orderId}' })
+  t.equal(contract.urlOf('listOrders'), '/v1/store/orders', 'an operation\'s URL, under the base path')
+  t.equal(contract.urlOf('getPet', { petId: 7 }), '/v1/pets/7', 'with its path parameters')
   t.equal(document.info.version, '1.1.0', 'a compatible addition to 1.0.0: the store orders')
   t.ok(document.servers!.every(({ url }) => url.endsWith('/v1')), 'production and staging end in /v1')
   const security = document.components!.securitySchemes!.bearerAuth as OpenAPIV3.HttpSecurityScheme
@@ -50,6 +52,7 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     found.content!['text/plain'] = { schema: { type: 'string' } }
   }, /getPet must answer 200 in application\/json \(it says application\/json, text\/plain\)/)
   t.throws(() => loadContract().urlOf('adoptPet'), /openapi.yaml has no operation adoptPet/)
+  t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
 })
 
 t.test('an operation whose answers carry no body needs no media type', async (t) => {

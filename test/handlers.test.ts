@@ -6,8 +6,8 @@ import { petHandlers } from '../src/pets/handlers.js'
 import type { OrderRepository } from '../src/storage/orders.js'
 import type { PetRepository } from '../src/storage/pets.js'
 
-const pets = petHandlers({} as PetRepository, { petsUrl: '/v1/pets' })
-const orders = orderHandlers({} as OrderRepository, { ordersUrl: '/v1/store/orders' })
+const pets = petHandlers({} as PetRepository, { petsUrl: '/v1/pets', petUrl: (id) => `/v1/pets/${id}` })
+const orders = orderHandlers({} as OrderRepository, { ordersUrl: '/v1/store/orders', orderUrl: (id) => `/v1/store/orders/${id}` })
 
 t.test('there is exactly one handler per operation of openapi.yaml', async (t) => {
   t.strictSame(Object.keys({ ...pets, ...orders }).sort(), [...loadContract().operations.keys()].sort())

@@ -29,8 +29,9 @@ export interface Contract {
   methodsAt(path: string): string[] | undefined
   /** the operation that serves `method` at a request path (HEAD as GET), if any */
   operationAt(method: string, path: string): Operation | undefined
-  /** where an operation is served: its path template under the base path (`/v1/pets/{petId}`) */
-  urlOf(operationId: string): string
+  /** where an operation is served: its path under the base path, with the values of its path
+   * parameters (`urlOf('getPet', { petId: 7 })` is `/v1/pets/7`) */
+  urlOf(operationId: string, params?: Record<string, string | number>): string
 }
 
 /** A node of the document, with a local `$ref` (`#/components/...`) followed. */
@@ -80,10 +81,14 @@ export function loadContract(path: string = specPath, generated: string | false 
     operations,
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
-    urlOf(operationId) {
+    urlOf(operationId, params = {}) {
       const operation = operations.get(operationId)
       if (operation === undefined) throw new Error(`openapi.yaml has no operation ${operationId}`)
-      return `${basePath}${operation.path}`
+      const path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+        if (params[name] === undefined) throw new Error(`${operationId}'s URL needs ${name}`)
+        return encodeURIComponent(params[name])
+      })
+      return `${basePath}${path}`
     },
   }
 }

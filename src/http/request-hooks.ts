@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Contract } from '../contract/spec.js'
 import { ApiError } from '../errors.js'
 import { protectiveHeaders } from './connections.js'
 import { closeAfterAnswer, declaresBody } from './linger.js'
@@ -16,8 +17,10 @@ declare module 'fastify' {
  * What every request goes through, an operation's or not, before anything else: HTTP/1.1 rules
  * Node no longer checks for us, the protective headers, and the connection's fate.
  */
-export function requestHooks(app: FastifyInstance): void {
+export function requestHooks(app: FastifyInstance, contract: Contract): void {
   app.decorate('draining', false)
+  // the methods whose requests' bodies the server reads: those of the spec's operations that take one
+  const readsBody = new Set([...contract.operations.values()].filter((operation) => operation.definition.requestBody !== undefined).map(({ method }) => method))
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(protectiveHeaders)
@@ -38,9 +41,6 @@ export function requestHooks(app: FastifyInstance): void {
 export function grantContinue(request: FastifyRequest, reply: FastifyReply): void {
   if (request.headers.expect?.toLowerCase() === '100-continue' && !reply.raw.headersSent) reply.raw.writeContinue()
 }
-
-/** The methods whose requests' bodies the server reads (those of the operations that take one). */
-const readsBody = new Set(['POST', 'PUT', 'PATCH'])
 
 /** RFC 9112: an HTTP/1.1 request has exactly one Host header. */
 function hostProblem(raw: IncomingMessage): ApiError | null {

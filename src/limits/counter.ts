@@ -111,7 +111,7 @@ export class Counter {
     const { used, endsAt } = this.local.consume(client, now)
     const remaining = this.policy.quota - used
     if (remaining <= 0) this.rememberUntil(client, endsAt)
-    return { policy: this.policy, remaining: Math.max(0, remaining), resetS: Math.max(1, Math.ceil((endsAt - now) / 1000)), exceeded: remaining < 0 }
+    return this.countOf(remaining, endsAt - now, remaining < 0)
   }
 
   private async consumeShared(shared: RateLimiterRedis, store: SharedStore, client: string): Promise<Count> {
@@ -157,7 +157,7 @@ export class Counter {
     const until = this.spent.get(client)
     if (until === undefined) return undefined
     const msLeft = until - Date.now()
-    if (msLeft > 0) return this.count(new RateLimiterRes(0, msLeft), false)
+    if (msLeft > 0) return this.countOf(0, msLeft, false)
     this.spent.delete(client)
     return undefined
   }
@@ -170,9 +170,12 @@ export class Counter {
   private count(outcome: Outcome | null, exceeded: boolean): Count {
     // no request yet in this window: the whole quota, for a window that would start now
     if (outcome === null) return { policy: this.policy, remaining: this.policy.quota, resetS: this.policy.windowS, exceeded }
-    const remaining = Math.max(0, outcome.remainingPoints)
-    const resetS = Math.max(1, Math.ceil(outcome.msBeforeNext / 1000))
-    return { policy: this.policy, remaining, resetS, exceeded }
+    return this.countOf(outcome.remainingPoints, outcome.msBeforeNext, exceeded)
+  }
+
+  /** A count with `remainingPoints` left (below 0 past the quota) for `msBeforeNext` more. */
+  private countOf(remainingPoints: number, msBeforeNext: number, exceeded: boolean): Count {
+    return { policy: this.policy, remaining: Math.max(0, remainingPoints), resetS: Math.max(1, Math.ceil(msBeforeNext / 1000)), exceeded }
   }
 
   private remember(client: string, outcome: Outcome): void {

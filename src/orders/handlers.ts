@@ -13,7 +13,8 @@ const fingerprint = (body: object) => hash('sha256', JSON.stringify(body, Object
  * Reads answer at once when the repository does. */
 export function orderHandlers(
   orders: OrderRepository,
-  { ordersUrl }: { ordersUrl: string },
+  /** the URL of the list (for its next page) and that of an order (the Location of a 201), from the spec */
+  { ordersUrl, orderUrl }: { ordersUrl: string; orderUrl: (orderId: number) => string },
 ): HandlersOf<'placeOrder' | 'getOrder' | 'listOrders' | 'updateOrder'> {
   return {
     async placeOrder(request, reply) {
@@ -25,7 +26,7 @@ export function orderHandlers(
       )
       // (a retry with the key gets the outcome of the first request, answered the same way)
       if ('placed' in outcome) {
-        reply.header('Location', `${ordersUrl}/${outcome.placed.id}`).code(201)
+        reply.header('Location', orderUrl(outcome.placed.id)).code(201)
         return outcome.placed
       }
       if ('missing' in outcome) throw new ApiError('not_found', `Pet ${outcome.missing.petId} not found`)

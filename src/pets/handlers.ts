@@ -7,7 +7,11 @@ import type { PetRepository } from '../storage/pets.js'
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
  * answer at once when the repository does. */
-export function petHandlers(pets: PetRepository, { petsUrl }: { petsUrl: string }): HandlersOf<'listPets' | 'createPet' | 'getPet'> {
+export function petHandlers(
+  pets: PetRepository,
+  /** the URL of the list (for its next page) and that of a pet (the Location of a 201), from the spec */
+  { petsUrl, petUrl }: { petsUrl: string; petUrl: (petId: number) => string },
+): HandlersOf<'listPets' | 'createPet' | 'getPet'> {
   return {
     listPets(request, reply) {
       const { limit, status, after } = request.query
@@ -20,7 +24,7 @@ export function petHandlers(pets: PetRepository, { petsUrl }: { petsUrl: string 
 
     async createPet(request, reply) {
       const pet = await pets.create(request.body)
-      reply.header('Location', `${petsUrl}/${pet.id}`).code(201)
+      reply.header('Location', petUrl(pet.id)).code(201)
       return pet
     },
 

@@ -49,18 +49,15 @@ export interface OrderRepository {
   close(): void
 }
 
-interface OrderRow {
-  id: number
-  petId: number
-  status: OrderStatus
-  placedAt: number
-}
+const orderColumns = 'id, pet_id, status, placed_at'
 
-const asOrder = ({ id, petId, status, placedAt }: OrderRow): Order => ({ id, petId, status, placedAt: new Date(placedAt).toISOString() })
-
-const orderColumns = 'id, pet_id as "petId", status, placed_at as "placedAt"'
-
-const orderOf = ([id, petId, status, placedAt]: [number, number, OrderStatus, number]) => asOrder({ id, petId, status, placedAt })
+/** An order from the values of `orderColumns` (placed_at: ms since the epoch). */
+const orderOf = ([id, petId, status, placedAt]: [number, number, OrderStatus, number]): Order => ({
+  id,
+  petId,
+  status,
+  placedAt: new Date(placedAt).toISOString(),
+})
 
 // listOrders pages by id: with a status, the (status, id) index serves it; without, the primary key.
 const listAll = select(`select ${orderColumns} from orders where id > $1 order by id limit $2`, orderOf)
@@ -73,7 +70,7 @@ const findOne = select(`select ${orderColumns} from orders where id = $1`, order
 const takePet = "update pets set status = 'pending' where id = $1 and status = 'available'"
 const petStatus = 'select status from pets where id = $1'
 const insertOrder = "insert into orders (pet_id, status, placed_at) values ($1, 'placed', $2) returning id"
-const moveOrder = `update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns}`
+const moveOrder = select(`update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns}`, orderOf)
 const setPetStatus = 'update pets set status = $2 where id = $1'
 
 /** The pet's status once its order has moved. */
@@ -90,7 +87,7 @@ export function orderRepository(sql: Sql, dialect: Dialect): OrderRepository {
       return pet === undefined ? { missing: { petId } } : { unavailable: { petId, status: pet.status } }
     }
     const { id } = (await tx.row<{ id: number }>(insertOrder, [petId, placedAt]))!
-    return { placed: asOrder({ id, petId, status: 'placed', placedAt }) }
+    return { placed: orderOf([id, petId, 'placed', placedAt]) }
   }
 
   return {
@@ -112,13 +109,13 @@ export function orderRepository(sql: Sql, dialect: Dialect): OrderRepository {
 
     update: (id, target) =>
       write(async (tx): Promise<Transition> => {
-        const moved = await tx.row<OrderRow>(moveOrder, [id, target])
+        const moved = await tx.one(moveOrder, [id, target])
         if (moved === undefined) {
           const order = await tx.one(findOne, [id])
           return order === undefined ? { missing: { orderId: id } } : { stuck: order }
         }
         await tx.run(setPetStatus, [moved.petId, petStatusAfter[target]])
-        return { moved: asOrder(moved) }
+        return { moved }
       }),
 
     forgetExpiredKeys: (now = Date.now()) => keys.forgetExpired(now),
