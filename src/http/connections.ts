@@ -56,8 +56,9 @@ export function guardServer(server: Server, log: FastifyBaseLogger, limits: Conn
       reporting = undefined
     }, 1_000).unref()
   })
-  // `Expect: 100-continue` is granted once the request is authenticated (see the preParsing
-  // hook of the app); any other expectation is ignored, as RFC 9110 allows.
+  // `Expect: 100-continue` is granted once the request is authenticated (grantContinue, called
+  // by the admitting hook of an operation that takes a body, contract/plugin.ts); any other
+  // expectation is ignored, as RFC 9110 allows.
   const dispatch = (request: IncomingMessage, response: ServerResponse) => server.emit('request', request, response)
   server.on('checkContinue', dispatch)
   server.on('checkExpectation', dispatch)
