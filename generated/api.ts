@@ -120,8 +120,259 @@ export interface paths {
         patch: operations["updateOrder"];
         trace?: never;
     };
+    "/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List your webhook subscriptions (experimental)
+         * @description Returns the webhook subscriptions of the API key that sends the request, in ascending
+         *     `id` order (at most `WEBHOOK_MAX_PER_KEY` of them, 10 unless the operator says
+         *     otherwise). The signing secrets are not included: a secret is shown once, when the
+         *     subscription is created or its secret rotated.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Subscribe to events (experimental)
+         * @description Subscribes a URL to the events named in `events` (the names under `webhooks` in this
+         *     document). The subscription belongs to the API key that creates it: other keys do not
+         *     see it (`404`).
+         *
+         *     Answers `201` with the subscription and, this once, its signing `secret`: keep it,
+         *     no later answer shows it again. Every delivery is signed with it as the Standard
+         *     Webhooks specification says (see `webhooks`).
+         *
+         *     **Which events reach it.** Every event of a change committed after this `201` is
+         *     delivered to the subscription, at least once. Events of changes committed while the
+         *     subscription was being created may be delivered too; earlier ones are not.
+         *
+         *     **Which URLs are taken.** `https` only (the operator may allow `http`). A URL whose
+         *     host is or resolves to a loopback, private, link-local, shared or other
+         *     non-public address (cloud metadata services among them) is refused with `422`
+         *     (code `webhook_url_not_allowed`), and checked again before every delivery; so is one
+         *     with a user name or password in it. A host name that does not resolve is refused
+         *     too.
+         *
+         *     An API key may hold `WEBHOOK_MAX_PER_KEY` subscriptions (10 unless the operator
+         *     says otherwise); past that, `409` (code `webhook_limit_reached`).
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one of your webhook subscriptions (experimental)
+         * @description Returns one subscription of the API key that sends the request, without its secret.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Unsubscribe (experimental)
+         * @description Deletes one subscription of the API key that sends the request, with its deliveries:
+         *     those not yet made are not made. A delivery under way as it is deleted may still
+         *     arrive.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate a subscription's signing secret (experimental)
+         * @description Gives the subscription a new signing secret, shown this once. For
+         *     `WEBHOOK_SECRET_OVERLAP_S` seconds (24 hours unless the operator says otherwise)
+         *     every delivery carries two signatures in `webhook-signature`, one made with the new
+         *     secret and one with the previous: a receiver that still checks with the previous
+         *     secret keeps accepting deliveries while it moves to the new one. A second rotation
+         *     ends the overlap of the first (only the two latest secrets sign).
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a subscription's deliveries (experimental)
+         * @description Returns a page of the deliveries of one of your subscriptions, in ascending `id`
+         *     order: one per event sent to it, with where it stands (`pending`, `succeeded`,
+         *     `failed`), its attempts, the HTTP status of the last answer and, while pending, when
+         *     the next attempt is due. Follow the `Link` header (`rel="next"`) for the next page.
+         *     Finished deliveries are kept for 7 days.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery again (experimental)
+         * @description Sends one delivery of one of your subscriptions again, with the same event (the same
+         *     `webhook-id`): a delivery that `failed` or `succeeded` becomes `pending`, due now, with
+         *     a new retry period; one still `pending` is made due now.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        post: operations["redeliverWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
-export type webhooks = Record<string, never>;
+export interface webhooks {
+    "pet.created": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A pet was added (experimental)
+         * @description Sent to every subscription that takes `pet.created` when createPet added a pet.
+         *     Delivery, signatures and retries: see Events in the description of this document.
+         *
+         *     **Experimental**: this event may change or be withdrawn within `v1`.
+         */
+        post: operations["petCreated"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "pet.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A pet's status changed (experimental)
+         * @description Sent to every subscription that takes `pet.status_changed` when an order moved a pet to another status: placeOrder (`available` to `pending`) or updateOrder (`pending` to `sold` or `available`).
+         *     Delivery, signatures and retries: see Events in the description of this document.
+         *
+         *     **Experimental**: this event may change or be withdrawn within `v1`.
+         */
+        post: operations["petStatusChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.placed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An order was placed (experimental)
+         * @description Sent to every subscription that takes `order.placed` when placeOrder placed an order.
+         *     Delivery, signatures and retries: see Events in the description of this document.
+         *
+         *     **Experimental**: this event may change or be withdrawn within `v1`.
+         */
+        post: operations["orderPlaced"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "order.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An order was delivered or cancelled (experimental)
+         * @description Sent to every subscription that takes `order.status_changed` when updateOrder moved an order from `placed` to `delivered` or `cancelled`.
+         *     Delivery, signatures and retries: see Events in the description of this document.
+         *
+         *     **Experimental**: this event may change or be withdrawn within `v1`.
+         */
+        post: operations["orderStatusChanged"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+}
 export interface components {
     schemas: {
         /**
@@ -214,8 +465,11 @@ export interface components {
              *     `unauthorized` (401), `not_found` (404), `method_not_allowed` (405),
              *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
              *     ordered), `invalid_transition` (409, the order cannot move so),
-             *     `payload_too_large` (413), `unsupported_media_type` (415),
-             *     `idempotency_key_reused` (422), `too_many_requests` (429),
+             *     `webhook_limit_reached` (409, the API key holds as many webhook
+             *     subscriptions as it may), `payload_too_large` (413),
+             *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
+             *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
+             *     `too_many_requests` (429),
              *     `internal_error` (500), `unavailable` (503).
              * @example not_found
              */
@@ -232,6 +486,183 @@ export interface components {
              * @example 404
              */
             status: number;
+        };
+        /**
+         * Format: int64
+         * @description Unique identifier of a webhook subscription, assigned by the service.
+         * @example 1
+         */
+        WebhookId: number;
+        /**
+         * Format: int64
+         * @description Unique identifier of a delivery (one event sent to one subscription).
+         * @example 8
+         */
+        DeliveryId: number;
+        /**
+         * @description The name of an event, as under `webhooks` in this document.
+         * @enum {string}
+         */
+        EventType: "pet.created" | "pet.status_changed" | "order.placed" | "order.status_changed";
+        /** @description Event types, each at most once. */
+        EventTypes: components["schemas"]["EventType"][];
+        /**
+         * Format: uri
+         * @description Where events are sent: an absolute `https` URL (`http` only where the operator
+         *     allows it), without a user name or password, at most 2000 characters.
+         * @example https://hooks.example.com/petstore
+         */
+        WebhookUrl: string;
+        /**
+         * @description The signing secret (Standard Webhooks): `whsec_` and the Base64 of 32 random bytes,
+         *     the HMAC key. Shown once.
+         * @example whsec_8kEC+x9U43vxcny3ozJXpdHzvEp4SQhn43Q6pk8yJRI=
+         */
+        WebhookSecret: string;
+        /** @description A subscription to create. Unknown properties are rejected. */
+        NewWebhook: {
+            url: components["schemas"]["WebhookUrl"];
+            events: components["schemas"]["EventTypes"];
+        };
+        /** @description A webhook subscription, without its secret. */
+        Webhook: {
+            id: components["schemas"]["WebhookId"];
+            url: components["schemas"]["WebhookUrl"];
+            events: components["schemas"]["EventTypes"];
+            createdAt: components["schemas"]["Timestamp"];
+            previousSecretExpiresAt?: components["schemas"]["PreviousSecretExpiresAt"];
+        };
+        /** @description A subscription just created, with its signing secret (shown this once). */
+        CreatedWebhook: {
+            id: components["schemas"]["WebhookId"];
+            url: components["schemas"]["WebhookUrl"];
+            events: components["schemas"]["EventTypes"];
+            createdAt: components["schemas"]["Timestamp"];
+            secret: components["schemas"]["WebhookSecret"];
+        };
+        /** @description Webhook subscriptions, at most 100. */
+        Webhooks: components["schemas"]["Webhook"][];
+        /** @description A subscription's new signing secret (shown this once). */
+        RotatedSecret: {
+            secret: components["schemas"]["WebhookSecret"];
+            previousSecretExpiresAt: components["schemas"]["PreviousSecretExpiresAt"];
+        };
+        /**
+         * Format: date-time
+         * @description After a rotation: until when deliveries are signed with the previous secret too
+         *     (RFC 3339, UTC). Absent when no previous secret signs any more.
+         * @example 2026-11-24T10:02:41.512Z
+         */
+        PreviousSecretExpiresAt: string;
+        /**
+         * Format: date-time
+         * @description A moment, in RFC 3339, UTC, with milliseconds.
+         * @example 2026-11-23T10:02:41.512Z
+         */
+        Timestamp: string;
+        /**
+         * @description Where a delivery stands: `pending` (an attempt is due at `nextAttemptAt`),
+         *     `succeeded` (the receiver answered `2xx`) or `failed` (no attempt succeeded within the
+         *     retry period).
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "succeeded" | "failed";
+        /** @description One event sent to one subscription, and where that stands. */
+        WebhookDelivery: {
+            id: components["schemas"]["DeliveryId"];
+            eventId: components["schemas"]["EventId"];
+            eventType: components["schemas"]["EventType"];
+            status: components["schemas"]["DeliveryStatus"];
+            /**
+             * Format: int32
+             * @description Attempts made so far.
+             */
+            attempts: number;
+            /**
+             * Format: int32
+             * @description The HTTP status of the last answer; absent when no attempt got one.
+             */
+            lastStatus?: number;
+            /** @description Why the last attempt failed, when it did (a status, a timeout, a refused connection or address). */
+            lastError?: string;
+            nextAttemptAt?: components["schemas"]["NextAttemptAt"];
+            createdAt: components["schemas"]["Timestamp"];
+        };
+        /**
+         * Format: date-time
+         * @description While `pending`, when the next attempt is due (RFC 3339, UTC).
+         * @example 2026-11-23T10:03:12.000Z
+         */
+        NextAttemptAt: string;
+        /** @description Deliveries, at most `limit` (100) of them. */
+        WebhookDeliveries: components["schemas"]["WebhookDelivery"][];
+        /**
+         * @description Unique identifier of an event (and the `webhook-id` of its deliveries): the same on
+         *     every attempt.
+         * @example evt_42
+         */
+        EventId: string;
+        /**
+         * Format: int64
+         * @description Increases with every event. Deliveries are not ordered, but of two events about the
+         *     same pet or the same order, the one of the later change has the larger `sequence`:
+         *     a receiver that keeps, per pet and per order, the largest `sequence` it has applied
+         *     can ignore an older event that arrives late.
+         * @example 42
+         */
+        EventSequence: number;
+        /**
+         * Format: date-time
+         * @description When the change was made (RFC 3339, UTC, with milliseconds).
+         * @example 2026-11-23T10:02:41.512Z
+         */
+        OccurredAt: string;
+        /** @description `pet.created`: a pet was added (createPet). */
+        PetCreatedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "pet.created";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Pet"];
+        };
+        /**
+         * @description `pet.status_changed`: a pet's status changed, `from` one status `to` another, as an
+         *     order moved it (placeOrder: `available` to `pending`; updateOrder: `pending` to
+         *     `sold` or `available`). `data` is the pet as it is after the change.
+         */
+        PetStatusChangedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "pet.status_changed";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Pet"];
+            from: components["schemas"]["PetStatus"];
+            to: components["schemas"]["PetStatus"];
+        };
+        /** @description `order.placed`: an order was placed (placeOrder); `data` is the order. */
+        OrderPlacedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "order.placed";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Order"];
+        };
+        /**
+         * @description `order.status_changed`: an order moved (updateOrder), `from` `placed` `to`
+         *     `delivered` or `cancelled`. `data` is the order as it is after the change.
+         */
+        OrderStatusChangedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "order.status_changed";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Order"];
+            from: components["schemas"]["OrderStatus"];
+            to: components["schemas"]["OrderStatus"];
         };
     };
     responses: {
@@ -475,6 +906,30 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description None of your subscriptions has this id (code `not_found`). */
+        WebhookNotFound: {
+            headers: {
+                "API-Stability": components["headers"]["ApiStability"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "Webhook 1 not found",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description Maximum number of items (pets, orders) returned, in decimal digits. */
@@ -508,6 +963,29 @@ export interface components {
          *     keys holds at most a day of requests. Experimental, as the operation.
          */
         IdempotencyKey: string;
+        /** @description Identifier of the webhook subscription, in decimal digits. */
+        WebhookId: components["schemas"]["WebhookId"];
+        /** @description Identifier of the delivery, in decimal digits. */
+        DeliveryId: components["schemas"]["DeliveryId"];
+        /**
+         * @description The event's `id` (Standard Webhooks): the same on every attempt and every
+         *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
+         *     and do nothing.
+         */
+        WebhookIdHeader: components["schemas"]["EventId"];
+        /**
+         * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
+         *     whose timestamp is more than a few minutes from your clock: it may be replayed.
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
+         *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
+         *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
+         *     signatures separated by a space, made with the new and the previous secret; a
+         *     delivery is genuine when any of them checks out.
+         */
+        WebhookSignature: string;
     };
     requestBodies: never;
     headers: {
@@ -611,6 +1089,17 @@ export interface components {
          * @example experimental
          */
         ApiStabilityWhenMarked: "experimental" | "beta";
+        /**
+         * @description Path of the new subscription, `/v1/webhooks/{id}`.
+         * @example /v1/webhooks/1
+         */
+        WebhookLocation: string;
+        /**
+         * @description Present when more deliveries follow: the URL of the next page, with `rel="next"`
+         *     (RFC 8288).
+         * @example </v1/webhooks/1/deliveries?limit=20&after=20>; rel="next"
+         */
+        DeliveriesNextPageLink: string;
     };
     pathItems: never;
 }
@@ -1272,6 +1761,727 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Your subscriptions (possibly none). */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 1,
+                     *         "url": "https://hooks.example.com/petstore",
+                     *         "events": [
+                     *           "pet.created",
+                     *           "pet.status_changed"
+                     *         ],
+                     *         "createdAt": "2026-11-23T10:02:41.512Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Webhooks"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Where to send events, and which. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/petstore",
+                 *       "events": [
+                 *         "pet.created",
+                 *         "pet.status_changed"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewWebhook"];
+            };
+        };
+        responses: {
+            /** @description The subscription, with its signing `secret`, shown this once. */
+            201: {
+                headers: {
+                    Location: components["headers"]["WebhookLocation"];
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://hooks.example.com/petstore",
+                     *       "events": [
+                     *         "pet.created",
+                     *         "pet.status_changed"
+                     *       ],
+                     *       "createdAt": "2026-11-23T10:02:41.512Z",
+                     *       "secret": "whsec_8kEC+x9U43vxcny3ozJXpdHzvEp4SQhn43Q6pk8yJRI="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
+            /**
+             * @description This API key holds `WEBHOOK_MAX_PER_KEY` subscriptions already (code
+             *     `webhook_limit_reached`): delete one first.
+             */
+            409: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_limit_reached",
+                     *       "message": "This API key holds 10 webhook subscriptions, the most it may: delete one first",
+                     *       "status": 409
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /**
+             * @description The URL is not one events may be sent to (code `webhook_url_not_allowed`): not
+             *     `https`, with a user name or password, a host that does not resolve, or one that
+             *     is or resolves to a non-public address. The message says which.
+             */
+            422: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "webhook_url_not_allowed",
+                     *       "message": "hooks.internal resolves to 10.0.0.7, a private address: events are sent to public addresses only",
+                     *       "status": 422
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook subscription, in decimal digits. */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription. */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://hooks.example.com/petstore",
+                     *       "events": [
+                     *         "pet.created",
+                     *         "pet.status_changed"
+                     *       ],
+                     *       "createdAt": "2026-11-23T10:02:41.512Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook subscription, in decimal digits. */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription is deleted. */
+            204: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook subscription, in decimal digits. */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, shown this once, and when the previous one stops signing. */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "secret": "whsec_fsQaxjysqzHnS5k+GvUn/3jjzGUjF1QWlC+IVvDHq7A=",
+                     *       "previousSecretExpiresAt": "2026-11-24T10:02:41.512Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RotatedSecret"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of items (pets, orders) returned, in decimal digits. */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Pagination cursor: return only items (pets, orders) whose `id` is greater
+                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
+                 *     previous page.
+                 */
+                after?: components["parameters"]["After"];
+            };
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook subscription, in decimal digits. */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of deliveries (possibly empty). */
+            200: {
+                headers: {
+                    Link: components["headers"]["DeliveriesNextPageLink"];
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 7,
+                     *         "eventId": "evt_41",
+                     *         "eventType": "pet.created",
+                     *         "status": "succeeded",
+                     *         "attempts": 1,
+                     *         "lastStatus": 204,
+                     *         "createdAt": "2026-11-23T10:02:41.512Z"
+                     *       },
+                     *       {
+                     *         "id": 8,
+                     *         "eventId": "evt_42",
+                     *         "eventType": "pet.status_changed",
+                     *         "status": "pending",
+                     *         "attempts": 2,
+                     *         "lastStatus": 503,
+                     *         "lastError": "answered 503",
+                     *         "nextAttemptAt": "2026-11-23T10:03:12.000Z",
+                     *         "createdAt": "2026-11-23T10:02:55.004Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveries"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    redeliverWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook subscription, in decimal digits. */
+                webhookId: components["parameters"]["WebhookId"];
+                /** @description Identifier of the delivery, in decimal digits. */
+                deliveryId: components["parameters"]["DeliveryId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, pending again; it is sent shortly. */
+            202: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 8,
+                     *       "eventId": "evt_42",
+                     *       "eventType": "pet.status_changed",
+                     *       "status": "pending",
+                     *       "attempts": 9,
+                     *       "lastStatus": 503,
+                     *       "lastError": "answered 503",
+                     *       "nextAttemptAt": "2026-11-24T10:05:00.000Z",
+                     *       "createdAt": "2026-11-23T10:02:55.004Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            /**
+             * @description None of your subscriptions has this id, or it has no delivery with this id (code
+             *     `not_found`).
+             */
+            404: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "not_found",
+                     *       "message": "Delivery 8 of webhook 1 not found",
+                     *       "status": 404
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    petCreated: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's `id` (Standard Webhooks): the same on every attempt and every
+                 *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
+                 *     and do nothing.
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
+                 *     whose timestamp is more than a few minutes from your clock: it may be replayed.
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
+                 *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
+                 *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
+                 *     signatures separated by a space, made with the new and the previous secret; a
+                 *     delivery is genuine when any of them checks out.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_41",
+                 *       "sequence": 41,
+                 *       "type": "pet.created",
+                 *       "occurredAt": "2026-11-23T10:02:41.512Z",
+                 *       "data": {
+                 *         "id": 3,
+                 *         "name": "Rex",
+                 *         "categoryId": 1,
+                 *         "status": "available"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["PetCreatedEvent"];
+            };
+        };
+        responses: {
+            /** @description The event is received. Any `2xx` status will do; the body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Anything else (another status, a redirect, no answer within 10 s, a refused
+             *     connection) is a failed attempt: the delivery is tried again later.
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    petStatusChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's `id` (Standard Webhooks): the same on every attempt and every
+                 *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
+                 *     and do nothing.
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
+                 *     whose timestamp is more than a few minutes from your clock: it may be replayed.
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
+                 *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
+                 *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
+                 *     signatures separated by a space, made with the new and the previous secret; a
+                 *     delivery is genuine when any of them checks out.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_42",
+                 *       "sequence": 42,
+                 *       "type": "pet.status_changed",
+                 *       "occurredAt": "2026-11-23T10:02:55.004Z",
+                 *       "data": {
+                 *         "id": 3,
+                 *         "name": "Rex",
+                 *         "categoryId": 1,
+                 *         "status": "pending"
+                 *       },
+                 *       "from": "available",
+                 *       "to": "pending"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PetStatusChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description The event is received. Any `2xx` status will do; the body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Anything else (another status, a redirect, no answer within 10 s, a refused
+             *     connection) is a failed attempt: the delivery is tried again later.
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderPlaced: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's `id` (Standard Webhooks): the same on every attempt and every
+                 *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
+                 *     and do nothing.
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
+                 *     whose timestamp is more than a few minutes from your clock: it may be replayed.
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
+                 *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
+                 *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
+                 *     signatures separated by a space, made with the new and the previous secret; a
+                 *     delivery is genuine when any of them checks out.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_43",
+                 *       "sequence": 43,
+                 *       "type": "order.placed",
+                 *       "occurredAt": "2026-11-23T10:02:55.004Z",
+                 *       "data": {
+                 *         "id": 2,
+                 *         "petId": 3,
+                 *         "status": "placed",
+                 *         "placedAt": "2026-11-23T10:02:55.004Z"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrderPlacedEvent"];
+            };
+        };
+        responses: {
+            /** @description The event is received. Any `2xx` status will do; the body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Anything else (another status, a redirect, no answer within 10 s, a refused
+             *     connection) is a failed attempt: the delivery is tried again later.
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    orderStatusChanged: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description The event's `id` (Standard Webhooks): the same on every attempt and every
+                 *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
+                 *     and do nothing.
+                 */
+                "webhook-id": components["parameters"]["WebhookIdHeader"];
+                /**
+                 * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
+                 *     whose timestamp is more than a few minutes from your clock: it may be replayed.
+                 */
+                "webhook-timestamp": components["parameters"]["WebhookTimestamp"];
+                /**
+                 * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
+                 *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
+                 *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
+                 *     signatures separated by a space, made with the new and the previous secret; a
+                 *     delivery is genuine when any of them checks out.
+                 */
+                "webhook-signature": components["parameters"]["WebhookSignature"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The event. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "evt_44",
+                 *       "sequence": 44,
+                 *       "type": "order.status_changed",
+                 *       "occurredAt": "2026-11-23T10:09:12.300Z",
+                 *       "data": {
+                 *         "id": 2,
+                 *         "petId": 3,
+                 *         "status": "delivered",
+                 *         "placedAt": "2026-11-23T10:02:55.004Z"
+                 *       },
+                 *       "from": "placed",
+                 *       "to": "delivered"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrderStatusChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description The event is received. Any `2xx` status will do; the body is ignored. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Anything else (another status, a redirect, no answer within 10 s, a refused
+             *     connection) is a failed attempt: the delivery is tried again later.
+             */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
         };
     };
 }

@@ -8,4 +8,11 @@ export interface BodyDefaults {
   placeOrder: never
   getOrder: never
   updateOrder: never
+  listWebhooks: never
+  createWebhook: never
+  getWebhook: never
+  deleteWebhook: never
+  rotateWebhookSecret: never
+  listWebhookDeliveries: never
+  redeliverWebhook: never
 }

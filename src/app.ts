@@ -18,6 +18,8 @@ import metrics, { observeUnrouted } from './ops/metrics.js'
 import { orderHandlers } from './orders/handlers.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
+import { startDispatcher } from './webhooks/dispatcher.js'
+import { webhookHandlers } from './webhooks/handlers.js'
 
 /** The longest a start waits for Redis to connect; past it the server starts, counting alone. */
 const redisConnectBoundMs = 2_000
@@ -56,6 +58,7 @@ export async function buildApp(options: AppOptions) {
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
     timeoutMs: options.DATABASE_TIMEOUT_MS,
+    webhookRetryPeriodMs: options.WEBHOOK_RETRY_PERIOD_S * 1000,
   })
   try {
     return await assemble(contract, storage, options)
@@ -120,6 +123,17 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   await app.register(metrics)
   rateLimits.on('refused', (policy) => app.metrics.rateLimitRefused(policy))
 
+  // the events the changes record, sent to their subscriptions (src/webhooks/)
+  const webhookPolicy = { allowHttp: options.WEBHOOK_ALLOW_HTTP, allowPrivate: options.WEBHOOK_ALLOW_PRIVATE }
+  const dispatcher = startDispatcher(
+    storage.deliveries,
+    { policy: webhookPolicy, timeoutMs: options.WEBHOOK_TIMEOUT_MS, retryBaseMs: options.WEBHOOK_RETRY_BASE_MS, pollMs: options.WEBHOOK_POLL_MS },
+    app.log,
+    app.metrics.webhooks,
+  )
+  // (onClose hooks run last registered first: it stops before the storage it writes to closes)
+  app.addHook('onClose', () => dispatcher.close())
+
   const notFound = notFoundHandler(contract)
   // A request no operation serves is a 404 or 405, whatever Fastify finds wrong with its body
   // (an unreadable request, our own ApiError, stays what it is). No route counts it: it is
@@ -144,6 +158,14 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     handlers: {
       ...petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets'), petUrl: (petId) => contract.urlOf('getPet', { petId }) }),
       ...orderHandlers(storage.orders, { ordersUrl: contract.urlOf('listOrders'), orderUrl: (orderId) => contract.urlOf('getOrder', { orderId }) }),
+      ...webhookHandlers(storage.webhooks, {
+        policy: webhookPolicy,
+        maxPerKey: options.WEBHOOK_MAX_PER_KEY,
+        secretOverlapMs: options.WEBHOOK_SECRET_OVERLAP_S * 1000,
+        webhookUrl: (webhookId) => contract.urlOf('getWebhook', { webhookId }),
+        deliveriesUrl: (webhookId) => contract.urlOf('listWebhookDeliveries', { webhookId }),
+        dueNow: dispatcher.wake,
+      }),
     },
     authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys)))),
     anonymous: rateLimits.anonymous,

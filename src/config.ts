@@ -79,6 +79,34 @@ export const configSchema = Type.Object({
     default: '',
     description: 'comma-separated origins whose browser pages may call the API (`*`: any); none by default',
   }),
+  // Webhooks (openapi.yaml: Events). Both guards are on unless an operator turns them off, as
+  // the tests do for receivers on 127.0.0.1.
+  WEBHOOK_ALLOW_HTTP: Type.Boolean({ default: false, description: 'true: webhook URLs may be http://, not only https://' }),
+  WEBHOOK_ALLOW_PRIVATE: Type.Boolean({
+    default: false,
+    description: 'true: webhook URLs may name or resolve to loopback, private, link-local and other non-public addresses',
+  }),
+  WEBHOOK_MAX_PER_KEY: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'webhook subscriptions one API key may hold' }),
+  WEBHOOK_RETRY_PERIOD_S: Type.Integer({
+    minimum: 10,
+    maximum: 604_800,
+    default: 86_400,
+    description: 'how long an event is tried before its delivery is marked failed, in seconds',
+  }),
+  WEBHOOK_RETRY_BASE_MS: Type.Integer({
+    minimum: 10,
+    maximum: 10_000,
+    default: 5_000,
+    description: 'the first retry comes after half to all of this; each next wait doubles it, up to an hour',
+  }),
+  WEBHOOK_TIMEOUT_MS: milliseconds(10_000, 'a webhook receiver must answer within this time, or the attempt failed'),
+  WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1_000, description: 'how often an instance looks for deliveries due' }),
+  WEBHOOK_SECRET_OVERLAP_S: Type.Integer({
+    minimum: 0,
+    maximum: 604_800,
+    default: 86_400,
+    description: 'after a secret rotation, how long the previous secret still signs deliveries, in seconds',
+  }),
   TRUST_PROXY: Type.String({
     pattern: listOf('[0-9A-Fa-f.:/]+|loopback|linklocal|uniquelocal'),
     default: '',

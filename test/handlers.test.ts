@@ -5,31 +5,42 @@ import { orderHandlers } from '../src/orders/handlers.js'
 import { petHandlers } from '../src/pets/handlers.js'
 import type { OrderRepository } from '../src/storage/orders.js'
 import type { PetRepository } from '../src/storage/pets.js'
+import type { WebhookRepository } from '../src/storage/webhooks.js'
+import { webhookHandlers } from '../src/webhooks/handlers.js'
 
 const pets = petHandlers({} as PetRepository, { petsUrl: '/v1/pets', petUrl: (id) => `/v1/pets/${id}` })
 const orders = orderHandlers({} as OrderRepository, { ordersUrl: '/v1/store/orders', orderUrl: (id) => `/v1/store/orders/${id}` })
+const hooks = webhookHandlers({} as WebhookRepository, {
+  policy: { allowHttp: false, allowPrivate: false },
+  maxPerKey: 10,
+  secretOverlapMs: 0,
+  webhookUrl: (id) => `/v1/webhooks/${id}`,
+  deliveriesUrl: (id) => `/v1/webhooks/${id}/deliveries`,
+  dueNow: () => {},
+})
 
 t.test('there is exactly one handler per operation of openapi.yaml', async (t) => {
-  t.strictSame(Object.keys({ ...pets, ...orders }).sort(), [...loadContract().operations.keys()].sort())
+  t.strictSame(Object.keys({ ...pets, ...orders, ...hooks }).sort(), [...loadContract().operations.keys()].sort())
 })
 
 // Compile-time checks (npm run typecheck runs over test/ too): each @ts-expect-error fails the
 // build if the error it expects does not happen, i.e. if the handler map stopped being checked.
 const { listPets, createPet, getPet } = pets
 
-export const complete: OperationHandlers = { ...pets, ...orders }
+export const complete: OperationHandlers = { ...pets, ...orders, ...hooks }
 
 // @ts-expect-error a missing handler is a compile error
-export const missing: OperationHandlers = { ...orders, listPets, createPet }
+export const missing: OperationHandlers = { ...orders, ...hooks, listPets, createPet }
 
 // @ts-expect-error the handlers of one concern alone are not all of them
 export const petsOnly: OperationHandlers = pets
 
 // @ts-expect-error an operationId the spec does not have is a compile error
-export const extra: OperationHandlers = { ...orders, listPets, createPet, getPet, deletePet: getPet }
+export const extra: OperationHandlers = { ...orders, ...hooks, listPets, createPet, getPet, deletePet: getPet }
 
 export const mistyped: OperationHandlers = {
   ...orders,
+  ...hooks,
   listPets,
   createPet,
   // @ts-expect-error a handler typed for another operation (other params, other replies) is a compile error
@@ -38,6 +49,7 @@ export const mistyped: OperationHandlers = {
 
 export const wrongReply: OperationHandlers = {
   ...orders,
+  ...hooks,
   listPets,
   getPet,
   // @ts-expect-error a body that is not the documented Pet is a compile error
@@ -50,6 +62,7 @@ export const wrongReply: OperationHandlers = {
 export const sentNotAnswered: OperationHandlers = {
   ...pets,
   ...orders,
+  ...hooks,
   // @ts-expect-error a handler answers its body: one that sends it itself and answers the reply is a compile error
   getPet: (_request, reply) => reply.code(200).send({ id: 1, name: 'Rex', categoryId: 1 }),
 }
@@ -57,6 +70,7 @@ export const sentNotAnswered: OperationHandlers = {
 export const errorAsSuccess: OperationHandlers = {
   ...pets,
   ...orders,
+  ...hooks,
   // @ts-expect-error an error body is thrown (an ApiError), not answered as if it were the success
   getPet: () => ({ code: 'not_found', message: 'no', status: 404 }),
 }
@@ -64,6 +78,7 @@ export const errorAsSuccess: OperationHandlers = {
 export const wrongOrder: OperationHandlers = {
   ...pets,
   ...orders,
+  ...hooks,
   // @ts-expect-error an Order without placedAt is a compile error
   getOrder: () => ({ id: 1, petId: 1, status: 'placed' }),
 }
@@ -71,6 +86,7 @@ export const wrongOrder: OperationHandlers = {
 export const typedHeader: OperationHandlers = {
   ...pets,
   ...orders,
+  ...hooks,
   async placeOrder(request, reply) {
     // the spec's header parameters are typed, by their lower-case names: a string, not Node's
     // string | string[] of any header

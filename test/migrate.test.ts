@@ -17,7 +17,7 @@ import { launch, run } from './helpers/processes.js'
 t.jobs = 3
 
 /** Every migration there is, in order. */
-const allMigrations = ['0001_pets', '0002_api_keys', '0003_api_keys_notify', '0004_orders']
+const allMigrations = ['0001_pets', '0002_api_keys', '0003_api_keys_notify', '0004_orders', '0007_webhooks']
 
 /** A new folder, removed when the test ends. */
 function tempDir(t: Test): string {
@@ -57,7 +57,7 @@ const migrateScript = 'scripts/migrate.ts'
 async function appliesOnceThenNothing(t: Test, url: string) {
   const first = await run(t, migrateScript, [], { DATABASE_URL: url })
   t.equal(first.code, 0, first.stderr)
-  t.match(first.stdout, /^applied 0001_pets\napplied 0002_api_keys\napplied 0003_api_keys_notify\napplied 0004_orders\n(SQLite|PostgreSQL) \S+ is up to date\n$/)
+  t.match(first.stdout, /^applied 0001_pets\napplied 0002_api_keys\napplied 0003_api_keys_notify\napplied 0004_orders\napplied 0007_webhooks\n(SQLite|PostgreSQL) \S+ is up to date\n$/)
   t.strictSame((await schemaOf(url)).recorded, allMigrations)
 
   const second = await run(t, migrateScript, [], { DATABASE_URL: url })

@@ -4,8 +4,10 @@ import type { BodyDefaults } from '../../generated/body-defaults.js'
 import type { QueryDefaults } from '../../generated/query-defaults.js'
 import type { MaybePromise } from '../maybe-async.js'
 
-/** The operations of openapi.yaml, by operationId. */
-export type OperationId = keyof operations
+/** The operations of openapi.yaml's paths, by operationId: those the server serves. (Those of
+ * its `webhooks` are in `operations` too, but the server sends them; generate lists only the
+ * served ones in QueryDefaults.) */
+export type OperationId = keyof operations & keyof QueryDefaults
 
 type JsonOf<T> = T extends { content: { 'application/json': infer Body } } ? Body : undefined
 

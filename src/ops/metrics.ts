@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, onResponseHookHandler, RouteOptions
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Registry } from 'prom-client'
 import type { StorageStats } from '../storage/index.js'
+import { attemptResults, type DispatcherMetrics } from '../webhooks/dispatcher.js'
 import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
 import { RequestLatency } from './request-latency.js'
 
@@ -31,6 +32,15 @@ export interface Metrics {
   connectionRefused(): void
   /** a log line was dropped: too many waited to be written (log-destination.ts) */
   logLineDropped(): void
+  /** webhook attempts and deliveries */
+  webhooks: DispatcherMetrics
+}
+
+/** What the metrics read from the store when scraped. */
+export interface MetricsSources {
+  stats(): StorageStats
+  /** when the oldest webhook delivery still pending was created (ms since the epoch), if any */
+  oldestPendingAt(): number | undefined | Promise<number | undefined>
 }
 
 /**
@@ -39,9 +49,11 @@ export interface Metrics {
  *   number of requests answered (as OpenTelemetry's http.server.request.duration, no separate
  *   counter is kept);
  * - petstore_rate_limit_refusals_total{reason};
+ * - petstore_webhook_attempts_total{result}, petstore_webhook_deliveries_total{result} and
+ *   petstore_webhook_oldest_pending_seconds (the lag of event deliveries, read when scraped);
  * - the database, read from `stats` only when scraped: PostgreSQL's pool, SQLite's group commits.
  */
-export function createMetrics(stats: () => StorageStats): Metrics {
+export function createMetrics({ stats, oldestPendingAt }: MetricsSources): Metrics {
   const registry = new Registry()
   const registers = [registry]
   const requests = new RequestLatency(
@@ -68,6 +80,31 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     registers,
   })
 
+  const attempts = new Counter({
+    name: 'petstore_webhook_attempts_total',
+    help: 'Attempts to deliver a webhook event, by result: succeeded (2xx), rejected (another status), timeout, unreachable (no connection), refused (an address the policy refuses)',
+    labelNames: ['result'] as const,
+    registers,
+  })
+  for (const result of attemptResults) attempts.inc({ result }, 0)
+  const deliveries = new Counter({
+    name: 'petstore_webhook_deliveries_total',
+    help: 'Webhook deliveries that are over, by result: succeeded, or failed (no attempt succeeded within WEBHOOK_RETRY_PERIOD_S)',
+    labelNames: ['result'] as const,
+    registers,
+  })
+  for (const result of ['succeeded', 'failed'] as const) deliveries.inc({ result }, 0)
+  new Gauge({
+    name: 'petstore_webhook_oldest_pending_seconds',
+    help: 'Age of the oldest webhook delivery not yet made (0 when none waits): the lag to alert on; every instance reports the same store',
+    registers,
+    async collect() {
+      // (the store unavailable: the last value stands, and the database's own alerts speak)
+      const since = await Promise.resolve(oldestPendingAt()).catch(() => null)
+      if (since !== null) this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000))
+    },
+  })
+
   const initial = stats()
   if (initial.pool) poolGauges(registers, () => stats().pool!)
   if (initial.commits) commitMetrics(registers, () => stats().commits!)
@@ -79,6 +116,10 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     rateLimitRefused: (reason) => refusals.inc({ reason }),
     connectionRefused: () => refusedConnections.inc(),
     logLineDropped: () => droppedLogLines.inc(),
+    webhooks: {
+      attempted: (result) => attempts.inc({ result }),
+      finished: (result) => deliveries.inc({ result }),
+    },
   }
 }
 
@@ -164,7 +205,7 @@ declare module 'fastify' {
 /** Times every answered request: each route has an onResponse hook that knows its series (so
  * this plugin comes before any route), and the rest are counted by observeUnrouted. */
 async function metricsPlugin(app: FastifyInstance) {
-  const metrics = createMetrics(() => app.storage.stats())
+  const metrics = createMetrics({ stats: () => app.storage.stats(), oldestPendingAt: () => app.storage.deliveries.oldestPendingAt() })
   const listeners: MetricsListener[] = []
   app.decorate('metrics', {
     ...metrics,

@@ -1,9 +1,13 @@
+import { configSchema } from '../config.js'
 import { type Database, DatabaseConfigError, type DatabaseOptions, openDatabase, type PoolStats, parseDatabaseUrl } from './database.js'
+import { type DeliveryQueue, deliveryQueue } from './deliveries.js'
 import type { GroupCommitStats } from './group-commit.js'
 import { type KeyRepository, keyRepository } from './keys.js'
 import { migrate } from './migrations.js'
 import { type OrderRepository, orderRepository } from './orders.js'
+import { openOutbox } from './outbox.js'
 import { type PetRepository, petRepository } from './pets.js'
+import { type WebhookRepository, webhookRepository } from './webhooks.js'
 
 export { DatabaseConfigError } from './database.js'
 
@@ -12,6 +16,10 @@ export interface Storage {
   pets: PetRepository
   keys: KeyRepository
   orders: OrderRepository
+  /** webhook subscriptions (the changes above record their events for them) */
+  webhooks: WebhookRepository
+  /** the deliveries of those events still to make */
+  deliveries: DeliveryQueue
   /** what it is and where, without credentials */
   description: string
   /** resolves when the database answers a trivial statement (readiness) */
@@ -42,8 +50,15 @@ export async function connect(url: string, options: DatabaseOptions): Promise<Da
   return database
 }
 
+export interface StorageOptions extends DatabaseOptions {
+  /** how long an event's delivery is tried, in ms (default: WEBHOOK_RETRY_PERIOD_S's) */
+  webhookRetryPeriodMs?: number
+}
+
+const defaultRetryPeriodMs = configSchema.properties.WEBHOOK_RETRY_PERIOD_S.default * 1000
+
 /** Opens the database named by `url`, checks it answers, and brings its schema up to date. */
-export async function openStorage(url: string, options: DatabaseOptions): Promise<Storage> {
+export async function openStorage(url: string, options: StorageOptions): Promise<Storage> {
   const database = await connect(url, options)
   try {
     await migrate(database)
@@ -54,12 +69,16 @@ export async function openStorage(url: string, options: DatabaseOptions): Promis
   const { sql, dialect, description } = database
   const keyChanges = database.watchKeyChanges()
   const keys = keyRepository(sql, dialect, keyChanges)
-  const pets = petRepository(sql, dialect)
-  const orders = orderRepository(sql, dialect)
+  const retryPeriodMs = options.webhookRetryPeriodMs ?? defaultRetryPeriodMs
+  const outbox = await openOutbox(sql, dialect, retryPeriodMs)
+  const pets = petRepository(sql, dialect, outbox)
+  const orders = orderRepository(sql, dialect, outbox)
   return {
     pets,
     keys,
     orders,
+    webhooks: webhookRepository(sql, dialect, outbox, retryPeriodMs),
+    deliveries: deliveryQueue(sql, dialect),
     description,
     ping: async () => void (await sql.row('select 1')),
     stats: () => ({ pool: database.poolStats?.(), commits: pets.commitStats?.() }),

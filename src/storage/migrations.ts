@@ -82,6 +82,65 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('idempotency_keys_created_at').on('idempotency_keys').column('created_at').execute()
       },
     },
+    '0007_webhooks': {
+      async up(db) {
+        // Ids are never reused, on SQLite too (AUTOINCREMENT): an event's id is the webhook-id
+        // receivers tell repeats by, and its sequence only grows.
+        const tableWithLastingId = (table: string) =>
+          dialect === 'postgres' ? tableWithId(db, table) : db.schema.createTable(table).addColumn('id', 'integer', (c) => c.primaryKey().autoIncrement())
+        // A subscription, its secret (and the previous one, while a rotation overlaps), and the
+        // event types it takes (as given, JSON) for display.
+        await tableWithLastingId('webhook_subscriptions')
+          .addColumn('owner', 'text', (c) => c.notNull())
+          .addColumn('url', 'text', (c) => c.notNull())
+          .addColumn('events', 'text', (c) => c.notNull())
+          .addColumn('secret', 'text', (c) => c.notNull())
+          .addColumn('previous_secret', 'text')
+          .addColumn('previous_secret_expires_at', 'bigint')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .execute()
+        await db.schema.createIndex('webhook_subscriptions_owner').on('webhook_subscriptions').columns(['owner', 'id']).execute()
+        // The same types, a row each: what a change reads, in its transaction, to know who takes its event.
+        await db.schema
+          .createTable('webhook_subscription_events')
+          .addColumn('type', 'text', (c) => c.notNull())
+          .addColumn('subscription_id', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('webhook_subscription_events_pk', ['type', 'subscription_id'])
+          .execute()
+        // The outbox: an event, written in the transaction of the change it reports (`fields`:
+        // the JSON of its payload beyond id, sequence, type and occurredAt).
+        await tableWithLastingId('webhook_events')
+          .addColumn('type', 'text', (c) => c.notNull())
+          .addColumn('occurred_at', 'bigint', (c) => c.notNull())
+          .addColumn('fields', 'text', (c) => c.notNull())
+          .execute()
+        await db.schema.createIndex('webhook_events_occurred_at').on('webhook_events').column('occurred_at').execute()
+        // One event for one subscription, and where it stands; an instance that attempts it holds
+        // it for a while (lease_owner, lease_until), and another takes it over once that is past.
+        await tableWithLastingId('webhook_deliveries')
+          .addColumn('subscription_id', 'bigint', (c) => c.notNull())
+          .addColumn('event_id', 'bigint', (c) => c.notNull())
+          .addColumn('status', 'text', (c) => c.notNull())
+          .addColumn('attempts', 'integer', (c) => c.notNull())
+          .addColumn('next_attempt_at', 'bigint')
+          .addColumn('give_up_at', 'bigint', (c) => c.notNull())
+          .addColumn('last_status', 'integer')
+          .addColumn('last_error', 'text')
+          .addColumn('lease_owner', 'text')
+          .addColumn('lease_until', 'bigint')
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .addColumn('finished_at', 'bigint')
+          .execute()
+        const pending = sql<boolean>`status = 'pending'`
+        // what is due (claims), the oldest waiting (the lag metric), a subscription's list, the
+        // finished ones to forget, and whether an event still has any
+        await db.schema.createIndex('webhook_deliveries_due').on('webhook_deliveries').column('next_attempt_at').where(pending).execute()
+        await db.schema.createIndex('webhook_deliveries_backlog').on('webhook_deliveries').column('created_at').where(pending).execute()
+        await db.schema.createIndex('webhook_deliveries_subscription').on('webhook_deliveries').columns(['subscription_id', 'id']).execute()
+        await db.schema.createIndex('webhook_deliveries_finished').on('webhook_deliveries').column('finished_at').execute()
+        await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').column('event_id').execute()
+      },
+    },
   }
 }
 

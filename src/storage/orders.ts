@@ -3,7 +3,8 @@ import type { MaybePromise } from '../maybe-async.js'
 import type { Dialect } from './database.js'
 import { transactions } from './group-commit.js'
 import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
-import type { PetStatus } from './pets.js'
+import type { Outbox } from './outbox.js'
+import { type PetStatus, petColumns, petOf } from './pets.js'
 import { type Sql, type Statements, select } from './sql.js'
 
 export type Order = components['schemas']['Order']
@@ -67,27 +68,33 @@ const findOne = select(`select ${orderColumns} from orders where id = $1`, order
 // The pet is taken by a conditional update: of two transactions that try at once, the second
 // finds it pending (PostgreSQL re-reads the row once the first commits; SQLite runs them one
 // after the other), changes nothing, and is refused. No read-then-write.
-const takePet = "update pets set status = 'pending' where id = $1 and status = 'available'"
+const takePet = select(`update pets set status = 'pending' where id = $1 and status = 'available' returning ${petColumns}`, petOf)
 const petStatus = 'select status from pets where id = $1'
 const insertOrder = "insert into orders (pet_id, status, placed_at) values ($1, 'placed', $2) returning id"
 const moveOrder = select(`update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns}`, orderOf)
-const setPetStatus = 'update pets set status = $2 where id = $1'
+const setPetStatus = select(`update pets set status = $2 where id = $1 returning ${petColumns}`, petOf)
 
 /** The pet's status once its order has moved. */
 const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', cancelled: 'available' }
 
-export function orderRepository(sql: Sql, dialect: Dialect): OrderRepository {
+export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox): OrderRepository {
   // SQLite pays an fsync per commit: writes that arrive together share one (see group-commit.ts).
   const write = transactions(sql, dialect === 'sqlite')
   const keys = idempotencyKeys<Placement>(sql)
 
   async function placeIn(tx: Statements, petId: number, placedAt: number): Promise<Placement> {
-    if ((await tx.run(takePet, [petId])) === 0) {
+    const taken = await tx.one(takePet, [petId])
+    if (taken === undefined) {
       const pet = await tx.row<{ status: PetStatus }>(petStatus, [petId])
       return pet === undefined ? { missing: { petId } } : { unavailable: { petId, status: pet.status } }
     }
     const { id } = (await tx.row<{ id: number }>(insertOrder, [petId, placedAt]))!
-    return { placed: orderOf([id, petId, 'placed', placedAt]) }
+    const placed = orderOf([id, petId, 'placed', placedAt])
+    await outbox.record(tx, [
+      { type: 'order.placed', data: placed },
+      { type: 'pet.status_changed', data: taken, from: 'available', to: 'pending' },
+    ])
+    return { placed }
   }
 
   return {
@@ -114,7 +121,11 @@ export function orderRepository(sql: Sql, dialect: Dialect): OrderRepository {
           const order = await tx.one(findOne, [id])
           return order === undefined ? { missing: { orderId: id } } : { stuck: order }
         }
-        await tx.run(setPetStatus, [moved.petId, petStatusAfter[target]])
+        const pet = (await tx.one(setPetStatus, [moved.petId, petStatusAfter[target]]))!
+        await outbox.record(tx, [
+          { type: 'order.status_changed', data: moved, from: 'placed', to: target },
+          { type: 'pet.status_changed', data: pet, from: 'pending', to: petStatusAfter[target] },
+        ])
         return { moved }
       }),
 

@@ -2,6 +2,7 @@ import type { components } from '../../generated/api.js'
 import type { MaybePromise } from '../maybe-async.js'
 import type { Dialect } from './database.js'
 import { type GroupCommitStats, groupCommit } from './group-commit.js'
+import type { Outbox } from './outbox.js'
 import { type Sql, type Statements, select } from './sql.js'
 
 export type Pet = components['schemas']['Pet']
@@ -27,8 +28,8 @@ export interface PetRepository {
   commitStats?(): GroupCommitStats
 }
 
-const petColumns = 'id, name, category_id, status'
-const petOf = ([id, name, categoryId, status]: [number, string, number, PetStatus]): Pet => ({ id, name, categoryId, status })
+export const petColumns = 'id, name, category_id, status'
+export const petOf = ([id, name, categoryId, status]: [number, string, number, PetStatus]): Pet => ({ id, name, categoryId, status })
 
 // listPets pages by id: with a status, the (status, id) index serves it; without, the primary key.
 const listAll = select(`select ${petColumns} from pets where id > $1 order by id limit $2`, petOf)
@@ -36,22 +37,37 @@ const listByStatus = select(`select ${petColumns} from pets where status = $1 an
 const findOne = select(`select ${petColumns} from pets where id = $1`, petOf)
 const insertOne = 'insert into pets (name, category_id, status) values ($1, $2, $3) returning id'
 
-export function petRepository(sql: Sql, dialect: Dialect): PetRepository {
+export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRepository {
   const insert = async (executor: Statements, { name, categoryId, status }: NewPet): Promise<Pet> => {
     const { id } = (await executor.row<{ id: number }>(insertOne, [name, categoryId, status]))!
     return { id, name, categoryId, status }
+  }
+  // (with its event, in the same transaction)
+  const insertIn = async (tx: Statements, pet: NewPet): Promise<Pet> => {
+    const created = await insert(tx, pet)
+    await outbox.record(tx, [{ type: 'pet.created', data: created }])
+    return created
   }
   const reads = {
     list: ({ limit, status, after = 0 }: PetQuery) => (status === undefined ? sql.all(listAll, [after, limit]) : sql.all(listByStatus, [status, after, limit])),
     find: (id: number) => sql.one(findOne, [id]),
   }
-  // PostgreSQL takes creates in parallel on its pool, and groups commits itself.
-  if (dialect === 'postgres') return { ...reads, create: (pet) => insert(sql, pet) }
+  // PostgreSQL takes creates in parallel on its pool, and groups commits itself. While no
+  // subscription takes pet.created, a create is one statement that says so as it inserts;
+  // else a transaction that records the event.
+  if (dialect === 'postgres') {
+    const insertUntaken = `insert into pets (name, category_id, status) select $1, $2, $3 where ${outbox.noneTakes('pet.created')} returning id`
+    const create = async (pet: NewPet): Promise<Pet> => {
+      const row = await sql.row<{ id: number }>(insertUntaken, [pet.name, pet.categoryId, pet.status])
+      return row === undefined ? sql.transaction((tx) => insertIn(tx, pet)) : { id: row.id, name: pet.name, categoryId: pet.categoryId, status: pet.status }
+    }
+    return { ...reads, create }
+  }
   // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.
   const create = groupCommit((batch: NewPet[]) =>
     sql.transaction(async (tx) => {
       const created: Pet[] = []
-      for (const pet of batch) created.push(await insert(tx, pet))
+      for (const pet of batch) created.push(await insertIn(tx, pet))
       return created
     }),
   )

@@ -71,6 +71,8 @@ export function contractViolations(response: ObservedResponse): string[] {
   }
 
   if (response.method.toUpperCase() === 'HEAD') return problems
+  // a response documented without content (204) has none
+  if (definition.content === undefined) return response.body === '' ? problems : [...problems, `body ${response.body.slice(0, 100)} where none is documented`]
   const mediaTypes = Object.keys(definition.content ?? {})
   const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!
   if (!mediaTypes.includes(mediaType)) return [...problems, `media type ${mediaType} is not one of ${mediaTypes.join(', ')}`]

@@ -1,0 +1,112 @@
+import type { webhooks } from '../../generated/api.js'
+import type { MaybePromise } from '../maybe-async.js'
+import type { Dialect } from './database.js'
+import type { Sql, Statements } from './sql.js'
+
+/** The events of openapi.yaml, by their names under `webhooks`. */
+export type EventType = keyof webhooks
+
+/** The body openapi.yaml declares for an event. */
+export type EventPayload<T extends EventType = EventType> = NonNullable<webhooks[T]['post']['requestBody']>['content']['application/json']
+
+/** The envelope every event shares: filled in when it is sent. */
+type Envelope = 'id' | 'sequence' | 'type' | 'occurredAt'
+
+/** An event as a change records it: its type, and its payload beyond the envelope (`data`, and
+ * `from` and `to` for a change of status). */
+export type NewEvent = { [T in EventType]: { type: T } & Omit<EventPayload<T>, Envelope> }[EventType]
+
+/**
+ * The transactional outbox: a change records its events in its own transaction, so that they
+ * are committed, or rolled back, with it. An event is written only when a subscription takes
+ * its type, with one delivery for each such subscription; otherwise nothing is written.
+ */
+export interface Outbox {
+  /** Inside the transaction of a change: writes its events that a subscription takes. At once,
+   * without a statement, when none does and the store lets this be known without one (SQLite). */
+  record(tx: Statements, events: NewEvent[]): MaybePromise<void>
+  /** SQL that is true while no subscription takes `type`: a change of a single statement that
+   * holds it records nothing and needs no transaction of its own. */
+  noneTakes(type: EventType): string
+  /** Inside the transaction that commits a subscription to `types`: its events are recorded
+   * from that commit on. */
+  willTake(types: readonly EventType[]): void
+  /** After subscriptions were deleted: types no subscription takes any more stop being recorded. */
+  refresh(): MaybePromise<void>
+}
+
+const takers = 'select subscription_id from webhook_subscription_events where type = $1'
+
+/**
+ * Who takes an event is decided in the change's transaction, from what is committed:
+ * - SQLite (one process, whose transactions run one at a time): by a set of the types taken,
+ *   in memory, widened inside the transaction that commits a subscription. A change that
+ *   runs after that commit sees it; one that ran before committed before it.
+ * - PostgreSQL (several instances): by the statement that writes the events, which reads
+ *   webhook_subscription_events. A subscription is committed under an ACCESS EXCLUSIVE lock on
+ *   that table (webhooks.ts): it waits for every change that has read the table to commit,
+ *   and a change that reads it after waits for the subscription to commit and then sees it
+ *   (PostgreSQL takes a statement's locks before the snapshot it reads with). So a change
+ *   committed after a subscription's commit records its events for it.
+ */
+export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: number): Promise<Outbox> {
+  const noneTakes = (type: EventType) => `not exists (select 1 from webhook_subscription_events where type = '${type}')`
+  if (dialect === 'postgres') {
+    return {
+      async record(tx, events) {
+        const now = Date.now()
+        await tx.run(
+          `with event as (
+             insert into webhook_events (type, occurred_at, fields)
+             select given.type, $3, given.fields from unnest($1::text[], $2::text[]) with ordinality as given (type, fields, n)
+             where exists (select 1 from webhook_subscription_events taker where taker.type = given.type)
+             order by given.n
+             returning id, type)
+           insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)
+           select taker.subscription_id, event.id, 'pending', 0, $3, $4, $3
+           from event join webhook_subscription_events taker on taker.type = event.type`,
+          [events.map(({ type }) => type), events.map(fieldsOf), now, now + retryPeriodMs],
+        )
+      },
+      noneTakes,
+      willTake() {},
+      refresh() {},
+    }
+  }
+
+  const takenTypes = async () => new Set((await sql.rows<{ type: EventType }>('select distinct type from webhook_subscription_events')).map(({ type }) => type))
+  let taken = await takenTypes()
+  const write = async (tx: Statements, events: NewEvent[]) => {
+    const now = Date.now()
+    for (const event of events) {
+      const { id } = (await tx.row<{ id: number }>('insert into webhook_events (type, occurred_at, fields) values ($1, $2, $3) returning id', [
+        event.type,
+        now,
+        fieldsOf(event),
+      ]))!
+      await tx.run(
+        `insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)
+         select subscription_id, $2, 'pending', 0, $3, $4, $3 from (${takers}) taker`,
+        [event.type, id, now, now + retryPeriodMs],
+      )
+    }
+  }
+  return {
+    record(tx, events) {
+      const takenEvents = events.filter(({ type }) => taken.has(type))
+      if (takenEvents.length > 0) return write(tx, takenEvents)
+    },
+    noneTakes,
+    willTake(types) {
+      for (const type of types) taken.add(type)
+    },
+    async refresh() {
+      taken = await takenTypes()
+    },
+  }
+}
+
+/** An event's payload beyond its type, as stored: JSON. */
+function fieldsOf({ type, ...fields }: NewEvent): string {
+  return JSON.stringify(fields)
+}

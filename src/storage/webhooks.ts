@@ -1,0 +1,142 @@
+import type { components } from '../../generated/api.js'
+import { andThen, type MaybePromise } from '../maybe-async.js'
+import type { Dialect } from './database.js'
+import type { EventType, Outbox } from './outbox.js'
+import { type Sql, type Statements, select } from './sql.js'
+
+export type Webhook = components['schemas']['Webhook']
+export type NewWebhook = components['schemas']['NewWebhook']
+export type WebhookDelivery = components['schemas']['WebhookDelivery']
+
+export interface DeliveryQuery {
+  limit: number
+  /** only deliveries whose id is greater */
+  after?: number | undefined
+}
+
+/** What creating a subscription came to. */
+export type Creation = { created: Webhook } | { limitReached: number }
+
+/** Webhook subscriptions, each kept under the principal that created it (its owner): another
+ * principal is told of none. Reads answer at once where the database does (SQLite). */
+export interface WebhookRepository {
+  /** a subscription signed with `secret`, unless `owner` holds `maxPerOwner` already */
+  create(owner: string, webhook: NewWebhook, secret: string, maxPerOwner: number): Promise<Creation>
+  /** in ascending id order */
+  list(owner: string): MaybePromise<Webhook[]>
+  find(owner: string, id: number): MaybePromise<Webhook | undefined>
+  /** deletes it with its deliveries; false when the owner has no such subscription */
+  remove(owner: string, id: number): Promise<boolean>
+  /** `secret` signs from now on, and the current one beside it for `overlapMs`; undefined when
+   * the owner has no such subscription */
+  rotate(owner: string, id: number, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: string } | undefined>
+  /** its deliveries in ascending id order; undefined when the owner has no such subscription */
+  deliveries(owner: string, id: number, query: DeliveryQuery): MaybePromise<WebhookDelivery[] | undefined>
+  /** the delivery made pending again, due now, with a new retry period */
+  redeliver(owner: string, id: number, deliveryId: number): Promise<WebhookDelivery | undefined>
+}
+
+const iso = (ms: number) => new Date(ms).toISOString()
+
+const webhookColumns = 'id, url, events, created_at, previous_secret_expires_at'
+const webhookOf = ([id, url, events, createdAt, previousExpiresAt]: [number, string, string, number, number | null]): Webhook => ({
+  id,
+  url,
+  events: JSON.parse(events) as EventType[],
+  createdAt: iso(createdAt),
+  // (shown while the previous secret still signs)
+  ...(previousExpiresAt !== null && previousExpiresAt > Date.now() && { previousSecretExpiresAt: iso(previousExpiresAt) }),
+})
+const listOwned = select(`select ${webhookColumns} from webhook_subscriptions where owner = $1 order by id`, webhookOf)
+const findOwned = select(`select ${webhookColumns} from webhook_subscriptions where owner = $1 and id = $2`, webhookOf)
+
+const deliveryColumns = `d.id, e.id, e.type, d.status, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at`
+type DeliveryValues = [number, number, EventType, WebhookDelivery['status'], number, number | null, string | null, number | null, number]
+const deliveryOf = ([id, eventId, eventType, status, attempts, lastStatus, lastError, nextAttemptAt, createdAt]: DeliveryValues): WebhookDelivery => ({
+  id,
+  eventId: `evt_${eventId}`,
+  eventType,
+  status,
+  attempts,
+  ...(lastStatus !== null && { lastStatus }),
+  ...(lastError !== null && { lastError }),
+  ...(status === 'pending' && nextAttemptAt !== null && { nextAttemptAt: iso(nextAttemptAt) }),
+  createdAt: iso(createdAt),
+})
+const fromDeliveries = 'from webhook_deliveries d join webhook_events e on e.id = d.event_id'
+const listDeliveries = select(`select ${deliveryColumns} ${fromDeliveries} where d.subscription_id = $1 and d.id > $2 order by d.id limit $3`, deliveryOf)
+const findDelivery = select(`select ${deliveryColumns} ${fromDeliveries} where d.id = $1`, deliveryOf)
+
+export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, retryPeriodMs: number): WebhookRepository {
+  /**
+   * A change of subscriptions, in a transaction. On PostgreSQL it first takes the table that
+   * changes read to know who takes their events, exclusively: it waits for the changes that
+   * read it to commit, and holds back those that have not yet (see outbox.ts). That also makes
+   * subscription changes run one at a time, so a count per owner stays true until the commit.
+   * (SQLite transactions run one at a time already.)
+   */
+  const change = <T>(work: (tx: Statements) => Promise<T>) =>
+    sql.transaction(async (tx) => {
+      if (dialect === 'postgres') await tx.run('lock table webhook_subscription_events in access exclusive mode')
+      return work(tx)
+    })
+  const owns = async (tx: Statements, owner: string, id: number) =>
+    (await tx.row('select id from webhook_subscriptions where owner = $1 and id = $2', [owner, id])) !== undefined
+
+  return {
+    create: (owner, { url, events }, secret, maxPerOwner) =>
+      change(async (tx): Promise<Creation> => {
+        const { held } = (await tx.row<{ held: number }>('select count(*) as held from webhook_subscriptions where owner = $1', [owner]))!
+        if (Number(held) >= maxPerOwner) return { limitReached: maxPerOwner }
+        const createdAt = Date.now()
+        const { id } = (await tx.row<{ id: number }>(
+          'insert into webhook_subscriptions (owner, url, events, secret, created_at) values ($1, $2, $3, $4, $5) returning id',
+          [owner, url, JSON.stringify(events), secret, createdAt],
+        ))!
+        for (const type of events) await tx.run('insert into webhook_subscription_events (type, subscription_id) values ($1, $2)', [type, id])
+        outbox.willTake(events)
+        return { created: { id, url, events, createdAt: iso(createdAt) } }
+      }),
+
+    list: (owner) => sql.all(listOwned, [owner]),
+
+    find: (owner, id) => sql.one(findOwned, [owner, id]),
+
+    async remove(owner, id) {
+      const removed = await change(async (tx) => {
+        if (!(await owns(tx, owner, id))) return false
+        await tx.run('delete from webhook_deliveries where subscription_id = $1', [id])
+        await tx.run('delete from webhook_subscription_events where subscription_id = $1', [id])
+        await tx.run('delete from webhook_subscriptions where id = $1', [id])
+        return true
+      })
+      if (removed) await outbox.refresh()
+      return removed
+    },
+
+    async rotate(owner, id, secret, overlapMs) {
+      const expiresAt = Date.now() + overlapMs
+      const rotated = await sql.run(
+        `update webhook_subscriptions set previous_secret = secret, secret = $3, previous_secret_expires_at = $4
+         where owner = $1 and id = $2`,
+        [owner, id, secret, expiresAt],
+      )
+      return rotated === 0 ? undefined : { previousSecretExpiresAt: iso(expiresAt) }
+    },
+
+    deliveries: (owner, id, { limit, after = 0 }) =>
+      andThen(sql.one(findOwned, [owner, id]), (webhook) => (webhook === undefined ? undefined : sql.all(listDeliveries, [id, after, limit]))),
+
+    redeliver: (owner, id, deliveryId) =>
+      sql.transaction(async (tx) => {
+        if (!(await owns(tx, owner, id))) return undefined
+        const now = Date.now()
+        const due = await tx.run(
+          `update webhook_deliveries set status = 'pending', next_attempt_at = $3, give_up_at = $4, finished_at = null
+           where id = $1 and subscription_id = $2`,
+          [deliveryId, id, now, now + retryPeriodMs],
+        )
+        return due === 0 ? undefined : tx.one(findDelivery, [deliveryId])
+      }),
+  }
+}

@@ -1,0 +1,58 @@
+import http from 'node:http'
+import https from 'node:https'
+import type { LookupFunction } from 'node:net'
+import type { Target } from './target.js'
+
+/** The most of a receiver's answer that is read; the rest is not. */
+export const answerCapBytes = 4096
+
+/** How an attempt went: the status it was answered with, or why it got none. */
+export type Answer = { status: number } | { error: 'timeout' | 'unreachable'; detail: string }
+
+/**
+ * POSTs `body` to the target, connecting to its checked address (TLS still checks the
+ * certificate against the URL's host name). A redirect is an answer like any other, not
+ * followed; no more than answerCapBytes of the body are read; no answer within `timeoutMs`
+ * is a timeout. `signal` cuts the attempt short (shutdown).
+ */
+export function post(target: Target, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
+  const { url, address, family } = target
+  // every lookup of this connection answers the address that was checked
+  const pinned = ((_hostname, options, callback) =>
+    options.all ? callback(null, [{ address, family }]) : callback(null, address, family)) as LookupFunction
+  return new Promise<Answer>((resolve) => {
+    const client = url.protocol === 'https:' ? https : http
+    const request = client.request(url, {
+      method: 'POST',
+      headers: {
+        ...headers,
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        'user-agent': 'petstore-webhooks',
+      },
+      lookup: pinned,
+      agent: false,
+      signal,
+    })
+    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+    let answered = false
+    request.on('response', (response) => {
+      answered = true
+      resolve({ status: response.statusCode! })
+      let read = 0
+      response.on('data', (chunk: Buffer) => {
+        read += chunk.length
+        if (read >= answerCapBytes) response.destroy()
+      })
+      response.on('close', () => clearTimeout(timer))
+      response.on('error', () => {})
+    })
+    request.on('error', (error) => {
+      clearTimeout(timer)
+      if (answered) return
+      const timedOut = /^no answer within/.test(error.message)
+      resolve({ error: timedOut ? 'timeout' : 'unreachable', detail: timedOut ? error.message : ((error as NodeJS.ErrnoException).code ?? error.message) })
+    })
+    request.end(body)
+  })
+}
