@@ -88,7 +88,7 @@ export const configSchema = Type.Object({
   }),
   WEBHOOK_MAX_PER_KEY: Type.Integer({ minimum: 1, maximum: 100, default: 10, description: 'webhook subscriptions one API key may hold' }),
   WEBHOOK_RETRY_PERIOD_S: Type.Integer({
-    minimum: 10,
+    minimum: 1,
     maximum: 604_800,
     default: 86_400,
     description: 'how long an event is tried before its delivery is marked failed, in seconds',

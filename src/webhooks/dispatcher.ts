@@ -42,7 +42,8 @@ const forgetEveryMs = 10 * 60 * 1000
  * the retries of deliveries that failed together do not come together.
  */
 export function retryDelay(attempts: number, baseMs: number, random = Math.random()): number {
-  return Math.min(baseMs * 2 ** (attempts - 1), maxRetryDelayMs) * (0.5 + random / 2)
+  // (whole milliseconds: they are stored as integers)
+  return Math.round(Math.min(baseMs * 2 ** (attempts - 1), maxRetryDelayMs) * (0.5 + random / 2))
 }
 
 /** The body of an event, as openapi.yaml's `webhooks` declare it. */

@@ -93,3 +93,14 @@ function bodyViolations(response: ObservedResponse, schemaPointer: string): stri
   }
   return problems
 }
+
+/** What is wrong with an event's body, in words, against the `webhooks` entry of its `type`;
+ * empty when it is exactly what openapi.yaml declares. */
+export function webhookViolations(body: unknown): string[] {
+  const type = (body as { type?: unknown }).type
+  const entry = (document as { webhooks?: Record<string, { post: OpenAPIV3.OperationObject }> }).webhooks?.[String(type)]
+  if (entry === undefined) return [`type ${JSON.stringify(type)} is not an event of openapi.yaml's webhooks`]
+  const schema = deref<OpenAPIV3.RequestBodyObject>(document, entry.post.requestBody!).content['application/json']!.schema as OpenAPIV3.ReferenceObject
+  const validate = ajv.getSchema(`openapi${schema.$ref}`)!
+  return validate(body) ? [] : (validate.errors ?? []).map((error) => `event${error.instancePath} ${error.message}`)
+}
