@@ -1,0 +1,265 @@
+/**
+ * How events reach a receiver that misbehaves: retried with backoff when it is down, slow,
+ * failing or redirecting, until it answers or the retry period is over; sent again on demand;
+ * never to an address the policy refuses, checked again at each attempt; signed as Standard
+ * Webhooks says; counted in the metrics.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { Webhook } from 'standardwebhooks'
+import t, { type Test } from 'tap'
+import type { AppOptions } from '../src/app.js'
+import { answerCapBytes, post } from '../src/webhooks/send.js'
+import { eventBody, retryDelay } from '../src/webhooks/dispatcher.js'
+import { webhookHandlers } from '../src/webhooks/handlers.js'
+import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
+import { resolveTarget, TargetRefused } from '../src/webhooks/target.js'
+import type { WebhookRepository } from '../src/storage/webhooks.js'
+import { build, call } from './helpers/app.js'
+import { sleep } from './helpers/concurrency.js'
+import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { startReceiver, verified } from './helpers/receiver.js'
+
+/** Receivers on 127.0.0.1 over http; short waits, so that retries come within the test. */
+const quick = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 100, WEBHOOK_TIMEOUT_MS: 500 }
+
+type Store = (t: Test) => Promise<Partial<AppOptions>>
+const stores: [string, Store][] = [
+  ['SQLite', async () => ({})],
+  ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
+]
+
+function tempDir(t: Test): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-delivery-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+async function subscribed(t: Test, server: FastifyInstance, url: string) {
+  return (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
+}
+const createPet = (t: Test, server: FastifyInstance, name = 'Rex') => call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })
+const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json
+
+/** The value of a metric series in the app's exposition. */
+async function metric(server: FastifyInstance, series: string): Promise<number> {
+  const line = (await server.metrics.exposition()).split('\n').find((text) => text.startsWith(`${series} `))
+  return Number(line?.split(' ')[1])
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const found = await check()
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
+    await sleep(20)
+  }
+}
+
+function deliveryOn(name: string, store: Store) {
+  t.test(`${name}: a receiver that is down, then back, gets every event, within the backoff`, async (t) => {
+    const server = await build(t, { ...(await store(t)), ...quick })
+    const receiver = await startReceiver(t)
+    const { id, secret } = await subscribed(t, server, receiver.url)
+    await receiver.stop()
+    const pets = [(await createPet(t, server, 'A')).json, (await createPet(t, server, 'B')).json, (await createPet(t, server, 'C')).json]
+    const retried = await until('every delivery failed twice', async () => {
+      const deliveries = await deliveriesOf(t, server, id)
+      return deliveries.every((delivery: { attempts: number }) => delivery.attempts >= 2) ? deliveries : undefined
+    })
+    for (const delivery of retried) {
+      t.match(delivery, { status: 'pending', lastError: 'ECONNREFUSED', nextAttemptAt: String }, 'pending, with why and when next')
+      t.notOk('lastStatus' in delivery, 'no answer, no status')
+    }
+    t.ok((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0, 'the lag shows in the metrics')
+    t.ok((await metric(server, 'petstore_webhook_attempts_total{result="unreachable"}')) >= 6)
+
+    await receiver.reopen()
+    const back = Date.now()
+    const events = (await receiver.waitFor(3)).map((delivery) => verified(t, delivery, secret))
+    t.ok(Date.now() - back < 5_000, `delivered ${Date.now() - back} ms after it came back`)
+    t.strictSame(events.map((event) => event.data).sort((a, b) => a.id - b.id), pets)
+    const done = await until('all succeeded', async () => {
+      const deliveries = await deliveriesOf(t, server, id)
+      return deliveries.every((delivery: { status: string }) => delivery.status === 'succeeded') ? deliveries : undefined
+    })
+    for (const delivery of done) t.match(delivery, { status: 'succeeded', lastStatus: 204 })
+    t.equal(await metric(server, 'petstore_webhook_deliveries_total{result="succeeded"}'), 3)
+    t.equal(await metric(server, 'petstore_webhook_oldest_pending_seconds'), 0, 'no lag once delivered')
+  })
+
+  t.test(`${name}: an error status, a redirect and a timeout are failed attempts, retried`, async (t) => {
+    const server = await build(t, { ...(await store(t)), ...quick })
+    const elsewhere = await startReceiver(t)
+    const receiver = await startReceiver(t, (n, _delivery, response) => {
+      if (n === 0) return 503
+      if (n === 1) return response.writeHead(302, { location: elsewhere.url }).end(), 'handled'
+      if (n === 2) return 'hang'
+      return 204
+    })
+    const { id, secret } = await subscribed(t, server, receiver.url)
+    await createPet(t, server)
+    const attempts = await receiver.waitFor(4)
+    const ids = attempts.map((delivery) => verified(t, delivery, secret).id)
+    t.equal(new Set(ids).size, 1, 'every attempt carries the same webhook-id')
+    t.not(attempts[0]!.headers['webhook-timestamp'], undefined)
+    const gaps = attempts.slice(1).map((delivery, i) => delivery.at - attempts[i]!.at)
+    t.ok(gaps[0]! >= 50, `the first retry waits (${gaps[0]} ms)`)
+    t.equal(elsewhere.deliveries.length, 0, 'the redirect was not followed')
+    const [delivery] = await until('succeeded', async () => {
+      const found = await deliveriesOf(t, server, id)
+      return found[0].status === 'succeeded' ? found : undefined
+    })
+    t.match(delivery, { attempts: 4, lastStatus: 204 })
+    for (const [result, count] of [
+      ['rejected', 2],
+      ['timeout', 1],
+      ['succeeded', 1],
+    ] as const) {
+      t.equal(await metric(server, `petstore_webhook_attempts_total{result="${result}"}`), count, result)
+    }
+  })
+
+  t.test(`${name}: past its retry period a delivery has failed; redeliverWebhook sends it again`, async (t) => {
+    const server = await build(t, { ...(await store(t)), ...quick, WEBHOOK_RETRY_PERIOD_S: 1 })
+    let failing = true
+    const receiver = await startReceiver(t, () => (failing ? 500 : 204))
+    const { id, secret } = await subscribed(t, server, receiver.url)
+    await createPet(t, server)
+    const [failed] = await until('failed', async () => {
+      const found = await deliveriesOf(t, server, id)
+      return found[0].status === 'failed' ? found : undefined
+    })
+    t.match(failed, { status: 'failed', lastStatus: 500, lastError: 'answered 500' })
+    t.notOk('nextAttemptAt' in failed)
+    t.ok(failed.attempts >= 2, `tried ${failed.attempts} times in the second`)
+    t.equal(await metric(server, 'petstore_webhook_deliveries_total{result="failed"}'), 1)
+    const attempts = receiver.deliveries.length
+    await sleep(300)
+    t.equal(receiver.deliveries.length, attempts, 'and is not tried any more')
+
+    failing = false
+    const again = await call(t, server, { method: 'POST', url: `/v1/webhooks/${id}/deliveries/${failed.id}/redeliver` })
+    t.equal(again.status, 202)
+    t.match(again.json, { id: failed.id, status: 'pending', attempts: failed.attempts, nextAttemptAt: String })
+    const [, sent] = await receiver.waitFor(attempts + 1).then((all) => [all, all.at(-1)!] as const)
+    t.equal(verified(t, sent, secret).id, failed.eventId, 'the same event, the same webhook-id')
+    const [succeeded] = await until('succeeded', async () => {
+      const found = await deliveriesOf(t, server, id)
+      return found[0].status === 'succeeded' ? found : undefined
+    })
+    t.equal(succeeded.attempts, failed.attempts + 1)
+  })
+}
+
+for (const [name, store] of stores) {
+  if (name === 'PostgreSQL' && postgresMissing) t.test(name, { skip: postgresMissing }, async () => {})
+  else deliveryOn(name, store)
+}
+
+t.test('an address the policy refuses is checked again at every attempt: no connection is made', async (t) => {
+  const file = `sqlite:${join(tempDir(t), 'pets.db')}`
+  const receiver = await startReceiver(t)
+  // subscribed while the operator allowed private addresses...
+  const before = await build(t, { ...quick, DATABASE_URL: file })
+  const { id } = await subscribed(t, before, receiver.url)
+  await before.close()
+  // ...and delivered after they stopped allowing them
+  const server = await build(t, { ...quick, DATABASE_URL: file, WEBHOOK_ALLOW_PRIVATE: false })
+  await createPet(t, server)
+  const [delivery] = await until('refused', async () => {
+    const found = await deliveriesOf(t, server, id)
+    return found[0]?.attempts >= 1 ? found : undefined
+  })
+  t.match(delivery, { status: 'pending', lastError: '127.0.0.1 is a loopback address: events are sent to public addresses only' })
+  t.ok((await metric(server, 'petstore_webhook_attempts_total{result="refused"}')) >= 1)
+  t.equal(receiver.connections, 0, 'the receiver was never connected to')
+})
+
+t.test('a receiver answer is read up to a cap, and the connection closed', async (t) => {
+  let closedEarly = false
+  const receiver = await startReceiver(t, (_n, _delivery, response) => {
+    response.writeHead(200)
+    response.on('close', () => (closedEarly = !response.writableFinished))
+    const chunk = Buffer.alloc(64 * 1024, 'x')
+    const write = (left: number) => {
+      if (left === 0) return response.end()
+      if (response.write(chunk)) write(left - 1)
+      else response.once('drain', () => write(left - 1))
+    }
+    write(1024) // 64 MiB, far more than is read
+    return 'handled'
+  })
+  const url = new URL(receiver.url)
+  const answer = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000)
+  t.strictSame(answer, { status: 200 })
+  await until('closed', async () => (closedEarly ? true : undefined))
+  t.ok(answerCapBytes <= 64 * 1024, 'the cap is small')
+})
+
+t.test('an attempt connects to the address that was checked, whatever the name resolves to now', async (t) => {
+  const receiver = await startReceiver(t)
+  const port = new URL(receiver.url).port
+  // a name no resolver knows: only the checked address can have been used
+  const url = new URL(`http://rebound.invalid:${port}/hooks`)
+  t.strictSame(await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000), { status: 204 })
+  t.equal(receiver.deliveries[0]!.headers.host, `rebound.invalid:${port}`, 'with the URL’s host name')
+})
+
+t.test('what resolveTarget takes and refuses', async (t) => {
+  const strict = { allowHttp: false, allowPrivate: false }
+  const answering = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+  const failing = (code: string) => async () => Promise.reject(Object.assign(new Error(code), { code }))
+  t.match(await resolveTarget('https://hooks.example/x', strict, answering('93.184.215.14')), { address: '93.184.215.14', family: 4 })
+  t.match(await resolveTarget('https://hooks.example/x', strict, answering('2606:2800:21f:cb07:6820:80da:af6b:8b2c')), { family: 6 })
+  const refusals: [string, () => Promise<{ address: string; family: number }[]>, RegExp][] = [
+    ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /resolves to 10\.0\.0\.1, which is a private address/],
+    ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /linkLocal address/],
+    ['to no address', answering(), /does not resolve to any address/],
+    ['that does not exist', failing('ENOTFOUND'), /does not resolve to any address/],
+  ]
+  for (const [what, resolve, why] of refusals) {
+    await t.rejects(resolveTarget('https://hooks.example/x', strict, resolve), new TargetRefused(), what)
+    await t.rejects(resolveTarget('https://hooks.example/x', strict, resolve), { message: why }, what)
+  }
+  await t.rejects(resolveTarget('https://u:p@hooks.example/x', strict, answering('93.184.215.14')), { message: /user name or password/ })
+  await t.rejects(resolveTarget('https://hooks.example/x', strict, failing('EAI_AGAIN')), { code: 'EAI_AGAIN' }, 'a resolver that cannot answer now is not a refusal')
+  t.match(await resolveTarget('http://10.0.0.1/', { allowHttp: true, allowPrivate: true }), { address: '10.0.0.1' }, 'what an operator allows')
+})
+
+t.test('a host that cannot be resolved now is a 503 at createWebhook, not a refusal', async (t) => {
+  const handlers = webhookHandlers({} as WebhookRepository, {
+    policy: { allowHttp: false, allowPrivate: false },
+    maxPerKey: 1,
+    secretOverlapMs: 0,
+    webhookUrl: String,
+    deliveriesUrl: String,
+    dueNow: () => {},
+    resolve: async () => Promise.reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' })),
+  })
+  const request = { body: { url: 'https://hooks.example/x', events: ['pet.created'] }, principal: 'key:1' } as unknown as FastifyRequest<never>
+  await t.rejects(Promise.resolve(handlers.createWebhook(request, {} as FastifyReply<never>)), {
+    code: 'unavailable',
+    status: 503,
+    headers: { 'Retry-After': '5' },
+  })
+})
+
+t.test('the signature is the one Standard Webhooks verifies, and the backoff is bounded', async (t) => {
+  const secret = newSecret()
+  const body = eventBody({ id: 7, type: 'pet.created', occurredAt: 0, fields: '{"data":{"id":1,"name":"Rex","categoryId":1,"status":"available"}}' })
+  const headers = signedHeaders('evt_7', body, [secret])
+  t.strictSame(new Webhook(secret).verify(body, headers), JSON.parse(body))
+  t.throws(() => new Webhook(newSecret()).verify(body, headers), 'not with another secret')
+  t.throws(() => new Webhook(secret).verify(body.replace('Rex', 'Tom'), headers), 'not for another body')
+  const stale = signedHeaders('evt_7', body, [secret], Date.now() - 10 * 60_000)
+  t.throws(() => new Webhook(secret).verify(body, stale), 'not when replayed ten minutes later')
+
+  // the first retry within 10 s at the default base (5 s); doubling; an hour at most
+  t.strictSame([retryDelay(1, 5_000, 0), retryDelay(1, 5_000, 1)], [2_500, 5_000])
+  t.strictSame([retryDelay(2, 5_000, 1), retryDelay(3, 5_000, 1)], [10_000, 20_000])
+  t.equal(retryDelay(40, 5_000, 1), 3_600_000)
+})
