@@ -4,7 +4,9 @@
  * never to an address the policy refuses, checked again at each attempt; signed as Standard
  * Webhooks says; counted in the metrics.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -17,7 +19,9 @@ import { webhookHandlers } from '../src/webhooks/handlers.js'
 import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
 import { resolveTarget, TargetRefused } from '../src/webhooks/target.js'
 import type { WebhookRepository } from '../src/storage/webhooks.js'
-import { build, call } from './helpers/app.js'
+import { keepFinishedMs } from '../src/storage/deliveries.js'
+import { build, call, logCapture } from './helpers/app.js'
+import { databaseProxy } from './helpers/database-proxy.js'
 import { sleep } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver, verified } from './helpers/receiver.js'
@@ -71,7 +75,7 @@ function deliveryOn(name: string, store: Store) {
       return deliveries.every((delivery: { attempts: number }) => delivery.attempts >= 2) ? deliveries : undefined
     })
     for (const delivery of retried) {
-      t.match(delivery, { status: 'pending', lastError: 'ECONNREFUSED', nextAttemptAt: String }, 'pending, with why and when next')
+      t.match(delivery, { status: 'pending', lastError: /^connect ECONNREFUSED 127.0.0.1:\d+$/, nextAttemptAt: String }, 'pending, with why and when next')
       t.notOk('lastStatus' in delivery, 'no answer, no status')
     }
     t.ok((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0, 'the lag shows in the metrics')
@@ -155,10 +159,80 @@ function deliveryOn(name: string, store: Store) {
   })
 }
 
+function keepingOn(name: string, store: Store) {
+  t.test(`${name}: deliveries are listed page by page, and forgotten a week after they are over`, async (t) => {
+    const server = await build(t, { ...(await store(t)), ...quick })
+    let failing = true
+    const receiver = await startReceiver(t, () => (failing ? 500 : 204))
+    const { id } = await subscribed(t, server, receiver.url)
+    failing = false
+    for (const name of ['A', 'B', 'C']) await createPet(t, server, name)
+    await receiver.waitFor(3)
+    const first = await call(t, server, { url: `/v1/webhooks/${id}/deliveries?limit=2` })
+    t.equal(first.json.length, 2)
+    t.equal(first.headers.link, `</v1/webhooks/${id}/deliveries?limit=2&after=${first.json[1].id}>; rel="next"`)
+    const next = await call(t, server, { url: `/v1/webhooks/${id}/deliveries?limit=2&after=${first.json[1].id}` })
+    t.equal(next.json.length, 1)
+    t.equal(next.headers.link, undefined, 'the last page has no next')
+
+    await until('all over', async () => ((await deliveriesOf(t, server, id)).every((d: { status: string }) => d.status === 'succeeded') ? true : undefined))
+    failing = true
+    await createPet(t, server, 'D')
+    await receiver.waitFor(4)
+    await server.storage.deliveries.forgetFinished(Date.now() + 1)
+    const kept = await deliveriesOf(t, server, id)
+    t.strictSame(kept.map((delivery: { status: string }) => delivery.status), ['pending'], 'the pending delivery is kept, the finished ones are not')
+    await server.storage.deliveries.forgetFinished(Date.now() - keepFinishedMs)
+    t.equal((await deliveriesOf(t, server, id)).length, 1)
+  })
+}
+
 for (const [name, store] of stores) {
   if (name === 'PostgreSQL' && postgresMissing) t.test(name, { skip: postgresMissing }, async () => {})
-  else deliveryOn(name, store)
+  else {
+    deliveryOn(name, store)
+    keepingOn(name, store)
+  }
 }
+
+t.test('the database gone mid-delivery: the delivery is made again once it is back', { skip: postgresMissing }, async (t) => {
+  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+  const { lines, logger } = logCapture()
+  const server = await build(t, { ...quick, DATABASE_URL: proxy.url, DATABASE_TIMEOUT_MS: 500, LOG_LEVEL: 'info', logger })
+  let release: (() => void) | undefined
+  const receiver = await startReceiver(t, (n, _delivery, response) => {
+    if (n > 0) return 204
+    release = () => response.writeHead(204).end()
+    return 'handled'
+  })
+  const { id, secret } = await subscribed(t, server, receiver.url)
+  await createPet(t, server)
+  await receiver.waitFor(1)
+  await proxy.down()
+  release!()
+  await until('both warnings', async () =>
+    lines.some((line) => line.msg === 'a webhook delivery could not be written down') &&
+    lines.some((line) => line.msg === 'cannot claim webhook deliveries: the database is unavailable')
+      ? true
+      : undefined,
+  )
+  t.equal(await metric(server, 'petstore_webhook_oldest_pending_seconds'), 0, 'the lag metric keeps its last value while the database is away')
+  await proxy.up()
+  // its lease runs out (twice WEBHOOK_TIMEOUT_MS and 10 s), and it is made again
+  const [, again] = await receiver.waitFor(2, 30_000)
+  t.equal(verified(t, again!, secret).id, verified(t, receiver.deliveries[0]!, secret).id, 'the same event, again: at least once')
+  await until('succeeded', async () => ((await deliveriesOf(t, server, id))[0].status === 'succeeded' ? true : undefined))
+})
+
+t.test('an https receiver is checked against its certificate, at the address that was checked', async (t) => {
+  const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures', 'tls', name))
+  const server = createServer({ key: fixture('localhost-key.pem'), cert: fixture('localhost-cert.pem') }, (_request, response) => response.writeHead(204).end())
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const url = new URL(`https://localhost:${(server.address() as AddressInfo).port}/hooks`)
+  const answer = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000)
+  t.match(answer, { error: 'unreachable', detail: /self-signed certificate/ }, 'a certificate no authority signed is refused')
+})
 
 t.test('an address the policy refuses is checked again at every attempt: no connection is made', async (t) => {
   const file = `sqlite:${join(tempDir(t), 'pets.db')}`
@@ -219,6 +293,7 @@ t.test('what resolveTarget takes and refuses', async (t) => {
     ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /resolves to 10\.0\.0\.1, which is a private address/],
     ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /linkLocal address/],
     ['to no address', answering(), /does not resolve to any address/],
+    ['to something that is no address', answering('not-an-address'), /is a unparsable address/],
     ['that does not exist', failing('ENOTFOUND'), /does not resolve to any address/],
   ]
   for (const [what, resolve, why] of refusals) {

@@ -134,7 +134,9 @@ async function raceOn(t: Test, options: Record<string, unknown>) {
   secret = subscribed.json.secret
   await Promise.all(creating)
   t.ok(startedAfter.length > 0, `${startedAfter.length} creates were sent after the 201`)
-  await sleep(300)
+  const ids = () => new Set(receiver.deliveries.map((delivery) => JSON.parse(delivery.body).data.id as number))
+  const deadline = Date.now() + 20_000
+  while (startedAfter.some((id) => !ids().has(id)) && Date.now() < deadline) await sleep(20)
   const delivered = new Set(receiver.deliveries.map((delivery) => verified(t, delivery, secret).data.id))
   t.strictSame(
     startedAfter.filter((id) => !delivered.has(id)),

@@ -85,7 +85,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     metrics.attempted(result)
     const outcome: Outcome = { status: 'status' in answer ? answer.status : undefined }
     if (result !== 'succeeded') {
-      outcome.error = 'status' in answer ? `answered ${answer.status}` : answer.detail
+      // (at most the 200 characters openapi.yaml allows lastError)
+      outcome.error = 'status' in answer ? `answered ${answer.status}` : answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ').slice(0, 200)
       const next = Date.now() + retryDelay(claimed.attempts + 1, retryBaseMs)
       if (next <= claimed.giveUpAt) outcome.nextAttemptAt = next
       log.info({ deliveryId: claimed.deliveryId, url: redactUrl(claimed.url, []), error: outcome.error, retry: outcome.nextAttemptAt !== undefined }, 'webhook attempt failed')
@@ -102,7 +103,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       return await post(target, signedHeaders(id, body, claimed.secrets), body, timeoutMs, abort.signal)
     } catch (error) {
       if (error instanceof TargetRefused) return { error: 'refused', detail: error.message }
-      return { error: 'unreachable', detail: (error as NodeJS.ErrnoException).code ?? (error as Error).message }
+      return { error: 'unreachable', detail: (error as Error).message }
     }
   }
 

@@ -17,9 +17,9 @@ export type Answer = { status: number } | { error: 'timeout' | 'unreachable'; de
  */
 export function post(target: Target, headers: Record<string, string>, body: string, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
   const { url, address, family } = target
-  // every lookup of this connection answers the address that was checked
-  const pinned = ((_hostname, options, callback) =>
-    options.all ? callback(null, [{ address, family }]) : callback(null, address, family)) as LookupFunction
+  // the connection's one lookup answers the address that was checked (of a family given, so
+  // that Node asks for one address, not for all of them as happy eyeballs would)
+  const pinned = ((_hostname, _options, callback) => callback(null, address, family)) as LookupFunction
   return new Promise<Answer>((resolve) => {
     const client = url.protocol === 'https:' ? https : http
     const request = client.request(url, {
@@ -31,6 +31,7 @@ export function post(target: Target, headers: Record<string, string>, body: stri
         'user-agent': 'petstore-webhooks',
       },
       lookup: pinned,
+      family,
       agent: false,
       signal,
     })
@@ -50,8 +51,7 @@ export function post(target: Target, headers: Record<string, string>, body: stri
     request.on('error', (error) => {
       clearTimeout(timer)
       if (answered) return
-      const timedOut = /^no answer within/.test(error.message)
-      resolve({ error: timedOut ? 'timeout' : 'unreachable', detail: timedOut ? error.message : ((error as NodeJS.ErrnoException).code ?? error.message) })
+      resolve({ error: /^no answer within/.test(error.message) ? 'timeout' : 'unreachable', detail: error.message })
     })
     request.end(body)
   })
