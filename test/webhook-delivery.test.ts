@@ -14,7 +14,8 @@ import { Webhook } from 'standardwebhooks'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
 import { answerCapBytes, post } from '../src/webhooks/send.js'
-import { eventBody, retryDelay } from '../src/webhooks/dispatcher.js'
+import { eventBody, retryDelay, startDispatcher } from '../src/webhooks/dispatcher.js'
+import { openStorage } from '../src/storage/index.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
 import { resolveTarget, TargetRefused } from '../src/webhooks/target.js'
@@ -272,6 +273,58 @@ t.test('a receiver answer is read up to a cap, and the connection closed', async
   t.strictSame(answer, { status: 200 })
   await until('closed', async () => (closedEarly ? true : undefined))
   t.ok(answerCapBytes <= 64 * 1024, 'the cap is small')
+})
+
+t.test('an answer whose body stalls is taken at its status; the connection is cut at the timeout', async (t) => {
+  let cut = false
+  const receiver = await startReceiver(t, (_n, _delivery, response) => {
+    response.writeHead(200)
+    response.write('{"partial":')
+    response.on('close', () => (cut = true))
+    return 'handled'
+  })
+  const started = Date.now()
+  t.strictSame(await post({ url: new URL(receiver.url), address: '127.0.0.1', family: 4 }, {}, '{}', 300), { status: 200 })
+  t.ok(Date.now() - started < 300, 'at once')
+  await until('cut', async () => (cut ? true : undefined))
+})
+
+t.test('a resolver that cannot answer fails the attempt, which is retried; finished deliveries are forgotten on a timer', async (t) => {
+  const storage = await openStorage('sqlite::memory:', { poolSize: 1 })
+  t.teardown(() => storage.close())
+  const { created } = (await storage.webhooks.create('key:1', { url: 'https://hooks.example/x', events: ['pet.created'] }, newSecret(), 1)) as {
+    created: { id: number }
+  }
+  await storage.pets.create({ name: 'Rex', categoryId: 1, status: 'available' })
+  const attempted: string[] = []
+  let forgotten = 0
+  const forgetFinished = storage.deliveries.forgetFinished
+  storage.deliveries.forgetFinished = (before) => {
+    forgotten++
+    return forgetFinished(before)
+  }
+  const { logger } = logCapture()
+  const dispatcher = startDispatcher(
+    storage.deliveries,
+    {
+      policy: { allowHttp: false, allowPrivate: false },
+      timeoutMs: 500,
+      retryBaseMs: 50,
+      pollMs: 20,
+      forgetEveryMs: 20,
+      resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
+    },
+    (await build(t, { logger })).log,
+    { attempted: (result) => attempted.push(result), finished: () => {} },
+  )
+  t.teardown(() => dispatcher.close())
+  const [delivery] = await until('tried twice', async () => {
+    const found = (await storage.webhooks.deliveries('key:1', created.id, { limit: 10 }))!
+    return found[0]!.attempts >= 2 ? found : undefined
+  })
+  t.match(delivery, { status: 'pending', lastError: 'getaddrinfo EAI_AGAIN hooks.example' })
+  t.match(attempted, ['unreachable', 'unreachable'])
+  t.ok(forgotten >= 1, 'forgotten on its timer')
 })
 
 t.test('an attempt connects to the address that was checked, whatever the name resolves to now', async (t) => {

@@ -28,13 +28,13 @@ export interface DispatcherOptions {
   pollMs: number
   /** attempts under way at once, at most */
   concurrency?: number
+  /** how often finished deliveries past their keeping are deleted */
+  forgetEveryMs?: number
   resolve?: Resolve
 }
 
 /** The longest wait between two attempts. */
 const maxRetryDelayMs = 60 * 60 * 1000
-/** How often finished deliveries past their keeping are deleted. */
-const forgetEveryMs = 10 * 60 * 1000
 
 /**
  * The wait before attempt `attempts + 1`, `attempts` having failed: exponential (the base,
@@ -66,7 +66,7 @@ export interface Dispatcher {
  * takes over a lease that an instance which died left behind.
  */
 export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions, log: FastifyBaseLogger, metrics: DispatcherMetrics): Dispatcher {
-  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, resolve = systemResolve } = options
+  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, forgetEveryMs = 10 * 60 * 1000, resolve = systemResolve } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
   // time to resolve, attempt (timeoutMs) and write the outcome down, with room to spare
