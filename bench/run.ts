@@ -10,7 +10,9 @@
  * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
  * the access log on both sides (the default level, or --log-level) and with no log on either
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
- * interleaved rounds. Then the cold start of the service on a fresh SQLite file (spawn to first
+ * interleaved rounds. Then createPet on the service without a subscription and with one (its
+ * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
+ * of the service on a fresh SQLite file (spawn to first
  * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
  * listPets and getPet at 1,000,000 pets against 10,000, and (--profile) a CPU profile of getPet
  * on SQLite, service and peer, summarised by self time.
@@ -30,7 +32,7 @@
  *   --rss-connections N (200)
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
  *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer)
- *   --skip LIST         phases not to run, comma-separated: main, start, rss (e.g. with --scale)
+ *   --skip LIST         phases not to run, comma-separated: main, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
  *   --keep              keep the work directory (databases, logs, profiles)
  *
@@ -53,6 +55,7 @@ import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
 import { coldStarts, residentMemory } from './start-memory.js'
 import { postgresVersion, type Store, sqliteVersion, stores } from './stores.js'
+import { type WebhookRow, webhooks, webhookTable } from './webhooks.js'
 
 const logSettings: Logs[] = ['on', 'off']
 const keyKinds = ['env', 'stored'] as const
@@ -126,6 +129,12 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     const rows: Row[] = []
     for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
     console.log(`\n${mainTable(rows, options)}`)
+  }
+
+  if (!options.skipped.has('webhooks')) {
+    const rows: WebhookRow[] = []
+    for (const store of storeList) rows.push(await webhooks(running, made, store.name, options))
+    console.log(`\n${webhookTable(rows, options)}`)
   }
 
   const notes: string[] = []

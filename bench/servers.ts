@@ -117,14 +117,14 @@ export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey
 
   return {
     /** The service, with a key of API_KEYS (`env`) or its stored key only (`stored`). */
-    project: (name: string, databaseUrl: string, key: 'env' | 'stored', storedKey: string, logs: Logs = 'on', nodeArgs: string[] = []) =>
+    project: (name: string, databaseUrl: string, key: 'env' | 'stored', storedKey: string, logs: Logs = 'on', nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}) =>
       start(
         name,
         'project',
         [...nodeArgs, 'dist/src/server.js'],
         // a stored key is the production mode: no API_KEYS at all. The rate limit is set out of
         // reach: the bench measures serving, not refusing (counting is still done on every request).
-        { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '', RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, logLevel) },
+        { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '', RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, logLevel), ...env },
         key === 'env' ? envKey : storedKey,
       ),
 

@@ -9,7 +9,22 @@ import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
-const allOperations = ['createPet', 'getOrder', 'getPet', 'listOrders', 'listPets', 'placeOrder', 'updateOrder']
+const allOperations = [
+  'createPet',
+  'createWebhook',
+  'deleteWebhook',
+  'getOrder',
+  'getPet',
+  'getWebhook',
+  'listOrders',
+  'listPets',
+  'listWebhookDeliveries',
+  'listWebhooks',
+  'placeOrder',
+  'redeliverWebhook',
+  'rotateWebhookSecret',
+  'updateOrder',
+]
 
 t.test('the contract: base path from the servers, operations by id', async (t) => {
   const contract = loadContract()
@@ -19,7 +34,7 @@ t.test('the contract: base path from the servers, operations by id', async (t) =
   t.match(contract.operations.get('updateOrder'), { method: 'PATCH', path: '/store/orders/{orderId}' })
   t.equal(contract.urlOf('listOrders'), '/v1/store/orders', 'an operation\'s URL, under the base path')
   t.equal(contract.urlOf('getPet', { petId: 7 }), '/v1/pets/7', 'with its path parameters')
-  t.equal(document.info.version, '1.1.0', 'a compatible addition to 1.0.0: the store orders')
+  t.equal(document.info.version, '1.2.0', 'compatible additions to 1.0.0: the store orders (1.1.0), the webhooks (1.2.0)')
   t.ok(document.servers!.every(({ url }) => url.endsWith('/v1')), 'production and staging end in /v1')
   const security = document.components!.securitySchemes!.bearerAuth as OpenAPIV3.HttpSecurityScheme
   t.match(security, { type: 'http', scheme: 'bearer' })
