@@ -93,7 +93,7 @@ function deliveryOn(name: string, store: Store) {
     })
     for (const delivery of done) t.match(delivery, { status: 'succeeded', lastStatus: 204 })
     t.equal(await metric(server, 'petstore_webhook_deliveries_total{result="succeeded"}'), 3)
-    t.equal(await metric(server, 'petstore_webhook_oldest_pending_seconds'), 0, 'no lag once delivered')
+    await until('no lag once delivered', async () => ((await metric(server, 'petstore_webhook_oldest_pending_seconds')) === 0 ? true : undefined))
   })
 
   t.test(`${name}: an error status, a redirect and a timeout are failed attempts, retried`, async (t) => {
@@ -217,7 +217,7 @@ t.test('the database gone mid-delivery: the delivery is made again once it is ba
       ? true
       : undefined,
   )
-  t.equal(await metric(server, 'petstore_webhook_oldest_pending_seconds'), 0, 'the lag metric keeps its last value while the database is away')
+  t.ok((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0, 'the lag shows while the database is away')
   await proxy.up()
   // its lease runs out (twice WEBHOOK_TIMEOUT_MS and 10 s), and it is made again
   const [, again] = await receiver.waitFor(2, 30_000)
@@ -315,7 +315,7 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
       resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
     },
     (await build(t, { logger })).log,
-    { attempted: (result) => attempted.push(result), finished: () => {} },
+    { attempted: (result) => attempted.push(result), finished: () => {}, pending: () => {} },
   )
   t.teardown(() => dispatcher.close())
   const [delivery] = await until('tried twice', async () => {

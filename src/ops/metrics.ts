@@ -36,12 +36,7 @@ export interface Metrics {
   webhooks: DispatcherMetrics
 }
 
-/** What the metrics read from the store when scraped. */
-export interface MetricsSources {
-  stats(): StorageStats
-  /** when the oldest webhook delivery still pending was created (ms since the epoch), if any */
-  oldestPendingAt(): number | undefined | Promise<number | undefined>
-}
+
 
 /**
  * The service's metrics, in a registry of its own (every app built in a process has its own):
@@ -50,10 +45,11 @@ export interface MetricsSources {
  *   counter is kept);
  * - petstore_rate_limit_refusals_total{reason};
  * - petstore_webhook_attempts_total{result}, petstore_webhook_deliveries_total{result} and
- *   petstore_webhook_oldest_pending_seconds (the lag of event deliveries, read when scraped);
+ *   petstore_webhook_oldest_pending_seconds (the lag of event deliveries, as the dispatcher last
+ *   found it: a scrape asks the database nothing);
  * - the database, read from `stats` only when scraped: PostgreSQL's pool, SQLite's group commits.
  */
-export function createMetrics({ stats, oldestPendingAt }: MetricsSources): Metrics {
+export function createMetrics(stats: () => StorageStats): Metrics {
   const registry = new Registry()
   const registers = [registry]
   const requests = new RequestLatency(
@@ -94,14 +90,14 @@ export function createMetrics({ stats, oldestPendingAt }: MetricsSources): Metri
     registers,
   })
   for (const result of ['succeeded', 'failed'] as const) deliveries.inc({ result }, 0)
+  // when the oldest delivery waiting was created, as the dispatcher last found it
+  let oldestPendingAt: number | undefined
   new Gauge({
     name: 'petstore_webhook_oldest_pending_seconds',
     help: 'Age of the oldest webhook delivery not yet made (0 when none waits): the lag to alert on; every instance reports the same store',
     registers,
-    async collect() {
-      // (the store unavailable: the last value stands, and the database's own alerts speak)
-      const since = await Promise.resolve(oldestPendingAt()).catch(() => null)
-      if (since !== null) this.set(since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000))
+    collect() {
+      this.set(oldestPendingAt === undefined ? 0 : Math.max(0, (Date.now() - oldestPendingAt) / 1000))
     },
   })
 
@@ -119,6 +115,9 @@ export function createMetrics({ stats, oldestPendingAt }: MetricsSources): Metri
     webhooks: {
       attempted: (result) => attempts.inc({ result }),
       finished: (result) => deliveries.inc({ result }),
+      pending: (since) => {
+        oldestPendingAt = since
+      },
     },
   }
 }
@@ -205,7 +204,7 @@ declare module 'fastify' {
 /** Times every answered request: each route has an onResponse hook that knows its series (so
  * this plugin comes before any route), and the rest are counted by observeUnrouted. */
 async function metricsPlugin(app: FastifyInstance) {
-  const metrics = createMetrics({ stats: () => app.storage.stats(), oldestPendingAt: () => app.storage.deliveries.oldestPendingAt() })
+  const metrics = createMetrics(() => app.storage.stats())
   const listeners: MetricsListener[] = []
   app.decorate('metrics', {
     ...metrics,

@@ -16,6 +16,8 @@ export interface DispatcherMetrics {
   attempted(result: AttemptResult): void
   /** a delivery is over: it succeeded, or failed for good */
   finished(result: 'succeeded' | 'failed'): void
+  /** when the oldest delivery not yet made was created (ms since the epoch), if any: found at each look */
+  pending(oldestAt: number | undefined): void
 }
 
 export interface DispatcherOptions {
@@ -129,6 +131,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   async function look() {
     try {
       while (!closed && (await claimDue()));
+      metrics.pending(await queue.oldestPendingAt())
     } catch (error) {
       log.warn({ err: error }, 'cannot claim webhook deliveries: the database is unavailable')
     }
