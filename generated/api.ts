@@ -2008,6 +2008,8 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["WebhookNotFound"];
             408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["Unavailable"];

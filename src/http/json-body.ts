@@ -44,6 +44,9 @@ export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
       idle.refresh()
     }
     const onEnd = () => {
+      // A Content-Type without a body, for an operation that takes none (deleteWebhook,
+      // redeliverWebhook): there is nothing to read, and nothing missing.
+      if (received === 0 && (request.routeOptions.schema as { body?: unknown } | undefined)?.body === undefined) return finish(null)
       try {
         finish(null, parse(Buffer.concat(chunks, received)))
       } catch (error) {
