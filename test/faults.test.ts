@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openStorage } from '../src/storage/index.js'
+import { newSecret } from '../src/webhooks/signing.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
@@ -181,6 +182,7 @@ t.test('6. no secret in the access log, wherever the client puts it', async (t) 
   const { lines, logger } = logCapture()
   const app = await build(t, { LOG_LEVEL: 'info', logger })
   const issued = (await app.storage.keys.issue('ci')).key
+  const whsec = newSecret()
   const urls = [
     `/v1/pets?limit=1&api_key=${testKey}`,
     '/v1/pets?access_token=abc123secret&limit=2',
@@ -191,15 +193,18 @@ t.test('6. no secret in the access log, wherever the client puts it', async (t) 
     `/v1/pets?%61pi_key=abc123secret`,
     '/v1/pets?verbose&%E0%A4%A=1&token=abc123secret',
     `/v1/pets?note=%E0%A4%A${encodeURIComponent(testKey)}`,
+    `/v1/pets?q=${whsec}`,
+    `/v1/pets?q=${encodeURIComponent(whsec)}`,
   ]
   for (const url of urls) await call(t, app, { url, key: issued })
   await call(t, app, { url: '/v1/pets', key: testKey })
   const access = lines.filter((line) => line.msg === 'request completed')
   t.equal(access.length, urls.length + 1, 'one access line per request')
   const text = JSON.stringify(lines)
-  for (const secret of [testKey, issued, 'abc123secret', issued.slice(13)]) t.notOk(text.includes(secret), `the log does not hold ${secret.slice(0, 6)}…`)
+  for (const secret of [testKey, issued, 'abc123secret', issued.slice(13), whsec.slice(6, 30)]) t.notOk(text.includes(secret), `the log does not hold ${secret.slice(0, 6)}…`)
   t.match(access[0], { res: { url: '/v1/pets?limit=1&api_key=[redacted]' } }, 'the rest of the URL stays, for the reader')
   t.match(access[4], { res: { url: `/v1/pets?q=${issued.slice(0, 13)}[redacted]` } }, 'an issued key keeps its prefix, to be recognised')
+  t.match(access[9], { res: { url: '/v1/pets?q=whsec_[redacted]' } }, 'a webhook secret is known by its prefix alone')
 })
 
 t.test('4. a fatal signal ends the server with that signal, not as a clean shutdown', async (t) => {

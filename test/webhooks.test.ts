@@ -49,6 +49,20 @@ async function newPet(t: Test, server: FastifyInstance, name = 'Rex') {
   return (await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })).json
 }
 
+t.test('SQLite: with a subscription, creates that arrive together still share a commit', async (t) => {
+  const server = await build(t, { ...receivable })
+  const receiver = await startReceiver(t)
+  await subscribe(t, server, receiver.url, ['pet.created'])
+  const before = server.storage.stats().commits!
+  const created = await Promise.all(Array.from({ length: 50 }, (_, i) => server.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${testKey}` }, payload: { name: `Pet ${i}`, categoryId: 1 } })))
+  t.ok(created.every((answer) => answer.statusCode === 201))
+  const after = server.storage.stats().commits!
+  const [writes, commits] = [after.writes - before.writes, after.batches - before.batches]
+  t.equal(writes, 50)
+  t.ok(commits <= 5, `50 creates in ${commits} commits`)
+  await receiver.waitFor(50)
+})
+
 t.test('the events of openapi.yaml are the values createWebhook takes', async (t) => {
   const { document } = loadContract()
   const eventType = (document.components!.schemas!.EventType as { enum: string[] }).enum

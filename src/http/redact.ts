@@ -5,14 +5,18 @@ const credentialName = /key|token|secret|pass|pwd|auth|cred|sig|session|jwt|bear
 /** An API key as `npm run keys` issues it; its prefix identifies it and may be logged. */
 const issuedKey = /\b(pet_[0-9a-f]{8}_)[A-Za-z0-9_-]+/g
 
+/** A webhook signing secret, as createWebhook answers it (`whsec_` and Base64). */
+const webhookSecret = /\bwhsec_[A-Za-z0-9+/]+=*/g
+
 const censor = '[redacted]'
 
-/** What any URL to redact holds: a credential-like name, an issued key's `pet_`, or an escape. */
-const mayHoldCredential = new RegExp(`${credentialName.source}|pet_|%`, 'i')
+/** What any URL to redact holds: a credential-like name, an issued key's `pet_`, a webhook
+ * secret's `whsec_`, or an escape. */
+const mayHoldCredential = new RegExp(`${credentialName.source}|pet_|whsec_|%`, 'i')
 
 /**
  * A request URL as the access log may keep it: without the value of a credential-like query
- * parameter, an issued API key or a key of API_KEYS, wherever in the URL the client put them,
+ * parameter, an issued API key, a webhook secret or a key of API_KEYS, wherever in the URL the client put them,
  * percent-encoded or not.
  */
 export function redactUrl(url: string, secrets: readonly string[]): string {
@@ -42,7 +46,7 @@ function redactQuery(query: string): string {
 }
 
 function redactSecrets(text: string, secrets: readonly string[]): string {
-  let safe = text.replace(issuedKey, `$1${censor}`)
+  let safe = text.replace(issuedKey, `$1${censor}`).replace(webhookSecret, `whsec_${censor}`)
   for (const secret of secrets) if (safe.includes(secret)) safe = safe.replaceAll(secret, censor)
   return safe
 }

@@ -1,7 +1,8 @@
 import { andThen, type MaybePromise } from '../maybe-async.js'
 import type { Dialect } from './database.js'
+import { transactions } from './group-commit.js'
 import type { EventType } from './outbox.js'
-import { type Sql, select } from './sql.js'
+import { type Sql, type Statements, select } from './sql.js'
 
 /** A delivery an instance has claimed, with what it takes to make an attempt. */
 export interface Claimed {
@@ -76,6 +77,9 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
   // PostgreSQL: instances that claim at once skip the rows another is claiming, rather than
   // wait for it and then find them taken. (SQLite: one writer at a time.)
   const skipLocked = dialect === 'postgres' ? 'for update skip locked' : ''
+  // SQLite pays an fsync per commit: outcomes written together share one (see group-commit.ts).
+  // PostgreSQL writes each in one statement of its own.
+  const write: (work: (tx: Statements) => Promise<void>) => Promise<void> = dialect === 'sqlite' ? transactions(sql, true) : (work) => work(sql)
   return {
     async claim(lease, max, leaseMs) {
       const now = Date.now()
@@ -91,13 +95,15 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
 
     async settle(lease, deliveryId, { status, error, nextAttemptAt }) {
       const state = error === undefined ? 'succeeded' : nextAttemptAt === undefined ? 'failed' : 'pending'
-      await sql.run(
-        `update webhook_deliveries
-         set status = $3, attempts = attempts + 1, last_status = $4, last_error = $5, next_attempt_at = $6,
-             finished_at = $7, lease_owner = null, lease_until = null
-         where id = $1 and lease_owner = $2`,
-        [deliveryId, lease, state, status ?? null, error ?? null, nextAttemptAt ?? null, state === 'pending' ? null : Date.now()],
-      )
+      await write(async (tx) => {
+        await tx.run(
+          `update webhook_deliveries
+           set status = $3, attempts = attempts + 1, last_status = $4, last_error = $5, next_attempt_at = $6,
+               finished_at = $7, lease_owner = null, lease_until = null
+           where id = $1 and lease_owner = $2`,
+          [deliveryId, lease, state, status ?? null, error ?? null, nextAttemptAt ?? null, state === 'pending' ? null : Date.now()],
+        )
+      })
     },
 
     async release(instance) {

@@ -120,8 +120,9 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
         .catch((error: Error) => log.warn({ err: error, deliveryId: claimed.deliveryId }, 'a webhook delivery could not be written down'))
         .finally(() => {
           underWay.delete(running)
-          // room again: the next due delivery need not wait for the poll
-          if (!closed) wake()
+          // room for half a claim again: the next due deliveries need not wait for the poll (a
+          // claim for fewer would cost as much, a commit, for less)
+          if (underWay.size === Math.floor(concurrency / 2)) wake()
         })
       underWay.add(running)
     }
