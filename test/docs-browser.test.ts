@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { chromium } from 'playwright-core'
 import t from 'tap'
+import { loadContract } from '../src/contract/spec.js'
 import { build, testKey } from './helpers/app.js'
 
 /** Debian's Chromium (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1. */
@@ -26,7 +27,10 @@ t.test('the documentation page, in a real browser: deprecation and stability sho
   await page.goto(`${origin}/v1/docs/`)
 
   await page.waitForSelector('#operations-pets-getPet')
-  t.equal(await page.locator('.opblock').count(), 7, 'seven operations')
+  const { operations, document } = loadContract()
+  const webhooks = Object.keys((document as unknown as { webhooks: object }).webhooks)
+  t.equal(await page.locator('.opblock').count(), operations.size + webhooks.length, 'every operation, and every webhook')
+  t.equal(await page.locator('.opblock', { hasText: 'pet.status_changed' }).count(), 1, 'a webhook among them, by its name')
   t.equal(await page.locator('#operations-pets-getPet.opblock-deprecated').count(), 1, 'getPet is shown deprecated')
   // (a click expands the operation on a later frame: read it once its body is drawn)
   await page.click('#operations-pets-getPet .opblock-summary')
