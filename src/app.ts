@@ -9,7 +9,7 @@ import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError, errorHandler, notFoundHandler } from './errors.js'
 import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
 import { registerCors } from './http/cors.js'
-import { jsonBodyParser } from './http/json-body.js'
+import { jsonBodyParser, otherMediaTypes } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
 import { requestHooks } from './http/request-hooks.js'
 import { RateLimits } from './limits/rate-limit.js'
@@ -118,6 +118,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   // JSON only, read by one parser that knows the limits: any other body is a 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
+  app.addContentTypeParser('*', otherMediaTypes)
   requestHooks(app, contract)
   // operating it: request metrics (before any route: each route counts its own requests)
   await app.register(metrics)

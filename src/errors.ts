@@ -105,6 +105,10 @@ export function describeValidation(issue: ValidationIssue, part: string): string
 
 const firstSentence = (text: string | undefined) => text?.trim().split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ')
 
+/** A request body of a media type the server does not read. */
+export const unsupportedMediaType = (request: FastifyRequest) =>
+  new ApiError('unsupported_media_type', `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? 'none')}: send application/json`)
+
 /** Any error, ours or Fastify's, as one of the catalogue's. */
 export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
@@ -119,12 +123,7 @@ export function toApiError(error: FastifyError | ApiError, request: FastifyReque
     }
     return new ApiError('invalid_request', describeValidation(error.validation[0] as ValidationIssue, error.validationContext!))
   }
-  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new ApiError(
-      'unsupported_media_type',
-      `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? 'none')}: send application/json`,
-    )
-  }
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return unsupportedMediaType(request)
   // Anything else a client caused (a malformed URL, a wrong Content-Length) is a bad request.
   if (error.statusCode !== undefined && error.statusCode < 500) return new ApiError('invalid_request', error.message)
   return new ApiError('internal_error', 'Internal server error')

@@ -753,8 +753,9 @@ function expectation(request: GeneratedRequest): Expectation {
       } else if (request.body !== undefined) {
         steps.push(orNext(refuse(400, 413, 415)))
       } else if (valuesOf(request, 'content-type').length > 0 && method !== 'GET') {
-        // a Content-Type with no body: Fastify reads the body of a DELETE or POST by its type,
-        // so a type it does not take may be refused, as it would be with a body
+        // a Content-Type with no body, where the operation takes none: nothing is read, whatever
+        // the type (an SDK may name one for an empty POST); but a type Fastify cannot even look
+        // up (an empty one) is refused as with a body
         steps.push(orNext(mediaType(request)))
       }
       const invalid = invalidParameters(operation, request)

@@ -37,7 +37,22 @@ const orvalConfig = `module.exports = { petstore: { input: './openapi.json', out
 const methods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
 
 /** The calls each program makes: every operation of the spec. */
-const calls = ['createPet', 'getOrder', 'getPet', 'listOrders', 'listPets', 'placeOrder', 'updateOrder']
+const calls = [
+  'createPet',
+  'createWebhook',
+  'deleteWebhook',
+  'getOrder',
+  'getPet',
+  'getWebhook',
+  'listOrders',
+  'listPets',
+  'listWebhookDeliveries',
+  'listWebhooks',
+  'placeOrder',
+  'redeliverWebhook',
+  'rotateWebhookSecret',
+  'updateOrder',
+]
 
 /** A pet id no pet has (the programs' `absentId`). */
 const absentId = 9_007_199_254_740_991
@@ -169,6 +184,16 @@ t.test('SDKs generated with default options compile under strict and make every 
           found: { id: 1, petId: 2, status: 'placed' },
           listed: [1],
           delivered: { id: 1, petId: 2, status: 'delivered' },
+        },
+        // subscribed, listed, found, its secret rotated, no delivery (no change since), deleted
+        webhooks: {
+          created: { id: 1, url: 'https://93.184.215.14/hooks', events: ['pet.created'] },
+          listed: [1],
+          found: { id: 1, url: 'https://93.184.215.14/hooks', events: ['pet.created'] },
+          rotated: true,
+          deliveries: 0,
+          redeliver: 404,
+          deleted: 204,
         },
       })
     })

@@ -2,7 +2,8 @@ import { isUtf8 } from 'node:buffer'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import secureJson from 'secure-json-parse'
-import { ApiError } from '../errors.js'
+import { ApiError, unsupportedMediaType } from '../errors.js'
+import { declaresBody } from './linger.js'
 
 export interface JsonBodyLimits {
   /** bytes */
@@ -18,11 +19,23 @@ export interface JsonBodyLimits {
  * malformed_json), or holds a string that is not Unicode, such as a lone surrogate `"\ud800"`
  * that no store could keep as it is (400 invalid_request).
  */
+/** An operation that takes no body (deleteWebhook, rotateWebhookSecret…), asked without one:
+ * whatever its Content-Type says (an SDK may name one for an empty POST), nothing is read. */
+export const nothingToRead = (request: FastifyRequest) =>
+  !declaresBody(request.raw) && (request.routeOptions.schema as { body?: unknown } | undefined)?.body === undefined
+
+/** The parser of every other media type: a 415, unless there is nothing to read (nothingToRead),
+ * or no operation to read it for (the 404 or 405 does not depend on the body). */
+export function otherMediaTypes(request: FastifyRequest, _payload: IncomingMessage, done: (error: Error | null) => void) {
+  if (request.is404 || nothingToRead(request)) return done(null)
+  done(unsupportedMediaType(request))
+}
+
 export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
   return (request: FastifyRequest, payload: IncomingMessage, done: (error: Error | null, body?: unknown) => void) => {
     // No operation serves it: the 404 or 405 does not depend on the body, which stays unread
     // (the connection then closes, see request-hooks.ts).
-    if (request.is404) return done(null)
+    if (request.is404 || nothingToRead(request)) return done(null)
     const refusal = refuseHeaders(request, bodyLimit)
     if (refusal) return done(refusal)
 
@@ -44,9 +57,6 @@ export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
       idle.refresh()
     }
     const onEnd = () => {
-      // A Content-Type without a body, for an operation that takes none (deleteWebhook,
-      // redeliverWebhook): there is nothing to read, and nothing missing.
-      if (received === 0 && (request.routeOptions.schema as { body?: unknown } | undefined)?.body === undefined) return finish(null)
       try {
         finish(null, parse(Buffer.concat(chunks, received)))
       } catch (error) {
