@@ -21,7 +21,8 @@ import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
 import { resolveTarget, TargetRefused } from '../src/webhooks/target.js'
 import type { WebhookRepository } from '../src/storage/webhooks.js'
 import { keepFinishedMs } from '../src/storage/deliveries.js'
-import { build, call, logCapture } from './helpers/app.js'
+import { hashKey } from '../src/storage/keys.js'
+import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { sleep } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
@@ -252,6 +253,21 @@ t.test('an address the policy refuses is checked again at every attempt: no conn
   t.match(delivery, { status: 'pending', lastError: '127.0.0.1 is a loopback address: events are sent to public addresses only' })
   t.ok((await metric(server, 'petstore_webhook_attempts_total{result="refused"}')) >= 1)
   t.equal(receiver.connections, 0, 'the receiver was never connected to')
+})
+
+t.test('closed mid-attempt, an instance gives its delivery back, due as it was, the attempt not counted', async (t) => {
+  const file = `sqlite:${join(tempDir(t), 'pets.db')}`
+  const receiver = await startReceiver(t, () => 'hang')
+  const server = await build(t, { ...quick, DATABASE_URL: file, WEBHOOK_TIMEOUT_MS: 10_000 })
+  const { id } = await subscribed(t, server, receiver.url)
+  await createPet(t, server)
+  await receiver.waitFor(1)
+  await server.close()
+  const storage = await openStorage(file, { poolSize: 1 })
+  t.teardown(() => storage.close())
+  const [delivery] = (await storage.webhooks.deliveries(`env:${hashKey(testKey).slice(0, 12)}`, id, { limit: 1 }))!
+  t.match(delivery, { status: 'pending', attempts: 0 })
+  t.equal((await storage.deliveries.claim('next/1', 10, 1_000)).length, 1, 'no lease holds it: it is claimed at once')
 })
 
 t.test('a receiver answer is read up to a cap, and the connection closed', async (t) => {

@@ -122,7 +122,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
           underWay.delete(running)
           // room for half a claim again: the next due deliveries need not wait for the poll (a
           // claim for fewer would cost as much, a commit, for less)
-          if (underWay.size === Math.floor(concurrency / 2)) wake()
+          if (!closed && underWay.size === Math.floor(concurrency / 2)) wake()
         })
       underWay.add(running)
     }
@@ -138,8 +138,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     }
   }
 
+  // (never called once closed: the timer is cleared, and requests are over before close)
   function wake() {
-    if (closed) return
     clearTimeout(timer)
     looking ??= look().finally(() => {
       looking = undefined
