@@ -395,8 +395,10 @@ export interface components {
             };
         };
         /**
-         * @description The database cannot be reached for now (code `unavailable`): try again after
-         *     `Retry-After` seconds.
+         * @description The database cannot serve for now (code `unavailable`): it is down, unreachable,
+         *     out of resources, or refuses this service (its login or privileges withdrawn).
+         *     Try again after `Retry-After` seconds; the service recovers by itself once the
+         *     database serves again.
          */
         Unavailable: {
             headers: {

@@ -6,7 +6,7 @@ import docs, { docsPath } from './contract/docs.js'
 import { lifecycleOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
-import { ApiError, errorHandler, notFoundHandler } from './errors.js'
+import { ApiError, errorHandler, notFoundHandler, unavailableLog } from './errors.js'
 import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
 import { registerCors } from './http/cors.js'
 import { jsonBodyParser } from './http/json-body.js'
@@ -105,6 +105,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.decorateRequest('principal', '')
+  app.decorate('reportUnavailable', unavailableLog(app.log))
   const rateLimits = await RateLimits.open(options, app.log, redisConnectBoundMs)
   app.decorate('rateLimits', rateLimits)
   app.addHook('onClose', () => {
