@@ -426,8 +426,9 @@ export interface components {
         };
         /**
          * @description Too many requests (code `too_many_requests`): this API key's quota, or the quota of
-         *     requests without a valid key from this address, is used up until its window ends.
-         *     Try again after `Retry-After` seconds.
+         *     requests without a valid key from this address, is used up until its window ends
+         *     (from such an address, only a key in use on this server is let on). Try again after
+         *     `Retry-After` seconds.
          */
         TooManyRequests: {
             headers: {
