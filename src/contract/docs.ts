@@ -7,6 +7,9 @@ import type { Contract } from './spec.js'
 
 export const docsPath = (contract: Contract) => `${contract.basePath}/docs/`
 
+/** Where the spec is published: as JSON, and as written (YAML). */
+export const publishedSpecPaths = ({ basePath }: Contract) => ({ json: `${basePath}/openapi.json`, yaml: `${basePath}/openapi.yaml` })
+
 /**
  * The published contract, open to all: `openapi.yaml` byte for byte, the same document as JSON,
  * and a documentation page that shows deprecation and stability markers (`showExtensions`).
@@ -15,10 +18,11 @@ async function docsPlugin(app: FastifyInstance, { contract }: { contract: Contra
   await app.register(swagger, { mode: 'static', specification: { document: contract.document } })
   const json = JSON.stringify(app.swagger())
 
-  app.get(`${contract.basePath}/openapi.json`, (_request, reply) => {
+  const published = publishedSpecPaths(contract)
+  app.get(published.json, (_request, reply) => {
     reply.type('application/json; charset=utf-8').send(json)
   })
-  app.get(`${contract.basePath}/openapi.yaml`, (_request, reply) => {
+  app.get(published.yaml, (_request, reply) => {
     reply.type('application/yaml; charset=utf-8').send(contract.source)
   })
 
