@@ -520,11 +520,17 @@ export interface components {
          */
         Location: string;
         /**
-         * @description Present when more items follow: the URL of the next page, with
+         * @description Present when more pets follow: the URL of the next page, with
          *     `rel="next"` (RFC 8288).
          * @example </v1/pets?limit=20&after=20>; rel="next"
          */
         NextPageLink: string;
+        /**
+         * @description Present when more orders follow: the URL of the next page, with
+         *     `rel="next"` (RFC 8288).
+         * @example </v1/store/orders?limit=20&after=20>; rel="next"
+         */
+        NextOrdersPageLink: string;
         /**
          * @description When this operation was deprecated, as `@` followed by Unix seconds (RFC 9745).
          * @example @1795219200
@@ -964,7 +970,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Stability": components["headers"]["ApiStability"];
-                    Link: components["headers"]["NextPageLink"];
+                    Link: components["headers"]["NextOrdersPageLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
