@@ -7,7 +7,7 @@ import { lifecycleOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError, errorHandler, notFoundHandler, unavailableLog } from './errors.js'
-import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
+import { guardServer, openConnections, protectiveHeaders, serverOptions } from './http/connections.js'
 import { registerCors } from './http/cors.js'
 import { jsonBodyParser } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
@@ -102,6 +102,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     schemaController: options.schemaController ?? generatedCompilers(),
   })
   guardServer(app.server, app.log, options)
+  app.decorate('connections', openConnections(app.server))
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.decorateRequest('principal', '')
