@@ -136,11 +136,34 @@ export interface components {
          */
         PetId: number;
         /**
-         * @description The pet's name: 1 to 100 characters, not only white space, with no control
-         *     characters.
+         * @description The pet's name: 1 to 100 characters on one line, at least one of them visible, with
+         *     no control characters.
+         *
+         *     Counted in code points, stored as sent (never normalised). Refused anywhere in a
+         *     name: control characters (Unicode category Cc: U+0000 to U+001F, U+007F, and U+0080
+         *     to U+009F, among them NEL U+0085), line and paragraph separators (U+2028, U+2029)
+         *     and lone surrogates (not Unicode). Refused as a whole name: one made only of white
+         *     space and invisible characters (format characters, category Cf, and the other
+         *     default-ignorable code points: U+200B ZERO WIDTH SPACE, U+FEFF, U+00AD SOFT HYPHEN,
+         *     joiners, bidi controls, variation selectors, U+3164 HANGUL FILLER...); beside a
+         *     visible character they are kept (a joiner in an emoji sequence, a bidi mark in
+         *     mixed-direction text). Code points that are unassigned are accepted: which ones are
+         *     unassigned depends on the Unicode version of whoever checks, and a character new to
+         *     Unicode (a new emoji) must not be refused by a server or client whose tables predate
+         *     it. The pattern is an ECMAScript regular expression with the `u` flag, as JSON
+         *     Schema 2020-12 reads it.
          * @example Rex
          */
         PetName: string;
+        /**
+         * @description A pet's name as stored: a `PetName`, except that a pet created by an earlier
+         *     version of the service, which held names to a looser rule, may keep a name that
+         *     `PetName` now refuses (a C1 control character, a line separator, nothing visible);
+         *     it still has 1 to 100 characters, not only white space, and no C0 control
+         *     characters.
+         * @example Rex
+         */
+        StoredPetName: string;
         /**
          * Format: int64
          * @description Identifier of the category the pet belongs to, from 1 to 2^53-1
@@ -162,7 +185,7 @@ export interface components {
         /** @description A pet as stored. This server always includes `status`. */
         Pet: {
             id: components["schemas"]["PetId"];
-            name: components["schemas"]["PetName"];
+            name: components["schemas"]["StoredPetName"];
             categoryId: components["schemas"]["CategoryId"];
             status?: components["schemas"]["PetStatus"];
         };
