@@ -1,7 +1,7 @@
 /**
  * npm run check:breaking: openapi.yaml against the released contracts in contract/released/.
  *
- * The rule (README, "Compatibility"): a change that can break a client of a released version
+ * The rule (docs/compatibility.md): a change that can break a client of a released version
  * (redocly diff rates it `major`: a removed operation or response field, a parameter made
  * required, an enum a client sends or receives that lost or gained a value, a tighter limit on
  * what a client sends...) needs a new major version: `info.version` with a major above every

@@ -1,5 +1,5 @@
 /**
- * The production install, as the README gives it: `npm ci --omit=dev`, `npm run build`,
+ * The production install, as docs/operating.md gives it: `npm ci --omit=dev`, `npm run build`,
  * `npm run migrate`, `npm run keys`, `npm start`. It runs in a copy of the project: the files
  * git knows, and node_modules pruned by npm itself of every dev dependency (what
  * `npm ci --omit=dev` installs, without a network install or a native build), so tsx, tap and

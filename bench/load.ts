@@ -1,0 +1,126 @@
+import type { EventEmitter } from 'node:events'
+import autocannon from 'autocannon'
+import { authorization, type Target } from './servers.js'
+
+export interface Scenario {
+  name: string
+  method: 'GET' | 'POST' | 'PATCH'
+  path: string
+  body?: string
+  /** getPet: a random id from 1 to this, per request */
+  randomIdUpTo?: number
+  /** otherwise, how each request is made from the one above (autocannon's setupRequest) */
+  setupRequest?: autocannon.Request['setupRequest']
+}
+
+export interface Measurement {
+  /** 2xx answers per second */
+  rps: number
+  /** milliseconds, of 2xx answers */
+  p50: number
+  p99: number
+  /** connection errors, timeouts and non-2xx answers */
+  errors: number
+  /** 2xx answers in all */
+  answered: number
+}
+
+/** How long, how hard and how often each scenario is driven. */
+export interface LoadPlan {
+  duration: number
+  connections: number
+  rounds: number
+  /** seconds of warm-up per scenario and target, before the rounds */
+  warmUp: number
+}
+
+/** Progress goes to stderr; the report to stdout. */
+export const progress = (line: string) => process.stderr.write(`${line}\n`)
+
+function requestOf(scenario: Scenario): autocannon.Request {
+  const request: autocannon.Request = { method: scenario.method, path: scenario.path }
+  if (scenario.body !== undefined) request.body = scenario.body
+  if (scenario.setupRequest !== undefined) request.setupRequest = scenario.setupRequest
+  const upTo = scenario.randomIdUpTo
+  if (upTo !== undefined) {
+    request.setupRequest = (req) => ({ ...req, path: `/v1/pets/${1 + Math.floor(Math.random() * upTo)}` })
+  }
+  return request
+}
+
+/** Drives `scenarios` (in turn, per connection) against `target` for `duration` seconds. */
+export function load(target: Target, scenarios: Scenario[], duration: number, connections: number): Promise<Measurement> {
+  return new Promise((resolve, reject) => {
+    const latencies: number[] = []
+    const instance = autocannon(
+      {
+        url: target.url,
+        connections,
+        duration,
+        headers: { ...authorization(target.key), 'content-type': 'application/json' },
+        requests: scenarios.map(requestOf),
+      },
+      (error, result) => {
+        if (error) return reject(error)
+        latencies.sort((a, b) => a - b)
+        const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? Number.NaN
+        resolve({
+          rps: result['2xx'] / result.duration,
+          p50: at(0.5),
+          p99: at(0.99),
+          errors: result.errors + result.non2xx,
+          answered: result['2xx'],
+        })
+      },
+    )
+    // autocannon's own histogram has whole milliseconds: the latencies are kept here exactly
+    ;(instance as unknown as EventEmitter).on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+      if (status >= 200 && status < 300) latencies.push(ms)
+    })
+  })
+}
+
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/** The median of each figure of several measurements; errors and answers added up. */
+export const medianOf = (list: Measurement[]): Measurement => ({
+  rps: median(list.map((m) => m.rps)),
+  p50: median(list.map((m) => m.p50)),
+  p99: median(list.map((m) => m.p99)),
+  errors: list.reduce((sum, m) => sum + m.errors, 0),
+  answered: list.reduce((sum, m) => sum + m.answered, 0),
+})
+
+/** Measurements by scenario name, then by target name. */
+export type Medians = Map<string, Map<string, Measurement>>
+
+/**
+ * Each scenario against each target, `plan.rounds` times, interleaved (round by round, scenario
+ * by scenario, the targets in an order that turns each round); every target has a warm-up first.
+ * `scenariosOf` gives a target its scenarios: the same names for all, in the same order (their
+ * paths may differ). Returns the medians, by scenario name and target name.
+ */
+export async function compare(label: string, targets: Target[], scenariosOf: (target: Target) => Scenario[], plan: LoadPlan): Promise<Medians> {
+  const names = scenariosOf(targets[0]!).map((scenario) => scenario.name)
+  const runs = new Map(names.map((name) => [name, new Map<string, Measurement[]>(targets.map((target) => [target.name, []]))]))
+  if (plan.warmUp > 0) {
+    for (const target of targets) for (const scenario of scenariosOf(target)) await load(target, [scenario], plan.warmUp, plan.connections)
+  }
+  for (let round = 0; round < plan.rounds; round++) {
+    for (const [s, name] of names.entries()) {
+      const order = targets.map((_, i) => targets[(i + round) % targets.length]!)
+      for (const target of order) {
+        const measured = await load(target, [scenariosOf(target)[s]!], plan.duration, plan.connections)
+        runs.get(name)!.get(target.name)!.push(measured)
+        progress(
+          `  ${label} round ${round + 1}/${plan.rounds} ${name} ${target.name}: ${Math.round(measured.rps)} req/s, p99 ${measured.p99.toFixed(2)} ms${measured.errors ? `, ${measured.errors} errors` : ''}`,
+        )
+      }
+    }
+  }
+  return new Map([...runs].map(([name, byTarget]) => [name, new Map([...byTarget].map(([target, list]) => [target, medianOf(list)]))]))
+}

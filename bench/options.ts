@@ -1,0 +1,105 @@
+import { parseArgs } from 'node:util'
+
+/** The main scenarios, in the order of the table; --scenarios names them by their first word. */
+export const petScenarioNames = ['getPet', 'listPets limit=20, status', 'createPet']
+export const orderScenarioNames = ['getOrder', 'listOrders limit=20, status', 'placeOrder, Idempotency-Key', 'updateOrder']
+export const scenarioNames = [...petScenarioNames, ...orderScenarioNames]
+const shortName = (name: string) => name.split(/[ ,]/)[0]!
+
+/** Phases that --skip can leave out. */
+const phases = ['main', 'start', 'rss'] as const
+
+export interface BenchOptions {
+  /** seconds per measurement */
+  duration: number
+  /** interleaved rounds, each figure their median */
+  rounds: number
+  connections: number
+  pets: number
+  /** seconds of warm-up per scenario and target (none in a smoke run) */
+  warmUp: number
+  coldStarts: number
+  rssDuration: number
+  rssConnections: number
+  scale: boolean
+  scalePets: number
+  profile: boolean
+  smoke: boolean
+  keep: boolean
+  /** sqlite or postgres; both when unset */
+  only: 'sqlite' | 'postgres' | undefined
+  /** LOG_LEVEL of the "logs on" measurements: unset is the service's default (info) */
+  logLevel: string | undefined
+  skipped: Set<string>
+  /** whether a main scenario was asked for (--scenarios) */
+  wantedScenario(name: string): boolean
+  /** whether the stores need orders, and pools of pets and orders for the writes */
+  ordersWanted: boolean
+}
+
+/** What a wrong option gets: one line, exit status 2. */
+export function usage(message: string): never {
+  console.error(`bench: ${message} (see the head of bench/run.ts)`)
+  process.exit(2)
+}
+
+function count(name: string, text: string | undefined, fallback: number): number {
+  const value = Number(text ?? fallback)
+  if (!(value > 0) || !Number.isFinite(value)) usage(`--${name} must be a positive number, not ${JSON.stringify(text)}`)
+  return value
+}
+
+export function readOptions(args: string[]): BenchOptions {
+  const { values: flags } = parseArgs({
+    args,
+    options: {
+      duration: { type: 'string' },
+      rounds: { type: 'string' },
+      connections: { type: 'string', default: '50' },
+      pets: { type: 'string', default: '10000' },
+      only: { type: 'string' },
+      scenarios: { type: 'string' },
+      'log-level': { type: 'string' },
+      'cold-starts': { type: 'string' },
+      'rss-duration': { type: 'string' },
+      'rss-connections': { type: 'string', default: '200' },
+      scale: { type: 'boolean', default: false },
+      'scale-pets': { type: 'string', default: '1000000' },
+      profile: { type: 'boolean', default: false },
+      skip: { type: 'string', default: '' },
+      smoke: { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
+    },
+  })
+  const smoke = flags.smoke
+  if (flags.only !== undefined && flags.only !== 'sqlite' && flags.only !== 'postgres') usage('--only takes sqlite or postgres')
+  if (flags['log-level'] === 'silent') usage('--log-level sets the level of the runs with logs; those without are measured anyway')
+  const chosen = flags.scenarios?.split(',').filter((name) => name !== '') ?? scenarioNames.map(shortName)
+  for (const name of chosen) {
+    if (!scenarioNames.some((full) => shortName(full) === name)) usage(`--scenarios takes ${scenarioNames.map(shortName).join(', ')}, not ${name}`)
+  }
+  const wantedScenario = (name: string) => chosen.includes(shortName(name))
+  const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
+  for (const phase of skipped) if (!(phases as readonly string[]).includes(phase)) usage(`--skip takes ${phases.join(', ')}, not ${phase}`)
+  return {
+    // a smoke run proves that every part runs: half a second per measurement is enough
+    duration: count('duration', flags.duration, smoke ? 0.5 : 5),
+    rounds: Math.round(count('rounds', flags.rounds, smoke ? 1 : 3)),
+    connections: Math.round(count('connections', flags.connections, 50)),
+    pets: Math.round(count('pets', flags.pets, 10_000)),
+    warmUp: smoke ? 0 : 1,
+    coldStarts: Math.round(count('cold-starts', flags['cold-starts'], smoke ? 1 : 5)),
+    rssDuration: count('rss-duration', flags['rss-duration'], smoke ? 1 : 60),
+    rssConnections: Math.round(count('rss-connections', flags['rss-connections'], 200)),
+    scale: flags.scale,
+    scalePets: Math.round(count('scale-pets', flags['scale-pets'], 1_000_000)),
+    profile: flags.profile,
+    smoke,
+    keep: flags.keep,
+    only: flags.only,
+    logLevel: flags['log-level'],
+    skipped,
+    wantedScenario,
+    ordersWanted: orderScenarioNames.some(wantedScenario),
+  }
+}

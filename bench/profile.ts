@@ -1,0 +1,51 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { projectRoot } from '../src/paths.js'
+import { load, type Measurement, progress } from './load.js'
+import { fmt } from './report.js'
+import { petScenarios } from './scenarios.js'
+import { type Servers, stop } from './servers.js'
+import type { Store } from './stores.js'
+
+/** CPU profiles of getPet on SQLite: service (stored key) and peer, each under load for the
+ * duration of a measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
+export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number }): Promise<string> {
+  const dir = join(workDir, 'profiles')
+  const sections: string[] = []
+  const getPet = petScenarios(plan.pets)[0]!
+  for (const which of ['project', 'peer'] as const) {
+    const out = join(dir, which)
+    mkdirSync(out, { recursive: true })
+    const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${out}`]
+    const target =
+      which === 'project'
+        ? await servers.project('profile project', store.url, 'stored', store.storedKey, 'on', nodeArgs)
+        : await servers.peer('profile peer', store.url, 'on', nodeArgs)
+    progress(`profile: ${target.name}, getPet`)
+    let measured: Measurement
+    // the samples taken under load only, without the start-up (the profile's clock is this one)
+    const micros = () => String(process.hrtime.bigint() / 1000n)
+    let from: string
+    let to: string
+    try {
+      from = micros()
+      measured = await load(target, [getPet], Math.max(plan.duration, 5), plan.connections)
+      to = micros()
+    } finally {
+      await stop(target)
+    }
+    const file = readdirSync(out).find((name) => name.endsWith('.cpuprofile'))
+    if (file === undefined) {
+      sections.push(`(no profile written for the ${which})`)
+      continue
+    }
+    const summary = execFileSync(
+      process.execPath,
+      ['bench/profile-summary.mjs', join(out, file), '--top', '20', '--from', from, '--to', to, '--requests', String(measured.answered)],
+      { cwd: projectRoot, encoding: 'utf8' },
+    )
+    sections.push(`#### ${which === 'project' ? 'service, stored key' : 'peer'}: ${fmt(measured.rps)} req/s while profiled (${join(out, file)})\n\n${summary}`)
+  }
+  return sections.join('\n')
+}

@@ -1,0 +1,70 @@
+import type { Measurement } from './load.js'
+import { scenarioNames } from './options.js'
+import type { Logs } from './servers.js'
+
+export const fmt = (n: number, digits = 0) =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : 'n/a'
+export const ratio = (a: number, b: number) => (b > 0 && Number.isFinite(a) ? `${(a / b).toFixed(2)}x` : 'n/a')
+
+/** One scenario on one store with one kind of key: the service and the peer, with logs and without. */
+export interface Row {
+  scenario: string
+  store: string
+  key: string
+  measured: Record<Logs, { project: Measurement; peer: Measurement }>
+}
+
+/** req/s and p99 of service and peer, and their ratios: the cells of one log setting. */
+function cells({ project, peer }: { project: Measurement; peer: Measurement }): string {
+  return (
+    `${fmt(project.rps)} / ${fmt(peer.rps)} | ${ratio(project.rps, peer.rps)} | ` +
+    `${fmt(project.p99, 2)} / ${fmt(peer.p99, 2)} | ${ratio(project.p99, peer.p99)}`
+  )
+}
+
+export function mainTable(rows: Row[], plan: { connections: number; pets: number; duration: number; rounds: number; logLevel: string | undefined }): string {
+  const level = plan.logLevel ?? 'info'
+  const lines = [
+    '### Service vs hand-written peer',
+    '',
+    `${plan.connections} connections, ${plan.pets.toLocaleString('en-US')} pets, ${plan.duration} s per measurement, ` +
+      `median of ${plan.rounds} interleaved round${plan.rounds > 1 ? 's' : ''}; ratio = project / peer ` +
+      `(req/s: higher is better; p99: lower is better). Logs on: the access log at level ${level} on both sides; ` +
+      'logs off: LOG_LEVEL=silent on both sides.',
+    '',
+    '| scenario | store | key | logs on: req/s project / peer | ratio | p99 ms project / peer | p99 ratio ' +
+      '| logs off: req/s project / peer | ratio | p99 ms project / peer | p99 ratio | errors project/peer (on; off) |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  const sorted = [...rows].sort((a, b) => scenarioNames.indexOf(a.scenario) - scenarioNames.indexOf(b.scenario))
+  for (const { scenario, store, key, measured } of sorted) {
+    const errors = (logs: Logs) => `${measured[logs].project.errors}/${measured[logs].peer.errors}`
+    lines.push(`| ${scenario} | ${store} | ${key} | ${cells(measured.on)} | ${cells(measured.off)} | ${errors('on')}; ${errors('off')} |`)
+  }
+  return lines.join('\n')
+}
+
+/** One scale scenario on one store: the service at the small store and at the big one. */
+export interface ScaleRow {
+  scenario: string
+  store: string
+  small: Measurement
+  big: Measurement
+}
+
+export function scaleTable(rows: ScaleRow[], plan: { pets: number; scalePets: number }): string {
+  const lines = [
+    `### Scale: the service (stored key) at ${plan.scalePets.toLocaleString('en-US')} pets vs ${plan.pets.toLocaleString('en-US')}`,
+    '',
+    'deep after = after at 90% of the ids; ratio = big / small',
+    '',
+    '| scenario | store | small req/s | big req/s | ratio | small p99 ms | big p99 ms | p99 ratio | errors (small/big) |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const { scenario, store, small: a, big: b } of rows) {
+    lines.push(
+      `| ${scenario} | ${store} | ${fmt(a.rps)} | ${fmt(b.rps)} | ${ratio(b.rps, a.rps)} | ${fmt(a.p99, 2)} | ${fmt(b.p99, 2)} | ${ratio(b.p99, a.p99)} | ${a.errors}/${b.errors} |`,
+    )
+  }
+  return lines.join('\n')
+}

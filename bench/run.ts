@@ -1,0 +1,170 @@
+/**
+ * npm run bench [-- options]
+ *
+ * The service (`node dist/src/server.js`, built first) against hand-written peers (bench/peer-*.mjs:
+ * plain Fastify with JSON schemas, a one-key auth hook and prepared statements on the same
+ * schema and durability), side by side in one run, on SQLite and on PostgreSQL: getPet,
+ * listPets (limit=20, with status), createPet, and the store orders (getOrder, listOrders
+ * limit=20 with status, placeOrder with an Idempotency-Key, updateOrder, on pools of pets and
+ * orders seeded for them), 50 connections, 10,000 pets, the service once with a key of
+ * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
+ * the access log on both sides (the default level, or --log-level) and with no log on either
+ * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
+ * interleaved rounds. Then the cold start of the service on a fresh SQLite file (spawn to first
+ * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
+ * listPets and getPet at 1,000,000 pets against 10,000, and (--profile) a CPU profile of getPet
+ * on SQLite, service and peer, summarised by self time.
+ *
+ * Options:
+ *   --duration S        seconds per measurement (5; --smoke: 0.5)
+ *   --rounds N          interleaved rounds, each figure their median (3; --smoke: 1)
+ *   --connections N     concurrent connections (50)
+ *   --pets N            pets seeded (10000)
+ *   --only STORE        sqlite or postgres (default both)
+ *   --scenarios LIST    main scenarios to run, comma-separated (default all): getPet, listPets,
+ *                       createPet, getOrder, listOrders, placeOrder, updateOrder
+ *   --log-level LEVEL   LOG_LEVEL of service and peers when logs are on (default: unset, the
+ *                       service's default, info); logs off is always LOG_LEVEL=silent
+ *   --cold-starts N     cold starts measured, median shown (5; --smoke: 1)
+ *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 1)
+ *   --rss-connections N (200)
+ *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
+ *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer)
+ *   --skip LIST         phases not to run, comma-separated: main, start, rss (e.g. with --scale)
+ *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
+ *   --keep              keep the work directory (databases, logs, profiles)
+ *
+ * PostgreSQL is measured when it answers at BENCH_POSTGRES_URL (default
+ * postgres://postgres@127.0.0.1:5432/postgres); databases petstore_bench* are made anew there and
+ * dropped at the end. The exit status is 0 whenever the run completed, whatever the figures.
+ */
+import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
+import { projectRoot } from '../src/paths.js'
+import { compare, progress } from './load.js'
+import { type BenchOptions, readOptions } from './options.js'
+import { profiles } from './profile.js'
+import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
+import { scale } from './scale.js'
+import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
+import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
+import { coldStarts, residentMemory } from './start-memory.js'
+import { postgresVersion, type Store, sqliteVersion, stores } from './stores.js'
+
+const logSettings: Logs[] = ['on', 'off']
+const keyKinds = ['env', 'stored'] as const
+
+/** Ids a pool must hold: the most that one measurement can use at an optimistic rate of writes,
+ * for every measurement and warm-up of every target, and each connection's first request
+ * (which autocannon builds ahead). */
+const poolSize = (options: BenchOptions, targets: number) =>
+  Math.ceil(6_000 * options.duration + options.connections) * targets * (options.rounds + options.warmUp)
+
+/** The main scenarios asked for (--scenarios), on a store. */
+const mainScenarios = (options: BenchOptions, store: Store) =>
+  [...petScenarios(options.pets), ...(store.orders ? orderScenarios(store.orders) : [])].filter((scenario) => options.wantedScenario(scenario.name))
+
+const targetName = (kind: 'project' | 'peer', logs: Logs, key?: (typeof keyKinds)[number]) =>
+  `${kind}${key ? `, ${key} key` : ''}, logs ${logs}`
+
+/** The service with an env key and with a stored key, and the peer, each with logs and
+ * without, on one store. */
+async function sideBySide(options: BenchOptions, running: Servers, store: Store): Promise<Row[]> {
+  progress(`${store.name}: service (env key, stored key) and peer, each with logs and without`)
+  const targets: Target[] = []
+  try {
+    for (const logs of logSettings) {
+      for (const key of keyKinds) targets.push(await running.project(targetName('project', logs, key), store.url, key, store.storedKey, logs))
+      targets.push(await running.peer(targetName('peer', logs), store.url, logs))
+    }
+    const differences = await sameAnswers(targets[0]!, targets[2]!, store)
+    if (differences.length > 0) progress(`  WARNING: the peer answers differently:\n    ${differences.join('\n    ')}`)
+    const medians = await compare(store.name, targets, () => mainScenarios(options, store), options)
+    for (const [name, pool] of Object.entries({ placeOrder: store.orders?.place, updateOrder: store.orders?.update })) {
+      if (pool && pool.next > pool.ids.length) progress(`  WARNING: the ${name} pool ran out (${pool.next} of ${pool.ids.length}): the rest were answered 409`)
+    }
+    return [...medians].flatMap(([scenario, byTarget]) =>
+      keyKinds.map((key) => {
+        const pair = (logs: Logs) => ({ project: byTarget.get(targetName('project', logs, key))!, peer: byTarget.get(targetName('peer', logs))! })
+        return { scenario, store: store.name, key: `${key} key`, measured: { on: pair('on'), off: pair('off') } }
+      }),
+    )
+  } finally {
+    for (const target of targets) await stop(target)
+  }
+}
+
+async function main(options: BenchOptions, workDir: string, made: ReturnType<typeof stores>) {
+  const envKey = `bench-env-${randomBytes(12).toString('hex')}`
+  const running = servers({ workDir, envKey, logLevel: options.logLevel })
+  const cpus = os.cpus()
+  const wanted = (store: 'sqlite' | 'postgres') => options.only === undefined || options.only === store
+  const postgres = wanted('postgres') ? await postgresVersion() : { problem: 'not asked for (--only sqlite)' }
+
+  console.log('## Pet store bench\n')
+  console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)
+  console.log(`- Node ${process.version}; SQLite ${sqliteVersion()}; PostgreSQL ${postgres.version ?? `not measured (${postgres.problem})`}`)
+  console.log(
+    `- logs on: LOG_LEVEL ${options.logLevel ?? 'unset (the service default, info: one access-log line per request)'} for service and peers, ` +
+      'their logs going to files; logs off: LOG_LEVEL=silent for both; ' +
+      `the load generator (autocannon) runs in this process, on the same machine${options.smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
+  )
+
+  progress('building (npm run -s build)')
+  execFileSync('npm', ['run', '-s', 'build'], { cwd: projectRoot, stdio: ['ignore', 'inherit', 'inherit'] })
+
+  const storeList: Store[] = []
+  const mainRuns = !options.skipped.has('main')
+  // (three servers, each with logs and without, share the pools of a store)
+  const pools = options.ordersWanted && mainRuns ? poolSize(options, 3 * logSettings.length) : undefined
+  if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
+  if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', 'petstore_bench', options.pets, pools))
+  if (mainRuns) {
+    const rows: Row[] = []
+    for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
+    console.log(`\n${mainTable(rows, options)}`)
+  }
+
+  const notes: string[] = []
+  if (!options.skipped.has('start')) notes.push(...(await coldStarts({ runs: options.coldStarts, workDir, envKey, logLevel: options.logLevel })))
+  const sqlite = storeList.find((store) => store.name === 'SQLite') ?? storeList[0]
+  if (sqlite !== undefined && !options.skipped.has('rss')) {
+    notes.push(...(await residentMemory(running, sqlite, { pets: options.pets, duration: options.rssDuration, connections: options.rssConnections })))
+  }
+  if (notes.length > 0) console.log(`\n### Start and memory\n\n${notes.join('\n')}`)
+
+  if (options.scale) {
+    const rows: ScaleRow[] = []
+    for (const store of storeList) rows.push(...(await scale(running, made, store.name, options)))
+    console.log(`\n${scaleTable(rows, options)}`)
+  }
+
+  if (options.profile) {
+    const store = storeList.find((s) => s.name === 'SQLite')
+    if (store === undefined) console.log('\n(profiles are taken on SQLite: not with --only postgres)')
+    else console.log(`\n### CPU profile, getPet on SQLite (self time)\n\n${await profiles(running, store, workDir, options)}`)
+  }
+
+  const args = process.argv.slice(2)
+  console.log(`\nRun: npm run bench${args.length > 0 ? ` -- ${args.join(' ')}` : ''}`)
+}
+
+const options = readOptions(process.argv.slice(2))
+const workDir = mkdtempSync(join(os.tmpdir(), 'petstore-bench-'))
+const made = stores(workDir)
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    progress(`bench: ${signal}, stopping`)
+    process.exit(130)
+  })
+}
+try {
+  await main(options, workDir, made)
+} finally {
+  await made.dropAll().catch((error: Error) => progress(`bench: could not drop the PostgreSQL databases: ${error.message}`))
+  if (options.keep || options.profile) progress(`work directory kept: ${workDir}`)
+  else if (existsSync(workDir)) rmSync(workDir, { recursive: true, force: true })
+}

@@ -1,0 +1,143 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { openSync, readFileSync } from 'node:fs'
+import { request as httpRequest } from 'node:http'
+import { type AddressInfo, createServer } from 'node:net'
+import { join } from 'node:path'
+import { projectRoot } from '../src/paths.js'
+
+/** A server under measurement: the service or a peer. */
+export interface Target {
+  name: string
+  kind: 'project' | 'peer'
+  /** the key its requests carry */
+  key: string
+  url: string
+  child: ChildProcess
+  log: string
+}
+
+/** Whether a server writes its access log: at the level the bench was given, or not at all. */
+export type Logs = 'on' | 'off'
+
+/** Every child still running: killed if the bench ends early. */
+const children = new Set<ChildProcess>()
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL')
+})
+
+/** A port nobody listens on now. */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as AddressInfo
+  server.close()
+  return port
+}
+
+export interface Answer {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: string
+}
+
+/** One HTTP request with node:http (no connection reuse); resolves with status, headers, body. */
+export function get(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}) {
+  return new Promise<Answer>((resolve, reject) => {
+    const req = httpRequest(url, { method: init.method ?? 'GET', headers: init.headers, agent: false, timeout: init.timeoutMs ?? 5_000 }, (res) => {
+      const chunks: Buffer[] = []
+      res.on('data', (chunk: Buffer) => chunks.push(chunk))
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }))
+      res.on('error', reject)
+    })
+    req.on('timeout', () => req.destroy(new Error('timeout')))
+    req.on('error', reject)
+    req.end(init.body)
+  })
+}
+
+export const authorization = (key: string) => ({ authorization: `Bearer ${key}` })
+
+/** Resolves once `url` answers at all (any status), within `limitMs`. */
+export async function answering(url: string, key: string, child: ChildProcess, limitMs = 30_000, pollMs = 10) {
+  const deadline = performance.now() + limitMs
+  for (;;) {
+    const answered = await get(url, { headers: authorization(key), timeoutMs: 1_000 }).then(
+      () => true,
+      () => false,
+    )
+    if (answered) return
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`exited (${child.exitCode ?? child.signalCode}) before answering`)
+    if (performance.now() > deadline) throw new Error(`did not answer within ${limitMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, pollMs))
+  }
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within 15 s. */
+export async function stop({ child }: { child: ChildProcess }) {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000)
+  await exited
+  clearTimeout(timer)
+}
+
+/** `node ...args` from the project's folder, with `env` over ours; a child of the bench. */
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv, stdio: 'ignore' | number): ChildProcess {
+  const child = spawn(process.execPath, args, { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', stdio, stdio] })
+  children.add(child)
+  child.on('exit', () => children.delete(child))
+  return child
+}
+
+/** LOG_LEVEL for a server: silent without logs, else the bench's level (unset: the default). */
+export const logLevelOf = (logs: Logs, logLevel: string | undefined): NodeJS.ProcessEnv => ({
+  LOG_LEVEL: logs === 'off' ? 'silent' : logLevel,
+})
+
+/**
+ * The servers of one bench run: each started on a free port, its stdout (the access log) and
+ * stderr going to a file in `workDir`, as a log collector would take them.
+ */
+export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey: string; logLevel: string | undefined }) {
+  async function start(name: string, kind: Target['kind'], args: string[], env: NodeJS.ProcessEnv, key: string): Promise<Target> {
+    const port = await freePort()
+    const log = join(workDir, `${name.replace(/[^\w.-]+/g, '_')}.${port}.log`)
+    const child = spawnNode(args, { PORT: String(port), HOST: '127.0.0.1', ...env }, openSync(log, 'w'))
+    const url = `http://127.0.0.1:${port}`
+    try {
+      await answering(`${url}/v1/pets?limit=1`, key, child)
+    } catch (error) {
+      await stop({ child })
+      throw new Error(`${name} did not start: ${(error as Error).message}\n${readFileSync(log, 'utf8').slice(-2_000)}`)
+    }
+    return { name, kind, key, url, child, log }
+  }
+
+  return {
+    /** The service, with a key of API_KEYS (`env`) or its stored key only (`stored`). */
+    project: (name: string, databaseUrl: string, key: 'env' | 'stored', storedKey: string, logs: Logs = 'on', nodeArgs: string[] = []) =>
+      start(
+        name,
+        'project',
+        [...nodeArgs, 'dist/src/server.js'],
+        // a stored key is the production mode: no API_KEYS at all. The rate limit is set out of
+        // reach: the bench measures serving, not refusing (counting is still done on every request).
+        { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '', RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, logLevel) },
+        key === 'env' ? envKey : storedKey,
+      ),
+
+    /** The hand-written peer of the store. */
+    peer: (name: string, databaseUrl: string, logs: Logs = 'on', nodeArgs: string[] = []) =>
+      start(
+        name,
+        'peer',
+        [...nodeArgs, databaseUrl.startsWith('sqlite:') ? 'bench/peer-sqlite.mjs' : 'bench/peer-postgres.mjs'],
+        { DATABASE_URL: databaseUrl, API_KEYS: envKey, ...logLevelOf(logs, logLevel) },
+        envKey,
+      ),
+  }
+}
+
+export type Servers = ReturnType<typeof servers>
