@@ -6,8 +6,8 @@ import docs, { docsPath } from './contract/docs.js'
 import { lifecycleOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
-import { ApiError, errorHandler, notFoundHandler } from './errors.js'
-import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
+import { ApiError, errorHandler, notFoundHandler, unavailableLog } from './errors.js'
+import { guardServer, openConnections, protectiveHeaders, serverOptions } from './http/connections.js'
 import { registerCors } from './http/cors.js'
 import { jsonBodyParser, otherMediaTypes } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
@@ -105,9 +105,11 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     schemaController: options.schemaController ?? generatedCompilers(),
   })
   guardServer(app.server, app.log, options)
+  app.decorate('connections', openConnections(app.server))
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.decorateRequest('principal', '')
+  app.decorate('reportUnavailable', unavailableLog(app.log))
   const rateLimits = await RateLimits.open(options, app.log, redisConnectBoundMs)
   app.decorate('rateLimits', rateLimits)
   app.addHook('onClose', () => {

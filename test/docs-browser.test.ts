@@ -9,7 +9,7 @@ const executablePath = '/usr/bin/chromium'
 const browserMissing =
   existsSync(executablePath) || process.env.REQUIRE_BROWSER === '1' ? false : `no browser at ${executablePath}: skipped`
 
-t.test('the documentation page, in a real browser: deprecation and stability shown, requests tried against this server', { skip: browserMissing }, async (t) => {
+t.test('the documentation page, in a real browser: the service\'s title, the published spec, deprecation and stability shown, requests tried against this server', { skip: browserMissing }, async (t) => {
   const app = await build(t)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
   const browser = await chromium.launch({
@@ -24,9 +24,17 @@ t.test('the documentation page, in a real browser: deprecation and stability sho
   page.on('console', (message) => {
     if (message.type() === 'error') consoleErrors.push(message.text())
   })
+  // the documents the page asks this server for
+  const documents: string[] = []
+  page.on('request', (request) => {
+    const { pathname } = new URL(request.url())
+    if (/\/(openapi\.(json|yaml)|json|yaml)$/.test(pathname)) documents.push(pathname)
+  })
   await page.goto(`${origin}/v1/docs/`)
 
   await page.waitForSelector('#operations-pets-getPet')
+  t.equal(await page.title(), 'Pet Store Service', 'the title is the spec\'s info.title')
+  t.strictSame(documents, ['/v1/openapi.json'], 'the page shows the published spec, and no other document')
   const { operations, document } = loadContract()
   const webhooks = Object.keys((document as unknown as { webhooks: object }).webhooks)
   t.equal(await page.locator('.opblock').count(), operations.size + webhooks.length, 'every operation, and every webhook')
