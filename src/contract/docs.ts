@@ -6,6 +6,8 @@ import type { OpenAPIV3 } from 'openapi-types'
 import type { Contract } from './spec.js'
 
 export const docsPath = (contract: Contract) => `${contract.basePath}/docs/`
+/** openapi.yaml, as published (and beside it, openapi.json) */
+export const specPath = (contract: Contract) => `${contract.basePath}/openapi.yaml`
 
 /**
  * The published contract, open to all: `openapi.yaml` byte for byte, the same document as JSON,
@@ -18,7 +20,7 @@ async function docsPlugin(app: FastifyInstance, { contract }: { contract: Contra
   app.get(`${contract.basePath}/openapi.json`, (_request, reply) => {
     reply.type('application/json; charset=utf-8').send(json)
   })
-  app.get(`${contract.basePath}/openapi.yaml`, (_request, reply) => {
+  app.get(specPath(contract), (_request, reply) => {
     reply.type('application/yaml; charset=utf-8').send(contract.source)
   })
 

@@ -1,9 +1,10 @@
-import { type Database, DatabaseConfigError, type DatabaseOptions, openDatabase, type PoolStats, parseDatabaseUrl } from './database.js'
+import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
 import type { GroupCommitStats } from './group-commit.js'
 import { type KeyRepository, keyRepository } from './keys.js'
 import { migrate } from './migrations.js'
 import { type OrderRepository, orderRepository } from './orders.js'
 import { type PetRepository, petRepository } from './pets.js'
+import { openSqlite } from './sqlite.js'
 
 export { DatabaseConfigError } from './database.js'
 
@@ -26,6 +27,15 @@ export interface StorageStats {
   pool?: PoolStats
   /** SQLite: creates grouped into commits (one connection, used synchronously: no pool) */
   commits?: GroupCommitStats
+}
+
+/** The database of `target`, open: SQLite in this process, or a PostgreSQL pool. */
+export async function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Promise<Database> {
+  const timeoutMs = options.timeoutMs ?? databaseTimeoutMs
+  if (target.dialect === 'sqlite') return openSqlite(target.file, timeoutMs)
+  // pg, and what it loads as it loads (Node's fetch), only for a server that uses it
+  const { openPostgres } = await import('./postgres.js')
+  return openPostgres(target.url, options.poolSize, timeoutMs)
 }
 
 /** Opens the database named by `url` and checks that it answers: a wrong host, role or
