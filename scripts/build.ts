@@ -66,7 +66,7 @@ const precompiledSpecValidator: Plugin = {
   },
 }
 
-const common: BuildOptions = { absWorkingDir: projectRoot, bundle: true, platform: 'node', target: 'node20', logLevel: 'warning' }
+const common: BuildOptions = { absWorkingDir: projectRoot, bundle: true, platform: 'node', target: 'node22', logLevel: 'warning' }
 
 export async function buildServer(outDir = join(projectRoot, 'dist')) {
   const bundle = join(outDir, 'src', 'server.bundle.cjs')

@@ -202,7 +202,7 @@ t.test('Ctrl-C on npm start (the terminal signals the whole process group, and n
 /** A Node.js of another ABI than this one (OTHER_NODE, as CI sets it), or why there is none. */
 function otherNode(): { node?: string; skip?: string } {
   const node = process.env.OTHER_NODE
-  if (node === undefined) return { skip: 'set OTHER_NODE to the node binary of another major version (CI does)' }
+  if (!node) return { skip: 'set OTHER_NODE to the node binary of another major version (CI does)' }
   const abi = execFileSync(node, ['-p', 'process.versions.modules'], { encoding: 'utf8' }).trim()
   if (abi === process.versions.modules) return { skip: `OTHER_NODE has this Node.js's ABI (${abi})` }
   return { node }
