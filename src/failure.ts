@@ -3,8 +3,8 @@ import { DatabaseConfigError } from './storage/index.js'
 import { MigrationError } from './storage/migrations.js'
 
 /** The system calls of listening whose failures a setting causes: a port in use or not
- * allowed, an address not of this host, a host name that does not resolve. */
-const listenCalls = new Set(['listen', 'bind', 'getaddrinfo'])
+ * allowed, an address not of this host (listen), a host name that does not resolve. */
+const listenCalls = new Set(['listen', 'getaddrinfo'])
 
 /**
  * How a command reports the failure that ends it: a bad setting or environment (configuration,
