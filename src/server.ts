@@ -27,13 +27,10 @@ async function listen(app: FastifyInstance, port: number, host: string): Promise
   await app.ready()
   const level = app.log.level
   app.log.level = 'silent'
-  try {
-    return await app.listen({ port, host })
-  } catch (error) {
-    throw Object.assign(error as Error, { message: `API listener (HOST, PORT): ${(error as Error).message}` })
-  } finally {
-    app.log.level = level
-  }
+  const listening = app.listen({ port, host }).finally(() => (app.log.level = level))
+  return listening.catch((error: Error) => {
+    throw Object.assign(error, { message: `API listener (HOST, PORT): ${error.message}` })
+  })
 }
 
 /** The process: configuration, listening, first key, graceful shutdown. Nothing else. */

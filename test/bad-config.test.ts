@@ -102,6 +102,11 @@ t.test('a SQLite path whose folder cannot be made: a file is in the way', async 
   await failsInOneLine(t, `sqlite:${file}/pets.db`, /^petstore: cannot open SQLite .+notes\.txt\/pets\.db: .+notes\.txt is a file, not a folder\n$/)
 })
 
+t.test('a SQLite path whose folder cannot be made for another reason: the reason', async (t) => {
+  const file = join(tempDir(t), 'x'.repeat(300), 'pets.db')
+  await failsInOneLine(t, `sqlite:${file}`, /^petstore: cannot open SQLite .+\/pets\.db: ENAMETOOLONG: name too long, mkdir '.+'\n$/)
+})
+
 t.test('a SQLite path in a folder whose parent does not exist (a typo): reported, nothing made', async (t) => {
   const dir = tempDir(t)
   const file = join(dir, 'petstre', 'data', 'pets.db')

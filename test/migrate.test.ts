@@ -64,14 +64,15 @@ const migrateScript = 'scripts/migrate.ts'
 async function appliesOnceThenNothing(t: Test, url: string) {
   t.strictSame(Object.keys(migrations('postgres')), allMigrations, 'both dialects have the same migrations')
   const migrating = launch(t, migrateScript, [], { DATABASE_URL: url })
-  // it exits as soon as it has said so: no pool left open behind it (idle, it would hold the
-  // process for seconds)
+  // it exits as soon as it has said so: no pool left open behind it (an idle pg connection
+  // holds the process until pg closes it, 10 s later; the bound leaves room for a busy machine
+  // and for the coverage data written at exit)
   const saidDoneAt = new Promise<number>((resolve) =>
     migrating.child.stdout!.on('data', () => migrating.stdout().includes(' is up to date') && resolve(Date.now())),
   )
   const first = await within(processBound, migrating.exited)
   const lingered = Date.now() - (await within(1_000, saidDoneAt))
-  t.ok(lingered < 2_000, `it exits within 2 s of its last line (${lingered} ms)`)
+  t.ok(lingered < 7_000, `it exits within seconds of its last line (${lingered} ms), not after pg's idle timeout`)
   t.equal(first.code, 0, first.stderr)
   t.match(first.stdout, /^(applied \S+\n)+(SQLite|PostgreSQL) \S+ is up to date\n$/)
   t.strictSame(outputOf(first.stdout).applied, allMigrations, 'every migration, in order')
