@@ -136,11 +136,34 @@ export interface components {
          */
         PetId: number;
         /**
-         * @description The pet's name: 1 to 100 characters, not only white space, with no control
-         *     characters.
+         * @description The pet's name: 1 to 100 characters on one line, at least one of them visible, with
+         *     no control characters.
+         *
+         *     Counted in code points, stored as sent (never normalised). Refused anywhere in a
+         *     name: control characters (Unicode category Cc: U+0000 to U+001F, U+007F, and U+0080
+         *     to U+009F, among them NEL U+0085), line and paragraph separators (U+2028, U+2029)
+         *     and lone surrogates (not Unicode). Refused as a whole name: one made only of white
+         *     space and invisible characters (format characters, category Cf, and the other
+         *     default-ignorable code points: U+200B ZERO WIDTH SPACE, U+FEFF, U+00AD SOFT HYPHEN,
+         *     joiners, bidi controls, variation selectors, U+3164 HANGUL FILLER...); beside a
+         *     visible character they are kept (a joiner in an emoji sequence, a bidi mark in
+         *     mixed-direction text). Code points that are unassigned are accepted: which ones are
+         *     unassigned depends on the Unicode version of whoever checks, and a character new to
+         *     Unicode (a new emoji) must not be refused by a server or client whose tables predate
+         *     it. The pattern is an ECMAScript regular expression with the `u` flag, as JSON
+         *     Schema 2020-12 reads it.
          * @example Rex
          */
         PetName: string;
+        /**
+         * @description A pet's name as stored: a `PetName`, except that a pet created by an earlier
+         *     version of the service, which held names to a looser rule, may keep a name that
+         *     `PetName` now refuses (a C1 control character, a line separator, nothing visible);
+         *     it still has 1 to 100 characters, not only white space, and no C0 control
+         *     characters.
+         * @example Rex
+         */
+        StoredPetName: string;
         /**
          * Format: int64
          * @description Identifier of the category the pet belongs to, from 1 to 2^53-1
@@ -162,7 +185,7 @@ export interface components {
         /** @description A pet as stored. This server always includes `status`. */
         Pet: {
             id: components["schemas"]["PetId"];
-            name: components["schemas"]["PetName"];
+            name: components["schemas"]["StoredPetName"];
             categoryId: components["schemas"]["CategoryId"];
             status?: components["schemas"]["PetStatus"];
         };
@@ -395,8 +418,10 @@ export interface components {
             };
         };
         /**
-         * @description The database cannot be reached for now (code `unavailable`): try again after
-         *     `Retry-After` seconds.
+         * @description The database cannot serve for now (code `unavailable`): it is down, unreachable,
+         *     out of resources, or refuses this service (its login or privileges withdrawn).
+         *     Try again after `Retry-After` seconds; the service recovers by itself once the
+         *     database serves again.
          */
         Unavailable: {
             headers: {
@@ -424,8 +449,9 @@ export interface components {
         };
         /**
          * @description Too many requests (code `too_many_requests`): this API key's quota, or the quota of
-         *     requests without a valid key from this address, is used up until its window ends.
-         *     Try again after `Retry-After` seconds.
+         *     requests without a valid key from this address, is used up until its window ends
+         *     (from such an address, only a key in use on this server is let on). Try again after
+         *     `Retry-After` seconds.
          */
         TooManyRequests: {
             headers: {
@@ -517,11 +543,17 @@ export interface components {
          */
         Location: string;
         /**
-         * @description Present when more items follow: the URL of the next page, with
+         * @description Present when more pets follow: the URL of the next page, with
          *     `rel="next"` (RFC 8288).
          * @example </v1/pets?limit=20&after=20>; rel="next"
          */
         NextPageLink: string;
+        /**
+         * @description Present when more orders follow: the URL of the next page, with
+         *     `rel="next"` (RFC 8288).
+         * @example </v1/store/orders?limit=20&after=20>; rel="next"
+         */
+        NextOrdersPageLink: string;
         /**
          * @description When this operation was deprecated, as `@` followed by Unix seconds (RFC 9745).
          * @example @1795219200
@@ -961,7 +993,7 @@ export interface operations {
             200: {
                 headers: {
                     "API-Stability": components["headers"]["ApiStability"];
-                    Link: components["headers"]["NextPageLink"];
+                    Link: components["headers"]["NextOrdersPageLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];

@@ -7,9 +7,9 @@ import { lifecycleOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError } from './errors.js'
-import { guardServer, protectiveHeaders, serverOptions } from './http/connections.js'
+import { guardServer, openConnections, protectiveHeaders, serverOptions } from './http/connections.js'
 import { registerCors } from './http/cors.js'
-import { errorHandler, notFoundHandler } from './http/error-handler.js'
+import { errorHandler, notFoundHandler, unavailableLog } from './http/error-handler.js'
 import { jsonBodyParser } from './http/json-body.js'
 import { redactUrl } from './http/redact.js'
 import { requestHooks } from './http/request-hooks.js'
@@ -103,9 +103,11 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     schemaController: options.schemaController ?? generatedCompilers(),
   })
   guardServer(app.server, app.log, options)
+  app.decorate('connections', openConnections(app.server))
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.decorateRequest('principal', '')
+  app.decorate('reportUnavailable', unavailableLog(app.log))
   const rateLimits = await RateLimits.open(options, app.log, redisConnectBoundMs)
   app.decorate('rateLimits', rateLimits)
   app.addHook('onClose', () => {

@@ -1,5 +1,6 @@
 import { Server } from 'node:net'
 import type { FastifyInstance } from 'fastify'
+import { closeAfterAnswersInFlight } from './http/connections.js'
 
 /** After the signal, connections idle at that moment get this long to send a request already
  * on its way (it is answered) before they are closed. */
@@ -39,13 +40,15 @@ export function onStopSignals({ stop, force }: { stop: (signal: StopSignal) => v
 
 /**
  * Stops the service within `graceMs` without dropping what it accepted: no new connection is
- * accepted; every answer from now on says `Connection: close`; connections idle after
+ * accepted; every answer from now on says `Connection: close`, those of the requests in flight
+ * too, so that each connection ends with its answer; connections idle after
  * `settleMs` are closed; requests in flight are answered; those that have not finished shortly
  * before the grace period ends (a client stalled mid-request) are cut. Then the app and its
  * storage close.
  */
 export async function drain(app: FastifyInstance, graceMs: number): Promise<void> {
   app.draining = true
+  closeAfterAnswersInFlight(app.connections)
   const server = app.server
   if (server.listening) {
     // Node's HTTP close() would also close the idle connections at once, resetting any whose

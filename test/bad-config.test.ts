@@ -63,6 +63,19 @@ t.test('a PostgreSQL that never answers (a host that drops packets): a timeout, 
   t.equal(sockets.size, 1, 'the server did try to connect')
 })
 
+t.test('a server that does not speak TLS, asked for it (sslmode=verify-full)', async (t) => {
+  // answers PostgreSQL's SSLRequest as a server without TLS does: "N"
+  const plain = createServer((socket) => socket.once('data', () => socket.end('N')))
+  await new Promise<void>((resolve) => plain.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => plain.close())
+  const { port } = plain.address() as { port: number }
+  await failsInOneLine(
+    t,
+    `postgres://postgres@127.0.0.1:${port}/petstore?sslmode=verify-full`,
+    /^petstore: cannot connect to PostgreSQL 127\.0\.0\.1:\d+\/petstore: The server does not support SSL connections\n/,
+  )
+})
+
 // Trust authentication is on for the test server, so a wrong password cannot be tested here; a
 // role that does not exist is the same failure (PostgreSQL refuses the login: 28000, FATAL).
 t.test('a PostgreSQL role that does not exist', { skip: postgresMissing }, async (t) => {

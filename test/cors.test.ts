@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { documentedHeaders, preflightMaxAgeS } from '../src/http/cors.js'
+import { allowedRequestHeaders, documentedHeaders, preflightMaxAgeS } from '../src/http/cors.js'
 import { loadContract } from '../src/contract/spec.js'
 import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
@@ -40,7 +40,7 @@ t.test('an allowed origin: the preflight is answered 204 without a key; the answ
     t.match(response.headers, {
       'access-control-allow-origin': allowed,
       'access-control-allow-methods': methods,
-      'access-control-allow-headers': 'Authorization, Content-Type',
+      'access-control-allow-headers': 'Authorization, Content-Type, Idempotency-Key',
       'access-control-max-age': String(preflightMaxAgeS),
       vary: 'Origin',
       'x-content-type-options': 'nosniff',
@@ -70,7 +70,8 @@ t.test('an origin not allowed, a method not served, a path not in the spec, a ba
     [preflight(allowed, 'DELETE'), 405],
     [preflight(allowed, 'POST', '/v1/pets/7'), 405],
     [preflight(allowed, 'GET', '/v1/nowhere'), 404],
-    [preflight(allowed, 'GET', '/v1/openapi.json'), 404],
+    [preflight(allowed, 'POST', '/v1/openapi.json'), 404],
+    [preflight('https://evil.example.com', 'GET', '/v1/openapi.json'), 404],
     [{ method: 'OPTIONS', url: '/v1/pets', key: null }, 405],
     [{ method: 'OPTIONS', url: '/v1/pets', key: null, headers: { origin: allowed } }, 405],
   ]
@@ -96,6 +97,31 @@ t.test('an OPTIONS request with a body that is no preflight is refused before it
   })
   t.equal(response.status, 405, 'not a 415: no body parser is reached')
   t.equal(((await response.json()) as { code: string }).code, 'method_not_allowed')
+})
+
+t.test('the published spec is readable by the allowed origins, and only by them', async (t) => {
+  const spec = (app: Awaited<ReturnType<typeof build>>, path: string, origin: string) => app.inject({ url: path, headers: { origin } })
+  const app = await build(t, { CORS_ORIGINS: [allowed] })
+  for (const path of ['/v1/openapi.json', '/v1/openapi.yaml']) {
+    const read = await spec(app, path, allowed)
+    t.equal(read.statusCode, 200, path)
+    t.equal(read.headers['access-control-allow-origin'], allowed, `${path}: the allowed origin may read it`)
+    t.equal(read.headers.vary, 'Origin')
+    t.notOk('access-control-allow-origin' in (await spec(app, path, 'https://evil.example.com')).headers, `${path}: another origin may not`)
+    const asked = await call(t, app, { ...preflight(allowed, 'GET', path), headers: { origin: allowed, 'access-control-request-method': 'GET', 'access-control-request-headers': 'cache-control' } })
+    t.equal(asked.status, 204, `${path}: a preflight (a tool that sends a header of its own) is answered`)
+    t.equal(asked.headers['access-control-allow-methods'], 'GET, HEAD')
+  }
+  const closed = await build(t)
+  t.notOk('access-control-allow-origin' in (await spec(closed, '/v1/openapi.json', allowed)).headers, 'without CORS_ORIGINS, no origin may')
+})
+
+t.test('the request headers a page may send: the key, the body\'s type, and the header parameters of the spec', async (t) => {
+  t.strictSame(allowedRequestHeaders(loadContract()), ['Authorization', 'Content-Type', 'Idempotency-Key'])
+  const traced = editedContract((d) => {
+    d.paths['/pets']!.parameters = [{ name: 'X-Trace-Id', in: 'header', schema: { type: 'string' } }]
+  })
+  t.strictSame(allowedRequestHeaders(traced), ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Trace-Id'], 'one more in the YAML, one more allowed')
 })
 
 t.test('CORS_ORIGINS=*: any origin, named as *', async (t) => {
@@ -129,7 +155,7 @@ async function pageServer(t: Test): Promise<string> {
   return `http://127.0.0.1:${(server.address() as { port: number }).port}`
 }
 
-t.test('in a real browser: a page of an allowed origin creates and lists pets with its key and reads RateLimit; another origin cannot', { skip: browserMissing }, async (t) => {
+t.test('in a real browser: a page of an allowed origin creates and lists pets with its key, reads RateLimit, places an order with an Idempotency-Key, reads the spec; another origin cannot', { skip: browserMissing }, async (t) => {
   const [good, bad] = [await pageServer(t), await pageServer(t)]
   const app = await build(t, { CORS_ORIGINS: [good] })
   const api = await app.listen({ host: '127.0.0.1', port: 0 })
@@ -140,7 +166,7 @@ t.test('in a real browser: a page of an allowed origin creates and lists pets wi
     const page = await browser.newPage()
     await page.goto(origin)
     return page.evaluate(
-      async ({ api, key }) => {
+      async ({ api, key, origin }) => {
         try {
           const created = await fetch(`${api}/v1/pets`, {
             method: 'POST',
@@ -148,16 +174,43 @@ t.test('in a real browser: a page of an allowed origin creates and lists pets wi
             body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
           })
           const listed = await fetch(`${api}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
-          return { status: [created.status, listed.status], location: created.headers.get('location'), rateLimit: listed.headers.get('ratelimit'), pets: ((await listed.json()) as unknown[]).length }
+          const pets = (await listed.json()) as { id: number }[]
+          const order = () =>
+            fetch(`${api}/v1/store/orders`, {
+              method: 'POST',
+              headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': `page-${origin}` },
+              body: JSON.stringify({ petId: pets.at(-1)!.id }),
+            })
+          const [placed, retried] = [await order(), await order()]
+          const [json, yaml] = [await fetch(`${api}/v1/openapi.json`), await fetch(`${api}/v1/openapi.yaml`)]
+          return {
+            status: [created.status, listed.status, placed.status, retried.status],
+            location: created.headers.get('location'),
+            rateLimit: listed.headers.get('ratelimit'),
+            pets: pets.length,
+            orders: [((await placed.json()) as { id: number }).id, ((await retried.json()) as { id: number }).id],
+            spec: [((await json.json()) as { openapi: string }).openapi, (await yaml.text()).split('\n')[0]],
+          }
         } catch (error) {
           return { error: String(error) }
         }
       },
-      { api, key: testKey },
+      { api, key: testKey, origin },
     )
   }
   const allowedPage = await fromPage(good)
-  t.match(allowedPage, { status: [201, 200], location: '/v1/pets/1', rateLimit: /^"key";r=\d+;t=\d+$/, pets: 1 })
+  t.match(allowedPage, {
+    status: [201, 200, 201, 201],
+    location: '/v1/pets/1',
+    rateLimit: /^"key";r=\d+;t=\d+$/,
+    pets: 1,
+    orders: [1, 1],
+    spec: ['3.1.0', 'openapi: 3.1.0'],
+  }, 'the retry with the Idempotency-Key gets the first answer: one order')
   const otherPage = await fromPage(bad)
   t.match(otherPage, { error: /TypeError: Failed to fetch/ }, 'the browser keeps the answer from a page of another origin')
+  const page = await browser.newPage()
+  await page.goto(bad)
+  const spec = await page.evaluate((api) => fetch(`${api}/v1/openapi.json`).then((response) => response.status, String), api)
+  t.match(spec, /TypeError: Failed to fetch/, 'and the spec')
 })

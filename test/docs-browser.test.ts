@@ -8,7 +8,7 @@ const executablePath = '/usr/bin/chromium'
 const browserMissing =
   existsSync(executablePath) || process.env.REQUIRE_BROWSER === '1' ? false : `no browser at ${executablePath}: skipped`
 
-t.test('the documentation page, in a real browser: deprecation and stability shown, requests tried against this server', { skip: browserMissing }, async (t) => {
+t.test('the documentation page, in a real browser: the service\'s title, the published spec, deprecation and stability shown, requests tried against this server', { skip: browserMissing }, async (t) => {
   const app = await build(t)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
   const browser = await chromium.launch({
@@ -23,9 +23,17 @@ t.test('the documentation page, in a real browser: deprecation and stability sho
   page.on('console', (message) => {
     if (message.type() === 'error') consoleErrors.push(message.text())
   })
+  // the documents the page asks this server for
+  const documents: string[] = []
+  page.on('request', (request) => {
+    const { pathname } = new URL(request.url())
+    if (/\/(openapi\.(json|yaml)|json|yaml)$/.test(pathname)) documents.push(pathname)
+  })
   await page.goto(`${origin}/v1/docs/`)
 
   await page.waitForSelector('#operations-pets-getPet')
+  t.equal(await page.title(), 'Pet Store Service', 'the title is the spec\'s info.title')
+  t.strictSame(documents, ['/v1/openapi.json'], 'the page shows the published spec, and no other document')
   t.equal(await page.locator('.opblock').count(), 7, 'seven operations')
   t.equal(await page.locator('#operations-pets-getPet.opblock-deprecated').count(), 1, 'getPet is shown deprecated')
   // (a click expands the operation on a later frame: read it once its body is drawn)

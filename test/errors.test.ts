@@ -1,9 +1,10 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
 import { errorStatus } from '../src/errors.js'
-import { describeValidation } from '../src/http/error-handler.js'
+import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
 import { loadContract } from '../src/contract/spec.js'
 import { build, call, testKey } from './helpers/app.js'
+import { sleep } from './helpers/concurrency.js'
 
 t.test('the error codes are the catalogue openapi.yaml publishes', async (t) => {
   const code = (loadContract().document.components!.schemas!.Error as { properties: { code: Record<string, unknown> } }).properties.code
@@ -48,4 +49,25 @@ t.test('a failure of the server is a 500 internal_error that reveals nothing, an
   t.notMatch(logs, '"msg":"incoming request"', 'not a second line per request')
   t.notMatch(logs, testKey, 'the key is not')
   t.notMatch(logs, 'a-stored-key-that-cannot-be-checked')
+})
+
+t.test('an unavailable database is logged once per cause and interval, with the requests it failed meanwhile', async (t) => {
+  const logged: { failedRequests: number; err: Error }[] = []
+  const log = { error: (fields: { failedRequests: number; err: Error }) => logged.push(fields) }
+  const report = unavailableLog(log as never, 100)
+  const refused = Object.assign(new Error('role "app" is not permitted to log in'), { code: '28000' })
+  const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+  for (let i = 0; i < 50; i++) report(refused)
+  report(down)
+  t.strictSame(logged.map(({ err, failedRequests }) => [err.message, failedRequests]), [
+    [refused.message, 1],
+    [down.message, 1],
+  ], 'each cause at once, the first time, and not again within the interval')
+  await sleep(120)
+  report(refused)
+  t.strictSame(logged.at(-1), { err: refused, failedRequests: 50 }, 'after the interval, again, with the requests it failed since')
+  for (let i = 0; i < 100; i++) report(new Error(`cause ${i}`))
+  const before = logged.length
+  report(refused)
+  t.equal(logged.length, before + 1, 'past 100 causes, those seen are forgotten: the bound holds, and a cause is logged anew')
 })

@@ -8,15 +8,26 @@ import { execFileSync } from 'node:child_process'
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
 import { openStorage } from '../src/storage/index.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
-import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { freshPostgres, freshRole, postgresMissing, query } from './helpers/postgres.js'
 import { run, startServer } from './helpers/processes.js'
 import { sleep } from './helpers/concurrency.js'
 
 const rex = { name: 'Rex', categoryId: 1 }
+
+/** Within 10 s, a listPets with `key` is a 200 again. */
+async function recoversBy(t: Test, app: FastifyInstance, key: string, when: string) {
+  let status = 0
+  for (let tries = 0; tries < 100 && status !== 200; tries++) {
+    status = (await call(t, app, { url: '/v1/pets', key })).status
+    if (status !== 200) await sleep(100)
+  }
+  t.equal(status, 200, `${when}: the server recovers by itself`)
+}
 
 /** Root may make a file immutable (chattr) and mount a tmpfs; elsewhere these tests cannot run. */
 function rootCan(what: string, probe: () => void): string | false {
@@ -124,14 +135,7 @@ t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, 
       t.ok(ms <= boundMs, `answered in ${ms} ms (bound ${boundMs} ms)`)
     }
   }
-  const recovers = async (when: string) => {
-    let status = 0
-    for (let tries = 0; tries < 100 && status !== 200; tries++) {
-      status = (await call(t, app, { url: '/v1/pets', key })).status
-      if (status !== 200) await sleep(100)
-    }
-    t.equal(status, 200, `${when}: the server recovers by itself`)
-  }
+  const recovers = (when: string) => recoversBy(t, app, key, when)
 
   await proxy.down()
   await allUnavailable('down', 1_000)
@@ -150,6 +154,61 @@ t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, 
     lines.some((line) => line.msg === 'the database is unavailable'),
     'each is logged with its cause',
   )
+})
+
+t.test('9. PostgreSQL refuses us (login taken away, a privilege revoked, the database dropped): 503 with Retry-After, each cause logged once, recovery without a restart', { skip: postgresMissing }, async (t) => {
+  const role = await freshRole(t)
+  const { lines, logger } = logCapture()
+  const app = await build(t, { DATABASE_URL: role.url, API_KEYS: [], LOG_LEVEL: 'error', logger })
+  const { key } = await app.storage.keys.issue('ci')
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
+  const endSessions = () => role.asAdmin(`select pg_terminate_backend(pid) from pg_stat_activity where usename = '${role.name}'`)
+
+  /** `rounds` of reads and creates (stored key, cached, and a key never issued) are each a 503 */
+  const allUnavailable = async (when: string, rounds = 10) => {
+    const statuses: number[] = []
+    for (let i = 0; i < rounds; i++) {
+      for (const request of [
+        { url: '/v1/pets', key },
+        { method: 'POST' as const, url: '/v1/pets', payload: rex, key },
+        { url: '/v1/pets', key: 'pet_00000000_a-key-never-issued-000000000' },
+      ]) {
+        const response = await call(t, app, request)
+        statuses.push(response.status)
+        if (response.status === 503 && response.headers['retry-after'] !== '5') t.fail(`${when}: a 503 without Retry-After: 5`)
+      }
+    }
+    t.strictSame(new Set(statuses), new Set([503]), `${when}: every request is a 503 (${statuses.length} requests)`)
+  }
+  const recovers = (when: string) => recoversBy(t, app, key, when)
+  /** the causes logged since `from`, by SQLSTATE: each once, however many requests it failed */
+  const loggedCauses = (from: number) => {
+    const logged = lines.slice(from).filter((line) => line.msg === 'the database is unavailable')
+    const codes = logged.map((line) => (line.err as { code?: string }).code)
+    t.equal(new Set(codes).size, codes.length, `each cause is logged once: ${codes.join(', ')}`)
+    t.notOk(lines.slice(from).some((line) => line.msg === 'request failed'), 'no request failed as a bug')
+    return codes
+  }
+
+  let from = lines.length
+  await role.asAdmin(`alter role ${role.name} nologin`)
+  await endSessions()
+  await allUnavailable('the role may not log in')
+  t.ok(loggedCauses(from).includes('28000'), 'the log says the role may not log in (28000)')
+  await role.asAdmin(`alter role ${role.name} login`)
+  await recovers('allowed to log in again')
+
+  from = lines.length
+  await role.asAdmin(`revoke all on pets, api_keys from ${role.name}`, { inDatabase: true })
+  await allUnavailable('the privileges on its tables revoked')
+  t.ok(loggedCauses(from).includes('42501'), 'the log says which privilege is missing (42501)')
+  await role.asAdmin(`grant all on pets, api_keys to ${role.name}`, { inDatabase: true })
+  await recovers('granted again')
+
+  from = lines.length
+  await role.asAdmin(`drop database ${role.name} with (force)`)
+  await allUnavailable('its database dropped', 3)
+  t.ok(loggedCauses(from).includes('3D000'), 'the log says the database does not exist (3D000)')
 })
 
 t.test('9. the connection that listens for key revocations, lost as it starts to listen: keys are checked in the database meanwhile, and one listener comes back', { skip: postgresMissing }, async (t) => {

@@ -319,9 +319,10 @@ const contentType: fc.Arbitrary<string | undefined> = fc.oneof(
 )
 
 /** A string for a string schema: mostly near its length limits, in many scripts, and with what
- * no name may hold (control characters, lone surrogates). */
+ * no name may hold (control characters, lone surrogates), and names with nothing visible. */
 function stringValue(schema: Schema): fc.Arbitrary<string> {
   const max = schema.maxLength ?? 50
+  const invisibleUnit = fc.constantFrom(' ', '\u00a0', '\u3000', '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u202e', '\ufe0f', '\u3164', '\u0085', '\u2028')
   const hostileUnit = fc.oneof(
     fc.constantFrom('\ud800', '\udfff', '\u0000', '\n', '\u007f', '\u0085', '\u2028', '\ufeff', ' ', '\u00a0', '\u200d', '"', '\\'),
     fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
@@ -331,6 +332,8 @@ function stringValue(schema: Schema): fc.Arbitrary<string> {
     { weight: 2, arbitrary: fc.string({ unit: 'grapheme', maxLength: max + 2 }) },
     { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: max + 2 }) },
     { weight: 2, arbitrary: fc.string({ unit: hostileUnit, maxLength: 4 }).map((junk) => `Rex${junk}`) },
+    // nothing visible: white space, format and other invisible characters, C1 controls
+    { weight: 1, arbitrary: fc.string({ unit: invisibleUnit, minLength: 1, maxLength: 4 }) },
     { weight: 1, arbitrary: fc.constantFrom(max - 1, max, max + 1).chain((n) => fc.constantFrom('x', '😀', 'é', 'e\u0301').map((unit) => unit.repeat(n))) },
   )
 }

@@ -10,7 +10,7 @@ import { testKey } from './helpers/app.js'
 import { startServer, within } from './helpers/processes.js'
 import { sleep } from './helpers/concurrency.js'
 
-t.test('on SIGTERM the server stops accepting, finishes the request in flight, closes the database, exits 0', async (t) => {
+t.test('on SIGTERM the server stops accepting, finishes the request in flight with Connection: close, closes the database, exits 0 as soon as it is answered', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-shutdown-')), 'pets.db')
   const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: testKey })
   const { port } = new URL(server.url)
@@ -33,13 +33,18 @@ t.test('on SIGTERM the server stops accepting, finishes the request in flight, c
   )
   t.ok(refused, 'no new connection is accepted while draining')
   t.equal(server.child.exitCode, null, 'still running while a request is in flight')
-  socket.end(body.slice(10))
-  await closed
+  // the rest of the body, on a connection the client would keep open
+  socket.write(body.slice(10))
+  const answeredAt = Date.now()
+  await within(5_000, closed)
 
   t.match(answer, /^HTTP\/1\.1 201 Created\r\n/, 'the request in flight is answered')
+  t.match(answer, /\r\nConnection: close\r\n/i, 'saying the connection closes: the signal came before the answer')
   t.match(answer, /"id":1,"name":"Late","categoryId":3,"status":"available"/)
-  const { code } = await server.exited
+  const { code } = await within(5_000, server.exited)
+  const exitMs = Date.now() - answeredAt
   t.equal(code, 0)
+  t.ok(exitMs < 2_000, `the server closed the connection and exited once it had answered (${exitMs} ms; the grace period is 10 s)`)
   t.notOk(existsSync(`${file}-wal`), 'the database was closed: SQLite checkpoints and removes its WAL on close')
 
   const db = new SQLite(file, { readonly: true })

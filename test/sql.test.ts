@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { postgresSql, sqliteSql, StorageUnavailable } from '../src/storage/sql.js'
+import { classifyPostgres, postgresSql, sqliteSql, StorageUnavailable } from '../src/storage/sql.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { sleep } from './helpers/concurrency.js'
 import { databaseProxy } from './helpers/database-proxy.js'
@@ -154,4 +154,34 @@ t.test('PostgreSQL: a statement whose answer does not come within the bound fail
     proxy.freeze(false)
     t.not(await backend(), before, `after ${what}, the next statement is answered, on a new connection`)
   }
+})
+
+t.test('PostgreSQL: what the database or its operator causes is StorageUnavailable (a 503); what our statement causes is itself (a 500)', { skip: postgresMissing }, async (t) => {
+  const pool = new pg.Pool({ connectionString: await freshPostgres(t), max: 1 })
+  // (the database is dropped at the end with its sessions: the idle connection's error is expected)
+  pool.on('error', () => {})
+  t.teardown(() => pool.end())
+  const sql = postgresSql(pool, 5_000)
+  t.teardown(() => sql.close())
+  await sql.run('create table items (id serial primary key, name text not null unique)')
+  /** the error PostgreSQL raises with this SQLSTATE, at this severity */
+  const raised = (code: string, severity = 'ERROR') =>
+    Promise.resolve(sql.run(`do $$ begin raise exception 'as if' using errcode = '${code}'; end $$`)).then(
+      () => undefined,
+      (error: Error) => {
+        const failure = (error instanceof StorageUnavailable ? error.cause : error) as Error & { severity: string }
+        // (PL/pgSQL raises at ERROR only: a FATAL the server ends a session with is made alike)
+        failure.severity = severity
+        return classifyPostgres(failure)
+      },
+    )
+  const faults = ['08006', '53100', '53300', '57014', '57P01', '57P03', '58030', 'XX001', '28000', '28P01', '3D000', '42501', '25006']
+  for (const code of faults) t.ok((await raised(code)) instanceof StorageUnavailable, `${code}: the database's fault, a 503`)
+  t.ok((await raised('55000', 'FATAL')) instanceof StorageUnavailable, '55000 ending the session (a database that accepts no connections): a 503')
+  const bugs = ['42601', '42P01', '42703', '22003', '23505', '40001', '40P01', '55000', '0A000', 'P0001']
+  for (const code of bugs) t.notOk((await raised(code)) instanceof StorageUnavailable, `${code}: our statement's fault, a 500`)
+  // and as PostgreSQL raises them itself
+  await t.rejects(Promise.resolve(sql.run('select * from nowhere')), { code: '42P01' }, 'an undefined table is a bug')
+  await sql.run("insert into items (name) values ('a')")
+  await t.rejects(Promise.resolve(sql.run("insert into items (name) values ('a')")), { code: '23505' }, 'an unexpected constraint violation is a bug')
 })

@@ -4,7 +4,9 @@
  * marks that must not be normalised, right-to-left text, noncharacters, the longest name
  * allowed) makes the round trip createPet → getPet → listPets on each store, over a real socket,
  * so that the bytes on the wire are what is compared. What cannot be stored as it is (a lone
- * surrogate, bytes that are not UTF-8, another charset) is refused, and nothing is stored.
+ * surrogate, bytes that are not UTF-8, another charset) is refused, and nothing is stored; so
+ * is a name that breaks PetName's rule: a control or line-break character anywhere, or nothing
+ * visible at all (white space, format characters, other default-ignorable code points).
  */
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
@@ -20,6 +22,9 @@ const newPet = schema(document.components?.schemas?.NewPet)
 const maxLength = schema(newPet.properties?.name).maxLength!
 /** The largest page, so that one listPets holds the whole corpus. */
 const pageSize = schema(deref<OpenAPIV3.ParameterObject>(document, document.components!.parameters!.Limit!).schema).maximum!
+
+/** PetName's rule in words: the first sentence of its description, which a 400 quotes. */
+const nameRule = String(schema(newPet.properties?.name).description).trim().split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ')
 
 /** Characters outside the Basic Multilingual Plane: two UTF-16 units and four UTF-8 bytes each. */
 const astral = ['😀', '🐕', '𝔘', '𠜎', '𓃠', '🀄', '𝄞', '\u{10FFFD}']
@@ -47,7 +52,8 @@ const corpus: [string, string][] = [
   ['Egyptian hieroglyphs (astral)', '𓃠𓃡'],
   ['noncharacters and private use', 'x\ufffe\uffff\ue000\u{10ffff}'],
   ['invisible characters and an inner BOM', 'R\u200be\u200cx\u2060\ufeff'],
-  ['line and paragraph separators, NEL', 'a\u2028b\u2029c\u0085d'],
+  ['a lone zero-width joiner, beside letters', 'R\u200dex'],
+  ['bidi marks only around letters', '\u200fRex\u200e'],
   ['U+FFFD itself', 'R\ufffdx'],
   ['quotes, backslashes and what looks like an escape', `"R'e\\x" \\u0000 %00`],
   [`the longest name allowed: ${maxLength} astral characters`, longest],
@@ -175,6 +181,34 @@ function roundTrip(t: Test, store: (t: Test) => Promise<{ DATABASE_URL?: string 
 
     const after = await send('GET', `/pets?limit=${pageSize}`)
     t.ok(after.bytes.equals(before.bytes), 'the list is byte for byte what it was: nothing was stored')
+  })
+
+  t.test('a name with a control or line-break character, or with nothing visible, is refused with the rule, and nothing is stored', async (t) => {
+    const send = await serve(t, await store(t))
+    const refused: [string, string][] = [
+      ['a C1 control alone (NEL)', '\u0085'],
+      ['a C1 control inside', 'Re\u0080x'],
+      ['the last C1 control', 'Rex\u009f'],
+      ['a C0 control', 'Re\u0009x'],
+      ['DEL', 'Rex\u007f'],
+      ['a line separator', 'Rex\u2028Tom'],
+      ['a paragraph separator', 'Rex\u2029'],
+      ['a zero-width space alone', '\u200b'],
+      ['a byte-order mark alone', '\ufeff'],
+      ['a soft hyphen alone', '\u00ad'],
+      ['joiners and word joiners alone', '\u200d\u200c\u2060'],
+      ['bidi controls alone', '\u202e\u202c'],
+      ['a variation selector alone', '\ufe0f'],
+      ['a Hangul filler alone', '\u3164'],
+      ['tag characters alone', '\u{e0067}\u{e007f}'],
+      ['white space and invisible characters', ' \u200b\u00a0\u3000 '],
+    ]
+    for (const [label, name] of refused) {
+      const response = await send('POST', '/pets', encode({ name, categoryId: 1 }))
+      t.equal(response.status, 400, `${label}: refused`)
+      t.match(response.json, { code: 'invalid_request', message: `body/name is not valid: ${nameRule}` }, `${label}: with the rule, in words`)
+    }
+    t.equal(((await send('GET', `/pets?limit=${pageSize}`)).json as Pet[]).length, 0, 'nothing was stored')
   })
 }
 

@@ -6,7 +6,21 @@ import { hashKey, type KeyRepository } from '../storage/keys.js'
 /** Who a key, given as its SHA-256 (hashKey), belongs to (its principal), or undefined when it
  * is not accepted: at once when known without asking a store, else by a promise. A store that
  * cannot answer throws: no answer is no access. */
-export type KeyCheck = (digest: string) => string | undefined | Promise<string | undefined>
+export interface KeyCheck {
+  (digest: string): string | undefined | Promise<string | undefined>
+  /** the same, from what is known without asking a store alone, at once: undefined for a key
+   * it would have to ask a store about */
+  known(digest: string): string | undefined
+}
+
+/** Sets request.principal, or throws: at once, or by a promise when a store is asked. */
+export interface Authenticate {
+  (request: FastifyRequest): void | Promise<void>
+  /** the same, at once, from what is known without asking a store (KeyCheck.known) */
+  known(request: FastifyRequest): void
+}
+
+const keyCheck = (check: (digest: string) => ReturnType<KeyCheck>, known: KeyCheck['known']): KeyCheck => Object.assign(check, { known })
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -49,14 +63,15 @@ export function bearerToken(request: FastifyRequest): string {
 
 /** The onRequest hook of every operation that requires bearerAuth: it runs before the body is
  * read or anything validated, so an unauthenticated request is a 401 whatever else is wrong. */
-export function bearerAuth(check: KeyCheck) {
-  return function authenticate(request: FastifyRequest): void | Promise<void> {
+export function bearerAuth(check: KeyCheck): Authenticate {
+  function authenticate(request: FastifyRequest): void | Promise<void> {
     // hashed once: every check looks keys up by hash
     const principal = check(hashKey(bearerToken(request)))
     // (a key known at once costs no promise: most requests come with one)
     if (principal instanceof Promise) return principal.then((found) => admit(request, found))
     admit(request, principal)
   }
+  return Object.assign(authenticate, { known: (request: FastifyRequest) => admit(request, check.known(hashKey(bearerToken(request)))) })
 }
 
 function admit(request: FastifyRequest, principal: string | undefined): void {
@@ -70,16 +85,20 @@ function admit(request: FastifyRequest, principal: string | undefined): void {
  * its hash, which tells nothing of the keys. */
 export function staticKeys(keys: readonly string[]): KeyCheck {
   const digests = new Set(keys.map(hashKey))
-  return (digest) => (digests.has(digest) ? `env:${digest.slice(0, 12)}` : undefined)
+  const check = (digest: string) => (digests.has(digest) ? `env:${digest.slice(0, 12)}` : undefined)
+  return keyCheck(check, check)
 }
 
-/** Keys issued with `npm run keys`, kept in the store. */
+/** Keys issued with `npm run keys`, kept in the store (known at once: those in use, cached). */
 export function storedKeys(keys: KeyRepository): KeyCheck {
   const principalOf = (id: number | undefined) => (id === undefined ? undefined : `key:${id}`)
-  return (digest) => {
-    const id = keys.authenticate(digest)
-    return typeof id === 'number' ? principalOf(id) : id.then(principalOf)
-  }
+  return keyCheck(
+    (digest) => {
+      const id = keys.authenticate(digest)
+      return typeof id === 'number' ? principalOf(id) : id.then(principalOf)
+    },
+    (digest) => principalOf(keys.known(digest)),
+  )
 }
 
 /** Accepted when any of the checks accepts, tried in order; at once when every check it needs
@@ -93,5 +112,14 @@ export function anyOf(...checks: KeyCheck[]): KeyCheck {
     }
     return undefined
   }
-  return (digest) => from(0, digest)
+  return keyCheck(
+    (digest) => from(0, digest),
+    (digest) => {
+      for (const check of checks) {
+        const principal = check.known(digest)
+        if (principal !== undefined) return principal
+      }
+      return undefined
+    },
+  )
 }

@@ -2,45 +2,77 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { OpenAPIV3 } from 'openapi-types'
 import type { Contract } from './spec.js'
 
 export const docsPath = (contract: Contract) => `${contract.basePath}/docs/`
-/** openapi.yaml, as published (and beside it, openapi.json) */
-export const specPath = (contract: Contract) => `${contract.basePath}/openapi.yaml`
+
+/** Where the spec is published: as JSON, and as written (YAML). */
+export const publishedSpecPaths = ({ basePath }: Contract) => ({ json: `${basePath}/openapi.json`, yaml: `${basePath}/openapi.yaml` })
 
 /**
  * The published contract, open to all: `openapi.yaml` byte for byte, the same document as JSON,
- * and a documentation page that shows deprecation and stability markers (`showExtensions`).
+ * and a documentation page, titled as the spec is, that shows that same published document
+ * (`urls`: Swagger UI would show its own copy, at ./json), with deprecation and stability
+ * markers (`showExtensions`).
  */
 async function docsPlugin(app: FastifyInstance, { contract }: { contract: Contract }) {
   await app.register(swagger, { mode: 'static', specification: { document: contract.document } })
   const json = JSON.stringify(app.swagger())
 
-  app.get(`${contract.basePath}/openapi.json`, (_request, reply) => {
+  const published = publishedSpecPaths(contract)
+  app.get(published.json, (_request, reply) => {
     reply.type('application/json; charset=utf-8').send(json)
   })
-  app.get(specPath(contract), (_request, reply) => {
+  app.get(published.yaml, (_request, reply) => {
     reply.type('application/yaml; charset=utf-8').send(contract.source)
   })
 
+  const title = contract.document.info.title
   await app.register(swaggerUi, {
     routePrefix: docsPath(contract).slice(0, -1),
-    // (no validator badge: it would send the spec to validator.swagger.io)
-    uiConfig: { deepLinking: true, showExtensions: true, showCommonExtensions: true, displayOperationId: true, validatorUrl: null },
+    theme: { title },
+    uiConfig: {
+      urls: [{ url: published.json, name: title }],
+      // "Try it out" offers this server first (see thisServerFirst); Swagger UI needs its
+      // plugin that downloads the spec named again, beside it
+      plugins: [downloadUrl, thisServerFirst],
+      deepLinking: true,
+      showExtensions: true,
+      showCommonExtensions: true,
+      displayOperationId: true,
+      // (no validator badge: it would send the spec to validator.swagger.io)
+      validatorUrl: null,
+    },
     // The page runs only its own scripts and styles (the library's CSP, with the hashes of its
     // inline parts), calls only this server, and may not be framed (clickjacking).
     staticCSP: true,
     transformStaticCSP: strictDocsCsp,
     uiHooks: { onRequest: denyFraming },
-    // "Try it out" on the page calls this server first, then the published ones.
-    transformSpecification: (document) => ({
-      ...document,
-      // a spec without servers has no base path, and is refused before this
-      servers: [{ url: contract.basePath, description: 'This server' }, ...(document as OpenAPIV3.Document).servers!],
-    }),
   })
 }
+
+// The plugins below run in the page, not here: Swagger UI writes their source into the page's
+// script, where they can reach nothing of this module. test/docs-browser.test.ts runs them.
+/* c8 ignore start */
+declare const SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => object } }
+
+/** Swagger UI's own plugin that downloads the spec, which naming plugins would drop. */
+function downloadUrl(system: unknown) {
+  return SwaggerUIBundle.plugins.DownloadUrl(system)
+}
+
+/** "Try it out" calls this server first (the one that serves the page: its CSP lets the page
+ * call no other), at the path the spec is published under (`/v1`), then the published servers. */
+function thisServerFirst() {
+  type Update = (spec: { servers?: unknown[] }) => unknown
+  const wrap = (update: Update, system: { specSelectors: { url(): string } }) => (spec: { servers?: unknown[] }) => {
+    const specUrl = system.specSelectors.url()
+    const url = specUrl.slice(0, specUrl.lastIndexOf('/'))
+    return update({ ...spec, servers: [{ url, description: 'This server' }, ...(spec.servers ?? [])] })
+  }
+  return { statePlugins: { spec: { wrapActions: { updateJsonSpec: wrap } } } }
+}
+/* c8 ignore stop */
 
 /** A <style> element the Swagger UI bundle adds at run time, which the library's policy
  * forgets (the browser test names the hash when the bundle changes). */

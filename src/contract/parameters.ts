@@ -7,12 +7,19 @@ const decimal = /^(0|[1-9][0-9]*)$/
 
 type Location = 'query' | 'path'
 
-/** The integer parameters of an operation, by where they are sent, from the spec. */
-export function integerParameters(operation: Operation, { document }: Contract): Record<Location, string[]> {
-  const found: Record<Location, string[]> = { query: [], path: [] }
+/** The parameters of an operation, its path's included, as the spec declares them. */
+export function parametersOf(operation: Operation, { document }: Contract): OpenAPIV3.ParameterObject[] {
   const pathItem = document.paths[operation.path]!
-  for (const reference of [...(pathItem.parameters ?? []), ...(operation.definition.parameters ?? [])]) {
-    const parameter = deref<OpenAPIV3.ParameterObject>(document, reference)
+  return [...(pathItem.parameters ?? []), ...(operation.definition.parameters ?? [])].map((reference) =>
+    deref<OpenAPIV3.ParameterObject>(document, reference),
+  )
+}
+
+/** The integer parameters of an operation, by where they are sent, from the spec. */
+export function integerParameters(operation: Operation, contract: Contract): Record<Location, string[]> {
+  const { document } = contract
+  const found: Record<Location, string[]> = { query: [], path: [] }
+  for (const parameter of parametersOf(operation, contract)) {
     const schema = parameter.schema && deref<OpenAPIV3.SchemaObject>(document, parameter.schema)
     if (schema?.type === 'integer' && (parameter.in === 'query' || parameter.in === 'path')) found[parameter.in].push(parameter.name)
   }

@@ -67,6 +67,41 @@ export function guardServer(server: Server, log: FastifyBaseLogger, limits: Conn
   })
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** the connections of the server open now (openConnections) */
+    connections: ReadonlySet<Socket>
+  }
+}
+
+/** The connections of `server` open now, kept as they come and go: a connection costs an entry
+ * and a listener, a request nothing. What a shutdown needs to reach the requests in flight. */
+export function openConnections(server: Server): ReadonlySet<Socket> {
+  const open = new Set<Socket>()
+  function forget(this: Socket) {
+    open.delete(this)
+  }
+  server.on('connection', (socket: Socket) => {
+    open.add(socket)
+    socket.once('close', forget)
+  })
+  return open
+}
+
+/**
+ * The answers in flight on `connections`, not yet begun, say `Connection: close`; Node then ends
+ * each connection once its answer is written (as with the answers given after the signal,
+ * request-hooks.ts). Without this, a request still arriving when the shutdown began would be
+ * answered keep-alive, and its idle connection held open until the grace period ended. (A
+ * connection's answer in progress is Node's `_httpMessage`, there since its first versions.)
+ */
+export function closeAfterAnswersInFlight(connections: Iterable<Socket>): void {
+  for (const socket of connections) {
+    const response = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage
+    if (response && !response.headersSent) response.setHeader('Connection', 'close')
+  }
+}
+
 /** Why Node's HTTP parser gave up on a request, where the code alone would puzzle a client. */
 const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request headers are larger than 16 KiB' }
 

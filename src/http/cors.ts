@@ -1,6 +1,8 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
+import { publishedSpecPaths } from '../contract/docs.js'
+import { parametersOf } from '../contract/parameters.js'
 import { type Contract, deref } from '../contract/spec.js'
 
 declare module 'fastify' {
@@ -13,9 +15,9 @@ declare module 'fastify' {
 /** How long a browser may reuse a preflight answer, in seconds. */
 export const preflightMaxAgeS = 600
 
-/** The request headers a browser page may send beyond the CORS-safelisted ones: the key and the
- * body's type. */
-const allowedHeaders = 'Authorization, Content-Type'
+/** The request headers a browser page may send beyond the CORS-safelisted ones, those that
+ * every operation may take: the key and the body's type. */
+const alwaysAllowed = ['Authorization', 'Content-Type']
 
 /** Response headers a page can read without being told (CORS-safelisted), and CORS's own. */
 const readableAnyway = new Set(['cache-control', 'content-language', 'content-length', 'content-type', 'expires', 'last-modified', 'pragma', 'vary'])
@@ -23,10 +25,13 @@ const readableAnyway = new Set(['cache-control', 'content-language', 'content-le
 /**
  * CORS for browser pages on the configured origins (@fastify/cors): a preflight for an operation
  * of openapi.yaml, from an allowed origin, asking for a method served at that path, is answered
- * 204 (no key needed: browsers send none with a preflight); the operations' answers to those
- * origins carry `Access-Control-Allow-Origin` and expose the headers the spec documents. Every
- * other request is as without CORS: an OPTIONS request that is not such a preflight is the 404
- * or 405 it was, answered before its body is read.
+ * 204 (no key needed: browsers send none with a preflight) and allows the request headers the
+ * spec's operations take (allowedRequestHeaders); the operations' answers to those origins carry
+ * `Access-Control-Allow-Origin` and expose the headers the spec documents. The published spec
+ * (`openapi.json`, `openapi.yaml`) is readable by the same origins, and no others: it is public,
+ * but a server reachable only inside a network would otherwise let any page its users visit read
+ * what it serves there. Every other request is as without CORS: an OPTIONS request that is not
+ * such a preflight is the 404 or 405 it was, answered before its body is read.
  */
 export async function registerCors(
   app: FastifyInstance,
@@ -37,10 +42,13 @@ export async function registerCors(
   if (origins.length === 0) return
   const anyOrigin = origins.includes('*')
   const exposedHeaders = documentedHeaders(contract).join(', ')
+  const allowedHeaders = allowedRequestHeaders(contract).join(', ')
+  const published = new Set(Object.values(publishedSpecPaths(contract)))
+  const methodsAt = (path: string) => (published.has(path) ? ['GET', 'HEAD'] : contract.methodsAt(path))
 
   const optionsFor = (request: FastifyRequest): FastifyCorsOptions => {
     const origin = request.headers.origin
-    const methods = contract.methodsAt(request.url.split('?')[0]!)
+    const methods = methodsAt(request.url.split('?')[0]!)
     const preflightMethod = request.method === 'OPTIONS' ? request.headers['access-control-request-method'] : undefined
     const allowed =
       origin !== undefined &&
@@ -63,6 +71,16 @@ export async function registerCors(
   app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'OPTIONS' && !request.corsPreflightEnabled) return notFound(request, reply)
   })
+}
+
+/** The request headers a page may send beyond the safelisted ones: the key, the body's type,
+ * and every header parameter of the spec's operations (`Idempotency-Key`), as written there. */
+export function allowedRequestHeaders(contract: Contract): string[] {
+  const names = new Map(alwaysAllowed.map((name) => [name.toLowerCase(), name]))
+  for (const operation of contract.operations.values()) {
+    for (const { in: where, name } of parametersOf(operation, contract)) if (where === 'header') names.set(name.toLowerCase(), name)
+  }
+  return [...names.values()].sort()
 }
 
 /** Every response header openapi.yaml documents for its operations, as written there, that a

@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { docsPath, specPath } from '../contract/docs.js'
+import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { docsPath, publishedSpecPaths } from '../contract/docs.js'
 import type { Contract } from '../contract/spec.js'
 import { ApiError, retryAfterSeconds } from '../errors.js'
 import { StorageUnavailable } from '../storage/sql.js'
@@ -65,11 +65,50 @@ export function toApiError(error: FastifyError | ApiError, request: FastifyReque
   return new ApiError('internal_error', 'Internal server error')
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** logs why the database could not serve a request, each cause once per interval */
+    reportUnavailable: (cause: Error) => void
+  }
+}
+
+/** How often one cause of an unavailable database is logged: a database down under load would
+ * otherwise write a line for every request, thousands a second, and bury the cause. */
+export const unavailableLogIntervalMs = 10_000
+
+/** Causes told apart at most, beyond which they are forgotten (and logged again when seen). */
+const causesBound = 100
+
+/**
+ * Logs the cause of a StorageUnavailable: at once the first time, then at most once per
+ * interval for the same cause (its SQLSTATE or error code, and message), with the number of
+ * requests it failed since its last line. A new cause (the login refused, after the sessions
+ * were ended) is logged as it comes.
+ */
+export function unavailableLog(log: FastifyBaseLogger, intervalMs = unavailableLogIntervalMs): (cause: Error) => void {
+  const causes = new Map<string, { loggedAt: number; failed: number }>()
+  return (cause) => {
+    const key = `${(cause as { code?: string }).code} ${cause.message}`
+    const now = performance.now()
+    let seen = causes.get(key)
+    if (seen === undefined) {
+      if (causes.size >= causesBound) causes.clear()
+      causes.set(key, (seen = { loggedAt: -Infinity, failed: 0 }))
+    }
+    seen.failed++
+    if (now - seen.loggedAt < intervalMs) return
+    log.error({ err: cause, failedRequests: seen.failed }, 'the database is unavailable')
+    seen.loggedAt = now
+    seen.failed = 0
+  }
+}
+
 /** The one way out for every error: the Error body, with its status and headers. */
 export function errorHandler(error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = toApiError(error, request)
   // the operator is told the cause (SQLITE_FULL, ECONNREFUSED…), the client only what to do
-  if (error instanceof StorageUnavailable) request.log.error({ err: error.cause }, 'the database is unavailable')
+  // (once per interval: see unavailableLog)
+  if (error instanceof StorageUnavailable) request.server.reportUnavailable(error.cause as Error)
   else if (apiError.status >= 500) request.log.error({ err: error }, 'request failed')
   // Answered before its body has all arrived (401, 413, 415, 408, 404…): the rest of the body
   // will not be read as a request, so the connection closes, without losing the answer.
@@ -81,7 +120,7 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
  * that names the methods it takes (RFC 9110). The root, where a person is likely to look
  * first, is a 404 that says where the API and its documentation are. */
 export function notFoundHandler(contract: Contract) {
-  const atRoot = `: the API is under ${contract.basePath}; its documentation is at ${docsPath(contract)} and its contract at ${specPath(contract)}`
+  const atRoot = `: the API is under ${contract.basePath}; its documentation is at ${docsPath(contract)} and its contract at ${publishedSpecPaths(contract).yaml}`
   return (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0]!
     const allowed = contract.methodsAt(path)?.join(', ')

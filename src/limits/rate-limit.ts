@@ -24,13 +24,28 @@ export interface RateLimitEvents {
  * the rate limits give back: a request goes on when it returns (or its promise resolves). */
 export type RateLimitAuthenticate = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>
 
+/** What the rate limits go around: authentication, and the same at once from the keys known
+ * without asking a store (`known`: the keys in API_KEYS, the stored keys in use, cached). */
+export interface KnownKeysFirst {
+  (request: FastifyRequest, reply: FastifyReply): MaybePromise<void>
+  known(request: FastifyRequest): void
+}
+
 /**
  * Rate limits around authentication, per API key and, for requests without a valid key, per
- * client address (key guessing). The address is checked before the key is looked at: an address
- * that has used up its quota of failures is refused at once, without a database lookup, until its
- * window ends. Every response of an operation carries the state of the quota that counted it:
- * `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10); a refusal is a
- * 429 with `Retry-After`.
+ * client address (key guessing). The address is checked before the key is looked up: an address
+ * that has used up its quota of failures gets no more lookups in the key store until its window
+ * ends. Its requests are checked only against the keys this instance knows without a query: a
+ * key among them is let on (and counted against its own quota), any other is refused at once
+ * with 429. So a client that holds a key in use is not locked out by the failures of others at
+ * its address (a NAT, a docs page tried before its key was given), and a guesser gains nothing:
+ * a wrong guess is answered as before, 429, at the cost of a hash and a map lookup and no query,
+ * and a right one is a key of 192 random bits (API_KEYS: as strong as the operator makes them),
+ * which no number of tries finds. A valid key this instance has not seen since it started (or
+ * since keys last changed) cannot be told from a guess without a query: it is refused like one,
+ * until the window ends. Every response of an operation carries the state of the quota that
+ * counted it: `RateLimit-Policy` and `RateLimit` (draft-ietf-httpapi-ratelimit-headers-10); a
+ * refusal is a 429 with `Retry-After`.
  */
 export class RateLimits extends EventEmitter<RateLimitEvents> {
   private readonly store: SharedStore | undefined
@@ -60,11 +75,11 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
 
   /** `authenticate` (which sets request.principal or throws), within the limits; at once
    * when the key and the counts are known at once (a cached key, counters in memory). */
-  around(authenticate: RateLimitAuthenticate): RateLimitAuthenticate {
+  around(authenticate: KnownKeysFirst): RateLimitAuthenticate {
     return (request, reply) => {
       // (no address has used up its quota, the usual case: no need to read this one)
       const spent = this.perAddress.anyExhausted && this.perAddress.exhausted(clientAddress(request.ip))
-      if (spent) this.refuse(request, reply, spent)
+      if (spent) return this.knownOnly(authenticate, request, reply, spent)
       let authenticated: MaybePromise<void>
       try {
         authenticated = authenticate(request, reply)
@@ -88,6 +103,17 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
     this.perKey.close()
     this.perAddress.close()
     this.store?.close()
+  }
+
+  /** A request from an address that has used up its quota (`spent`): let on with a key known
+   * without asking the store, else refused at once, whatever the reason (429). */
+  private knownOnly(authenticate: KnownKeysFirst, request: FastifyRequest, reply: FastifyReply, spent: Count): MaybePromise<void> {
+    try {
+      authenticate.known(request)
+    } catch {
+      this.refuse(request, reply, spent)
+    }
+    return this.take(this.perKey, request.principal, request, reply)
   }
 
   /** A request authentication refused, which stays refused (`error` is thrown): a wrong key

@@ -31,6 +31,9 @@ export interface KeyRepository {
   /** the id of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use.
    * A key it has seen is answered at once, not by a promise: a read's path awaits nothing for it. */
   authenticate(digest: string): number | Promise<number | undefined>
+  /** as authenticate, but only from what is known without a query (the keys seen, active):
+   * undefined for any other, without asking the store */
+  known(digest: string): number | undefined
   /** writes down when keys were last used (done every minute, and on close) */
   recordUses(): Promise<void>
   /** writes down when keys were last used, and stops */
@@ -118,6 +121,14 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
     return row.id
   }
 
+  function known(digest: string): number | undefined {
+    if (changes.changed()) forget()
+    // Looked up by hash: equal hashes mean equal keys, and timing reveals nothing of the key.
+    const id = cached.get(digest)
+    if (id !== undefined) used.set(id, Date.now())
+    return id
+  }
+
   return {
     issue: (name) => insert(sql, name),
 
@@ -146,14 +157,9 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
       return row === undefined ? 'not found' : 'already revoked'
     },
 
-    authenticate(digest) {
-      if (changes.changed()) forget()
-      // Looked up by hash: equal hashes mean equal keys, and timing reveals nothing of the key.
-      const id = cached.get(digest)
-      if (id === undefined) return lookUp(digest)
-      used.set(id, Date.now())
-      return id
-    },
+    authenticate: (digest) => known(digest) ?? lookUp(digest),
+
+    known,
 
     recordUses,
 

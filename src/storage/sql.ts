@@ -142,18 +142,42 @@ export function sqliteSql(connection: SQLite.Database): Sql {
   }
 }
 
-/** PostgreSQL error classes and codes that say "not now": connection exceptions (08), too many
- * connections and disk full (53), the server shutting down or starting (57P01–57P03), a
- * statement cancelled by statement_timeout (57014), cannot connect now. */
-const postgresTransient = /^(08|53|57P0[1-3]|57014)/
+/**
+ * PostgreSQL errors that are faults of the database, not of the service: a 503 (the client may
+ * retry, the operator is told the cause) rather than a 500 (a bug, reported with its stack). The
+ * test: could the very statement that failed succeed later, unchanged, once the database or its
+ * operator has put things right? Then the fault is the database's. By SQLSTATE:
+ * - the database cannot be reached or cannot serve now: 08 (connection exceptions), 53
+ *   (insufficient resources: disk full, out of memory, too many connections), 57 (operator
+ *   intervention: statement_timeout or a cancel 57014, shutting down 57P01-57P02, starting up
+ *   57P03, its database dropped under the session 57P04, idle session timeout 57P05), 58
+ *   (system errors outside PostgreSQL: I/O), XX (PostgreSQL's own failures: corruption);
+ * - the database refuses us, by a decision of its operator, over a statement that worked
+ *   before: 28 (invalid authorization: the role made NOLOGIN, its password changed, pg_hba),
+ *   3D000 (the database does not exist: dropped, renamed), 42501 (insufficient privilege: a
+ *   grant revoked), 25006 (read-only transaction: a standby, after a failover);
+ * - whatever the server ends the session with (severity FATAL or PANIC: refused connections,
+ *   such as a database that does not accept connections, 55000 then) is about the session,
+ *   never the statement.
+ * Everything else is the statement's fault, so ours: 42 but 42501 (syntax, an undefined table
+ * or column: code and schema disagree), 22 (data exceptions), 23 (a constraint our code does not
+ * expect), 40 (serialization failures and deadlocks, which our transactions are written never to
+ * meet), 55 at a statement's level (currval before nextval)...: a 500.
+ */
+const postgresUnavailable = /^(08|53|57|58|XX|28|3D000$|42501$|25006$)/
 /** Node's socket errors, and pg's own words for a connection that failed or timed out. */
 const networkTransient = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/
 const pgTransientMessages = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/
 
-function classifyPostgres(error: Error): Error {
-  const code = (error as { code?: string }).code ?? ''
-  const transient = postgresTransient.test(code) || networkTransient.test(code) || pgTransientMessages.test(error.message)
-  return transient ? new StorageUnavailable(error) : error
+export function classifyPostgres(error: Error): Error {
+  const { code = '', severity } = error as { code?: string; severity?: string }
+  const unavailable =
+    postgresUnavailable.test(code) ||
+    severity === 'FATAL' ||
+    severity === 'PANIC' ||
+    networkTransient.test(code) ||
+    pgTransientMessages.test(error.message)
+  return unavailable ? new StorageUnavailable(error) : error
 }
 
 /** How often the answers a statement waits for are looked over, as a share of their bound. */

@@ -1,7 +1,8 @@
 /**
  * The contract, checked from the outside: every response a test receives is compared with
- * openapi.yaml (documented status, media type, body schema, documented headers). Schemas are
- * compiled here from the YAML itself, independently of generated/.
+ * openapi.yaml (documented status, media type, body schema, documented headers, each header's
+ * value against its schema). Schemas are compiled here from the YAML itself, independently of
+ * generated/.
  */
 import { Ajv } from 'ajv'
 import formats from 'ajv-formats'
@@ -61,9 +62,13 @@ export function contractViolations(response: ObservedResponse): string[] {
   const definition = deref<OpenAPIV3.ResponseObject>(document, documented)
 
   for (const [name, header] of Object.entries(definition.headers ?? {})) {
-    if (deref<OpenAPIV3.HeaderObject>(document, header).required && response.headers[name.toLowerCase()] === undefined) {
-      problems.push(`header ${name} is documented as required but missing`)
+    const value = response.headers[name.toLowerCase()]
+    if (value === undefined) {
+      if (deref<OpenAPIV3.HeaderObject>(document, header).required) problems.push(`header ${name} is documented as required but missing`)
+      continue
     }
+    const schemaPointer = `${'$ref' in header ? header.$ref : `${location}/headers/${pointer(name)}`}/schema`
+    problems.push(...headerViolations(name, value, schemaPointer))
   }
   const documentedHeaders = new Set(Object.keys(definition.headers ?? {}).map((name) => name.toLowerCase()))
   for (const name of Object.keys(response.headers)) {
@@ -75,6 +80,16 @@ export function contractViolations(response: ObservedResponse): string[] {
   const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!
   if (!mediaTypes.includes(mediaType)) return [...problems, `media type ${mediaType} is not one of ${mediaTypes.join(', ')}`]
   return [...problems, ...bodyViolations(response, `${location}/content/${pointer(mediaType)}/schema`)]
+}
+
+/** What is wrong with a header's value, as its schema sees it: the text, or the number or
+ * boolean it spells when the schema's type is one (a header is text on the wire). */
+function headerViolations(name: string, value: string | string[] | number, schemaPointer: string): string[] {
+  const validate = ajv.getSchema(`openapi${schemaPointer}`)!
+  const text = Array.isArray(value) ? value.join(', ') : String(value)
+  const { type } = deref<OpenAPIV3.SchemaObject>(document, validate.schema as OpenAPIV3.SchemaObject)
+  const typed = (type === 'integer' || type === 'number') && /^-?[0-9]+(\.[0-9]+)?$/.test(text) ? Number(text) : type === 'boolean' && /^(true|false)$/.test(text) ? text === 'true' : text
+  return validate(typed) ? [] : (validate.errors ?? []).map((error) => `header ${name} ${JSON.stringify(text)} ${error.message}`)
 }
 
 function bodyViolations(response: ObservedResponse, schemaPointer: string): string[] {

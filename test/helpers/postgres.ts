@@ -8,8 +8,8 @@ import type { Test } from 'tap'
 /** The server and an administrative database on it; the test databases are made beside it. */
 export const adminUrl = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 })
+async function admin<T>(work: (client: pg.Client) => Promise<T>, url = adminUrl): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
   await client.connect()
   try {
     return await work(client)
@@ -37,6 +37,42 @@ export async function freshPostgres(t: Test): Promise<string> {
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return url.toString()
+}
+
+/** A database of this test's own, owned by a login role of its own: what an operator can take
+ * away from a server (its login, its privileges, its database) without touching other tests. */
+export interface OwnRole {
+  /** the role and its database */
+  name: string
+  /** the URL the server connects with, as the role */
+  url: string
+  /** runs SQL as the superuser, in the role's database (`inDatabase`) or the administrative one */
+  asAdmin(text: string, options?: { inDatabase?: boolean }): Promise<pg.QueryResult>
+}
+
+export async function freshRole(t: Test): Promise<OwnRole> {
+  const name = `petstore_role_${randomBytes(6).toString('hex')}`
+  await admin(async (client) => {
+    await client.query(`create role ${name} login`)
+    await client.query(`create database ${name} owner ${name}`)
+  })
+  t.teardown(() =>
+    admin(async (client) => {
+      await client.query(`drop database if exists ${name} with (force)`)
+      await client.query(`drop role if exists ${name}`)
+    }),
+  )
+  const url = new URL(adminUrl)
+  url.username = name
+  url.password = ''
+  url.pathname = `/${name}`
+  const inDatabase = new URL(adminUrl)
+  inDatabase.pathname = `/${name}`
+  return {
+    name,
+    url: url.toString(),
+    asAdmin: (text, options = {}) => admin((client) => client.query(text), options.inDatabase ? inDatabase.toString() : adminUrl),
+  }
 }
 
 /** Runs SQL against a test database, outside the app. */
