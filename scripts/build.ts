@@ -66,7 +66,7 @@ const precompiledSpecValidator: Plugin = {
   },
 }
 
-const common: BuildOptions = { absWorkingDir: projectRoot, bundle: true, platform: 'node', target: 'node20', logLevel: 'warning' }
+const common: BuildOptions = { absWorkingDir: projectRoot, bundle: true, platform: 'node', target: 'node22', logLevel: 'warning' }
 
 export async function buildServer(outDir = join(projectRoot, 'dist')) {
   const bundle = join(outDir, 'src', 'server.bundle.cjs')
@@ -105,12 +105,17 @@ export async function buildServer(outDir = join(projectRoot, 'dist')) {
   await warmUp(join(outDir, 'src', 'server.js'))
 }
 
-/** One start of the built server (`entry`) and one request, on a scratch SQLite file: it writes
- * its code cache as it exits. Bounded: a server silent for a minute is killed. */
+/**
+ * One start of the built server (`entry`) and one request, on a scratch SQLite file: it writes
+ * its code cache as it exits. Bounded: a server silent for a minute is killed. The server gets
+ * these settings and no other: a build does not depend on the environment it runs in (the
+ * user's REDIS_URL, METRICS_PORT or a bad setting are for the start that follows, which
+ * reports them).
+ */
 export async function warmUp(entry: string) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-build-'))
   const key = randomBytes(16).toString('hex')
-  const env = { ...process.env, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', API_KEYS: key, DATABASE_URL: `sqlite:${join(dir, 'warm-up.db')}` }
+  const env = { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', API_KEYS: key, DATABASE_URL: `sqlite:${join(dir, 'warm-up.db')}` }
   const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = once(child, 'exit')
   const bound = setTimeout(() => child.kill('SIGKILL'), 60_000)
@@ -137,8 +142,15 @@ async function listeningAt(output: Readable): Promise<string> {
     if (url !== undefined) return url
     lines.push(line)
   }
-  throw new Error(`the built server ended before it listened:\n${lines.join('\n')}`)
+  throw new Error(`the built server ended before it listened${lines.length > 0 ? `:\n${lines.join('\n')}` : ' (its words above)'}`)
 }
 
-// (an argument is where to build instead of dist/)
-if (process.argv[1] === import.meta.filename) await buildServer(...process.argv.slice(2, 3).map((dir) => resolve(dir)))
+// (an argument is where to build instead of dist/). A failure is said in words, without a
+// stack: what the built server said, when it did not start (better-sqlite3 built for another
+// Node.js, say), is what to act on.
+if (process.argv[1] === import.meta.filename) {
+  await buildServer(...process.argv.slice(2, 3).map((dir) => resolve(dir))).catch((error: Error) => {
+    console.error(`build: ${error.message}`)
+    process.exit(1)
+  })
+}

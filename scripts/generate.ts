@@ -48,7 +48,7 @@ export async function generate(outDir: string = generatedDir): Promise<Generated
   // (parsed anew, never taken from generated/)
   const contract = loadContract(specPath, false)
   const files = new Map<string, string>()
-  files.set('api.ts', header + astToString(await openapiTS(contract.source)))
+  files.set('api.ts', await apiTypes(contract.source))
   files.set('query-defaults.ts', header + queryDefaults(contract))
   files.set('body-defaults.ts', header + bodyDefaults(contract))
   files.set(parsedSpecModule, header + parsedSpec(contract))
@@ -80,6 +80,11 @@ export async function generate(outDir: string = generatedDir): Promise<Generated
     changed.push(name)
   }
   return { files: [...files.keys()].sort(), changed: changed.sort() }
+}
+
+/** generated/api.ts: the TypeScript types of a whole OpenAPI document (openapi-typescript). */
+export async function apiTypes(source: string): Promise<string> {
+  return header + astToString(await openapiTS(source))
 }
 
 /** The files below `dir`, relative to it, sorted. */

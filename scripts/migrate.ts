@@ -16,7 +16,9 @@ async function main() {
     for (const name of applied) console.log(`applied ${name}`)
     console.log(`${database.description} is up to date${applied.length === 0 ? '; nothing to apply' : ''}`)
   } finally {
-    await database.db.destroy()
+    // every pool the database holds (the requests' and the migrations'): an idle connection
+    // left open would keep the process alive until it times out
+    await database.close()
   }
 }
 

@@ -2,7 +2,7 @@
  * The entry point of the built server (`node dist/src/server.js`; scripts/build.ts): it runs
  * the bundle of src/server.ts (dist/src/server.bundle.cjs) with V8's code cache, so that a
  * start does not parse and compile the same 2 MB of JavaScript again (about a quarter of the
- * start-up's CPU time; Node 20 has no compile cache of its own for modules).
+ * start-up's CPU time).
  *
  * The cache (server.bundle.cjs.cache) holds the code compiled during a whole run: the build
  * makes it with one start and one request. Should V8 refuse it (another Node or V8 version), or

@@ -164,6 +164,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const raw: object = { ...env }
   if (!validator(raw)) throw new ConfigError(`invalid configuration: ${describe(validator.errors as AjvError[])}`)
   const config = raw as Static<typeof configSchema>
+  if (config.METRICS_PORT === config.PORT && config.PORT !== 0) {
+    throw new ConfigError(`invalid configuration: METRICS_PORT must not be PORT (${config.PORT}): the metrics have a port of their own`)
+  }
   return { ...config, API_KEYS: list(config.API_KEYS), CORS_ORIGINS: list(config.CORS_ORIGINS), TRUST_PROXY: list(config.TRUST_PROXY) }
 }
 

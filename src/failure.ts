@@ -2,9 +2,13 @@ import { ConfigError } from './config.js'
 import { DatabaseConfigError } from './storage/index.js'
 import { MigrationError } from './storage/migrations.js'
 
+/** The system calls of listening whose failures a setting causes: a port in use or not
+ * allowed, an address not of this host (listen), a host name that does not resolve. */
+const listenCalls = new Set(['listen', 'getaddrinfo'])
+
 /**
  * How a command reports the failure that ends it: a bad setting or environment (configuration,
- * database, migration, a port that cannot be bound) in one line, `<command>: <message>`;
+ * database, migration, a port or host that cannot be had) in one line, `<command>: <message>`;
  * anything else is a bug, reported whole, with its stack.
  */
 export function reportFailure(command: string, error: Error): void {
@@ -12,6 +16,6 @@ export function reportFailure(command: string, error: Error): void {
     error instanceof ConfigError ||
     error instanceof DatabaseConfigError ||
     error instanceof MigrationError ||
-    (error as NodeJS.ErrnoException).syscall === 'listen'
+    listenCalls.has((error as NodeJS.ErrnoException).syscall ?? '')
   console.error(known ? `${command}: ${error.message}` : error)
 }

@@ -1,18 +1,37 @@
 import closeWithGrace from 'close-with-grace'
+import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { issueFirstKey } from './auth/first-key.js'
 import { loadConfig } from './config.js'
 import { reportFailure } from './failure.js'
 import { logDestination } from './log-destination.js'
-import { drain } from './shutdown.js'
+import { drain, onStopSignals, stopSignals } from './shutdown.js'
 
 /**
  * Signals that close-with-grace would take for a request to shut down, and that are not: a
  * fault (SIGBUS, SIGSEGV, SIGILL, SIGFPE, SIGABRT, SIGTRAP) must end the process as the kernel
  * meant, with a non-zero status a supervisor restarts it for, never with a clean exit 0;
- * SIGHUP, SIGQUIT and SIGUSR2 keep their default meaning too. Only SIGTERM and SIGINT drain.
+ * SIGHUP, SIGQUIT and SIGUSR2 keep their default meaning too. Only SIGTERM and SIGINT drain,
+ * and onStopSignals, not close-with-grace, listens for them (it tells a repeat from a second
+ * request).
  */
 const notShutdownSignals = ['SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV', 'SIGUSR2'] as const
+
+/**
+ * Listens, and returns the URL. Fastify logs a line of its own as it listens ("Server listening
+ * at", one per interface for 0.0.0.0) and has no option to leave it out: the server's one line,
+ * with the URL and the store, comes once the first key is shown. A port or host it cannot have
+ * is said in one line that names the variables.
+ */
+async function listen(app: FastifyInstance, port: number, host: string): Promise<string> {
+  await app.ready()
+  const level = app.log.level
+  app.log.level = 'silent'
+  const listening = app.listen({ port, host }).finally(() => (app.log.level = level))
+  return listening.catch((error: Error) => {
+    throw Object.assign(error, { message: `API listener (HOST, PORT): ${error.message}` })
+  })
+}
 
 /** The process: configuration, listening, first key, graceful shutdown. Nothing else. */
 async function main() {
@@ -20,26 +39,35 @@ async function main() {
   const log = logDestination(config.LOG_BUFFER_BYTES)
   const app = await buildApp({ ...config, logger: { stream: log } })
   log.onDrop(() => app.metrics.logLineDropped())
-  closeWithGrace(
+  const shutdown = closeWithGrace(
     {
       delay: config.SHUTDOWN_GRACE_MS,
-      skip: [...notShutdownSignals],
-      // its own words (a second signal, the grace period over) go to the log as JSON too
+      skip: [...notShutdownSignals, ...stopSignals],
+      // its own words (the grace period over) go to the log as JSON too
       logger: { error: (message: unknown) => app.log.error(String(message)) },
     },
-    async ({ signal, err }) => {
+    async ({ err }) => {
       if (err) app.log.error({ err }, 'shutting down after an error')
-      else app.log.info({ signal }, 'shutting down')
       await drain(app, config.SHUTDOWN_GRACE_MS)
     },
   )
+  onStopSignals({
+    stop(signal) {
+      app.log.info({ signal }, 'shutting down')
+      void shutdown.close()
+    },
+    force(signal) {
+      app.log.error({ signal }, `second ${signal}, exiting at once`)
+      process.exit(1)
+    },
+  })
   // First, so that a port it cannot have stops the start before the API listens. It closes
   // with the app, after the requests in flight are answered.
   if (config.METRICS_PORT !== undefined) {
     const metricsUrl = await app.metrics.listen({ port: config.METRICS_PORT, host: config.METRICS_HOST })
     app.log.info({ metricsUrl }, `metrics at ${metricsUrl}`)
   }
-  const url = await app.listen({ port: config.PORT, host: config.HOST })
+  const url = await listen(app, config.PORT, config.HOST)
   // After listening: the key is shown with the URL, and is not created for a server that failed to start.
   if (config.API_KEYS.length === 0) await issueFirstKey(app, url)
   app.log.info({ url, storage: app.storage.description }, `listening on ${url}`)

@@ -9,6 +9,35 @@ export const settleMs = 500
 /** Requests still unfinished this long before the grace period ends are cut. */
 const cutBeforeEndMs = 1_000
 
+/** The signals that ask the server to stop: it drains. */
+export const stopSignals = ['SIGTERM', 'SIGINT'] as const
+export type StopSignal = (typeof stopSignals)[number]
+
+/**
+ * A stop signal this soon after the first is the same request, delivered twice: under `npm
+ * start`, one Ctrl-C reaches the server from the terminal (which signals the whole foreground
+ * process group) and again from npm (which forwards it to its script), a few milliseconds
+ * apart. Long enough for a busy machine, short enough that a person who presses again means it.
+ */
+export const repeatWithinMs = 1_000
+
+/**
+ * Calls `stop` on the first SIGTERM or SIGINT, and `force` on one that comes `repeatWithinMs`
+ * or more after it (someone who will not wait for the drain); a signal in between is the
+ * first one again, and ignored.
+ */
+export function onStopSignals({ stop, force }: { stop: (signal: StopSignal) => void; force: (signal: StopSignal) => void }): void {
+  let firstAt: number | undefined
+  for (const signal of stopSignals) {
+    process.on(signal, () => {
+      if (firstAt === undefined) {
+        firstAt = Date.now()
+        stop(signal)
+      } else if (Date.now() - firstAt >= repeatWithinMs) force(signal)
+    })
+  }
+}
+
 /**
  * Stops the service within `graceMs` without dropping what it accepted: no new connection is
  * accepted; every answer from now on says `Connection: close`, those of the requests in flight

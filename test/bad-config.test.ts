@@ -2,14 +2,17 @@
  * A database the server cannot use: it says so in one line on stderr, `petstore: ` and what is
  * wrong, and exits 1, without a stack trace, whatever the cause.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
+import { projectRoot } from '../src/paths.js'
 import { databaseTimeoutMs, DatabaseConfigError, parseDatabaseUrl } from '../src/storage/database.js'
+import { sqliteProblem } from '../src/storage/sqlite.js'
+import { testKey } from './helpers/app.js'
 import { adminUrl, postgresMissing } from './helpers/postgres.js'
-import { run } from './helpers/processes.js'
+import { run, startServer } from './helpers/processes.js'
 
 // Each case starts a server process (seconds under the TypeScript loader): they run side by side.
 t.jobs = 4
@@ -109,7 +112,45 @@ t.test('a SQLite file in a place where no file can be created', async (t) => {
 t.test('a SQLite path whose folder cannot be made: a file is in the way', async (t) => {
   const file = join(tempDir(t), 'notes.txt')
   writeFileSync(file, 'a file, not a folder\n')
-  await failsInOneLine(t, `sqlite:${file}/pets.db`, /^petstore: cannot open SQLite .+notes\.txt\/pets\.db: E(EXIST|NOTDIR): [^\n]*, mkdir '.+notes\.txt'\n$/)
+  await failsInOneLine(t, `sqlite:${file}/pets.db`, /^petstore: cannot open SQLite .+notes\.txt\/pets\.db: .+notes\.txt is a file, not a folder\n$/)
+})
+
+t.test('a SQLite path whose folder cannot be made for another reason: the reason', async (t) => {
+  const file = join(tempDir(t), 'x'.repeat(300), 'pets.db')
+  await failsInOneLine(t, `sqlite:${file}`, /^petstore: cannot open SQLite .+\/pets\.db: ENAMETOOLONG: name too long, mkdir '.+'\n$/)
+})
+
+t.test('a SQLite path in a folder whose parent does not exist (a typo): reported, nothing made', async (t) => {
+  const dir = tempDir(t)
+  const file = join(dir, 'petstre', 'data', 'pets.db')
+  await failsInOneLine(t, `sqlite:${file}`, new RegExp(`^petstore: cannot open SQLite ${file}: folder ${join(dir, 'petstre')} does not exist\\n$`))
+  t.notOk(existsSync(join(dir, 'petstre')), 'no folder was made')
+})
+
+t.test("a SQLite file's own folder is made when missing, and the log names the file by its whole path", async (t) => {
+  const dir = tempDir(t)
+  const file = join(dir, 'data', 'pets.db')
+  // given relative to the working folder (the project's), as ./data/petstore.db is by default
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${relative(projectRoot, file)}`, API_KEYS: testKey })
+  t.ok(existsSync(file), 'data/ and the file were made')
+  t.match(server.stdout(), `"storage":"SQLite ${file}","msg":"listening on ${server.url}"`)
+  t.equal(server.stdout().match(/listening/gi)?.length, 1, 'one line says where it listens')
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+})
+
+t.test('better-sqlite3 built for another Node.js: one line that says what to do', async (t) => {
+  // Node's own message, as it loads the addon of a node_modules installed with Node 20 under Node 22
+  const loadError = new Error(
+    "The module '/srv/petstore/node_modules/better-sqlite3/build/Release/better_sqlite3.node'\n" +
+      'was compiled against a different Node.js version using\nNODE_MODULE_VERSION 115. This version of Node.js requires\n' +
+      'NODE_MODULE_VERSION 127. Please try re-compiling or re-installing\nthe module (for instance, using `npm rebuild` or `npm install`).',
+  )
+  t.equal(
+    sqliteProblem('/tmp/any.db', loadError),
+    `better-sqlite3 was built for another Node.js (NODE_MODULE_VERSION 115; Node.js ${process.version} needs 127): run npm rebuild with the Node.js that runs the server`,
+  )
+  t.equal(sqliteProblem('/tmp/any.db', new TypeError('something else')), 'cannot open SQLite /tmp/any.db: something else', 'anything else is said as it is')
 })
 
 t.test('a SQLite path to a file that is not a database', async (t) => {

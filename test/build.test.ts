@@ -77,6 +77,16 @@ t.test('a code cache V8 refuses is only slower: the bundle is compiled, the cach
 t.test('a build whose server does not start, answer or stop cleanly fails, saying which', async (t) => {
   const fixture = (name: string) => join(projectRoot, 'test', 'fixtures', 'warm-up', `${name}.mjs`)
   await t.rejects(warmUp(fixture('exits-at-once')), /the built server ended before it listened:\nstarting/)
+  await t.rejects(warmUp(fixture('exits-silently')), /^the built server ended before it listened \(its words above\)$/)
   await t.rejects(warmUp(fixture('answers-500')), /the built server answered 500/)
   await t.rejects(warmUp(fixture('exits-3')), /the built server exited with 3/)
+})
+
+t.test('a build that fails says so in words, without a stack', async (t) => {
+  // (esbuild cannot write below /proc)
+  const { code, stderr } = await run(t, 'scripts/build.ts', ['/proc/petstore-build'])
+  t.equal(code, 1)
+  // (after esbuild's own words about it)
+  t.match(stderr, /\nbuild: Build failed with \d+ errors?:\n/)
+  t.notMatch(stderr, /\n\s+at /, 'no stack trace')
 })

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { describeValidation, errorStatus, unavailableLog } from '../src/errors.js'
+import { errorStatus } from '../src/errors.js'
+import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
 import { loadContract } from '../src/contract/spec.js'
 import { build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'

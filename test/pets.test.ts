@@ -171,10 +171,24 @@ t.test('getPet answers 404 not_found for an unknown id and 400 for an id that ca
 
 t.test('unknown paths are 404 not_found; a known path with another method is 405 with Allow', async (t) => {
   const app = await build(t)
-  for (const url of ['/', '/v2/pets', '/v1/pets/1/owner', '/v1/cats']) {
+  for (const url of ['/v2/pets', '/v1/pets/1/owner', '/v1/cats', '/docs']) {
     const response = await call(t, app, { url })
     t.strictSame(response.json, { code: 'not_found', message: `No route GET ${url}`, status: 404 }, url)
   }
+  // the root, where a person looks first, says where to go (and HEAD is a 404 too, without a body)
+  for (const url of ['/', '/?page=1']) {
+    const root = await call(t, app, { url, key: null })
+    t.strictSame(
+      root.json,
+      {
+        code: 'not_found',
+        message: 'No route GET /: the API is under /v1; its documentation is at /v1/docs/ and its contract at /v1/openapi.yaml',
+        status: 404,
+      },
+      url,
+    )
+  }
+  t.equal((await call(t, app, { method: 'HEAD', url: '/', key: null })).status, 404)
   for (const [method, url, allow] of [
     ['DELETE', '/v1/pets/1', 'GET, HEAD'],
     ['PUT', '/v1/pets?limit=1', 'GET, HEAD, POST'],

@@ -3,15 +3,18 @@
  * `npm run migrate`, `npm run keys`, `npm start`. It runs in a copy of the project: the files
  * git knows, and node_modules pruned by npm itself of every dev dependency (what
  * `npm ci --omit=dev` installs, without a network install or a native build), so tsx, tap and
- * TypeScript are gone and nothing can quietly lean on them.
+ * TypeScript are gone and nothing can quietly lean on them. Then `npm start` as a newcomer
+ * meets it: a bad setting, Ctrl-C, a Node.js other than the one that installed node_modules.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { type AddressInfo, connect, createServer } from 'node:net'
+import { delimiter, dirname, join } from 'node:path'
 import t, { type Test } from 'tap'
 import { projectRoot } from '../src/paths.js'
+import { sleep } from './helpers/concurrency.js'
 import { within } from './helpers/processes.js'
 
 /** Our environment less what npm and tap put in it for this test run: the commands must
@@ -72,12 +75,32 @@ function productionCopy(t: Test): string {
   return dir
 }
 
-// npm prune and eight npm processes: more time than a test file's default on a busy machine
-t.setTimeout(360_000)
+// npm prune and some twenty npm processes, one after the other: more time than a test file's
+// default on a busy machine
+t.setTimeout(600_000)
+
+/** The pruned copy, made once for every test of this file (they run one after the other). */
+let dir = ''
+let pruned: { code: number | null; stderr: string }
+t.before(async () => {
+  dir = productionCopy(t)
+  pruned = await npmRun(t, dir, ['prune', '--omit=dev', '--offline', '--no-audit', '--no-fund'])
+})
+
+/** `npm start` in the copy until it logs its URL (or ends: the URL is then undefined). */
+async function npmStart(t: Test, env: Record<string, string>) {
+  const server = npm(t, dir, ['start'], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env })
+  const url = await within(120_000, (async () => {
+    for (;;) {
+      const found = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]
+      if (found !== undefined || server.child.exitCode !== null) return found
+      await sleep(50)
+    }
+  })())
+  return { ...server, url }
+}
 
 t.test('npm ci --omit=dev, then build, migrate, keys and start: a real authenticated answer, no tsx', async (t) => {
-  const dir = productionCopy(t)
-  const pruned = await npmRun(t, dir, ['prune', '--omit=dev', '--offline', '--no-audit', '--no-fund'])
   t.equal(pruned.code, 0, pruned.stderr)
   const installed = (name: string) => existsSync(join(dir, 'node_modules', name, 'package.json'))
   const { devDependencies } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }
@@ -105,15 +128,8 @@ t.test('npm ci --omit=dev, then build, migrate, keys and start: a real authentic
   t.equal(listed.code, 0, listed.stderr)
   t.match(listed.stdout, new RegExp(`^id +name +prefix .*\\n1 +production +${key.slice(0, 12)} `))
 
-  const server = npm(t, dir, ['start'], { ...database, HOST: '127.0.0.1', PORT: '0', API_KEYS: '', LOG_LEVEL: 'info' })
-  const url = await within(120_000, (async () => {
-    for (;;) {
-      const found = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]
-      if (found !== undefined) return found
-      if (server.child.exitCode !== null) throw new Error(`npm start ended:\n${server.stdout()}`)
-      await new Promise((resolve) => setTimeout(resolve, 50))
-    }
-  })())
+  const server = await npmStart(t, { ...database, API_KEYS: '' })
+  const url = server.url!
   t.match(server.stdout(), /> exec node dist\/src\/server\.js\n/, 'npm start runs the compiled server')
   const call = (path: string, init: RequestInit = {}) => fetch(`${url}${path}`, { ...init, signal: AbortSignal.timeout(10_000) })
   const auth = { authorization: `Bearer ${key}` }
@@ -131,4 +147,75 @@ t.test('npm ci --omit=dev, then build, migrate, keys and start: a real authentic
   const stopped = await within(30_000, server.exited)
   t.equal(stopped.code, 0, 'SIGTERM drains the server and ends it, exit 0')
   t.match(server.stdout(), /"signal":"SIGTERM","msg":"shutting down"/)
+})
+
+t.test('npm run build reads nothing of the environment: not a bad setting, not REDIS_URL, not a METRICS_PORT in use', async (t) => {
+  const held = createServer().listen(0, '127.0.0.1')
+  await within(5_000, once(held, 'listening'))
+  t.teardown(() => held.close())
+  const env = { RATE_LIMIT_PER_KEY: '-1', REDIS_URL: 'redis://127.0.0.1:1', METRICS_PORT: String((held.address() as AddressInfo).port) }
+  const built = await npmRun(t, dir, ['run', '-s', 'build'], env)
+  t.equal(built.code, 0, built.stderr)
+  t.equal(built.stderr, '', 'not a word on stderr')
+})
+
+t.test('npm start with a bad setting: the one line that names it on stderr, exit 1, no stack, no word from the build', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ RATE_LIMIT_PER_KEY: '-1' }, /^petstore: invalid configuration: RATE_LIMIT_PER_KEY must be >= 1\n$/],
+    [{ CORS_ORIGINS: 'foo' }, /^petstore: invalid configuration: CORS_ORIGINS must be comma-separated origins/],
+    [{ TRUST_PROXY: 'x' }, /^petstore: invalid configuration: TRUST_PROXY must be comma-separated IP addresses/],
+    [{ REDIS_URL: 'http://x' }, /^petstore: invalid configuration: REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL\n$/],
+    [{ METRICS_PORT: 'abc' }, /^petstore: invalid configuration: METRICS_PORT must be integer\n$/],
+    [{ HOST: 'not-a-host.invalid' }, /^petstore: API listener \(HOST, PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/],
+  ]
+  for (const [env, message] of cases) {
+    const started = await npmStart(t, { API_KEYS: 'bad-config-key', DATABASE_URL: 'sqlite::memory:', ...env })
+    const { code, stdout, stderr } = await within(30_000, started.exited)
+    t.equal(code, 1, JSON.stringify(env))
+    t.match(stderr, message, JSON.stringify(env))
+    t.equal(stderr.split('\n').length, 2, 'one line')
+    t.notMatch(stdout, /listening/)
+  }
+})
+
+t.test('Ctrl-C on npm start (the terminal signals the whole process group, and npm forwards it): one graceful stop, exit 0', async (t) => {
+  const server = await npmStart(t, { API_KEYS: 'ctrl-c-key', DATABASE_URL: `sqlite:${join(dir, 'data', 'ctrl-c.db')}` })
+  // a request in flight: the drain lasts until it is answered
+  const stalled = connect(Number(new URL(server.url!).port), '127.0.0.1')
+  let answer = ''
+  stalled.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk))
+  const body = JSON.stringify({ name: 'Late', categoryId: 1 })
+  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ctrl-c-key\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`)
+  await sleep(300)
+  // what a terminal does on Ctrl-C: SIGINT to every process of the foreground group (npm's)
+  process.kill(-server.child.pid!, 'SIGINT')
+  await sleep(500)
+  t.equal(server.child.exitCode, null, 'still draining: a delivery of the same Ctrl-C twice did not end it')
+  stalled.end(body.slice(1))
+  const stopped = await within(30_000, server.exited)
+  t.equal(stopped.code, 0, 'exit 0')
+  t.match(answer, /^HTTP\/1\.1 201 Created\r\n/, 'the request in flight was answered')
+  t.equal(server.stdout().match(/"msg":"shutting down"/g)?.length, 1, 'one stop')
+  t.notMatch(server.stdout(), /second SIGINT/)
+})
+
+/** A Node.js of another ABI than this one (OTHER_NODE, as CI sets it), or why there is none. */
+function otherNode(): { node?: string; skip?: string } {
+  const node = process.env.OTHER_NODE
+  if (!node) return { skip: 'set OTHER_NODE to the node binary of another major version (CI does)' }
+  const abi = execFileSync(node, ['-p', 'process.versions.modules'], { encoding: 'utf8' }).trim()
+  if (abi === process.versions.modules) return { skip: `OTHER_NODE has this Node.js's ABI (${abi})` }
+  return { node }
+}
+
+const other = otherNode()
+t.test('npm start under another Node.js than the one node_modules was installed with: one line that says what to do', { skip: other.skip ?? false }, async (t) => {
+  const path = `${dirname(other.node!)}${delimiter}${process.env.PATH}`
+  const started = await npmRun(t, dir, ['start'], { PATH: path, API_KEYS: 'other-node-key', DATABASE_URL: 'sqlite::memory:', PORT: '0' })
+  t.equal(started.code, 1)
+  t.match(
+    started.stderr,
+    /^petstore: better-sqlite3 was built for another Node\.js \(NODE_MODULE_VERSION \d+; Node\.js v[\d.]+ needs \d+\): run npm rebuild with the Node\.js that runs the server\n/,
+  )
+  t.notMatch(started.stderr, /\n\s+at /, 'no stack trace')
 })

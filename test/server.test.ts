@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { mkdtempSync, writeFileSync } from 'node:fs'
-import { type AddressInfo, createServer } from 'node:net'
+import { type AddressInfo, connect, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -8,6 +8,7 @@ import SQLite from 'better-sqlite3'
 import t from 'tap'
 import { openStorage } from '../src/storage/index.js'
 import { testKey } from './helpers/app.js'
+import { sleep } from './helpers/concurrency.js'
 import { run, startServer, within } from './helpers/processes.js'
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'petstore-server-'))
@@ -22,6 +23,7 @@ t.test('the server logs its URL, answers, and on SIGTERM finishes and exits 0', 
   t.equal(code, 0)
   t.match(server.stdout(), /"msg":"shutting down"/)
   t.notMatch(server.stdout() + server.stderr(), testKey, 'the key is never logged')
+  t.equal(server.stdout().match(/listening/gi)?.length, 1, 'one line says where it listens (not Fastify\'s too)')
 })
 
 t.test('a log nobody reads: the server goes on answering, holds at most LOG_BUFFER_BYTES of lines, drops and counts the rest', async (t) => {
@@ -50,11 +52,17 @@ t.test('bad configuration: one clear line on stderr, exit 1', async (t) => {
     [{ PORT: '99999' }, /^petstore: invalid configuration: PORT must be <= 65535\n$/],
     [{ LOG_LEVEL: 'loud' }, /^petstore: invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent\n$/],
     [{ DATABASE_URL: 'mysql://localhost/pets' }, /^petstore: DATABASE_URL: unknown scheme "mysql:"/],
+    [{ PORT: '3000', METRICS_PORT: '3000' }, /^petstore: invalid configuration: METRICS_PORT must not be PORT \(3000\): the metrics have a port of their own\n$/],
+    // (port 0, any free port, for both is no conflict)
+    [{ PORT: '0', METRICS_PORT: '0', HOST: 'not-a-host.invalid' }, /^petstore: API listener \(HOST, PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/],
+    [{ METRICS_PORT: '0', METRICS_HOST: 'not-a-host.invalid' }, /^petstore: metrics listener \(METRICS_HOST, METRICS_PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/],
   ]
+  // one after the other: each process costs seconds under the TypeScript loader
   for (const [env, message] of cases) {
-    const { code, stderr } = await run(t, 'src/server.ts', [], env)
+    const { code, stdout, stderr } = await run(t, 'src/server.ts', [], { API_KEYS: testKey, DATABASE_URL: 'sqlite::memory:', ...env })
     t.equal(code, 1, JSON.stringify(env))
     t.match(stderr, message)
+    t.notMatch(stdout, /listening/i, 'it never said it listened')
   }
 })
 
@@ -78,10 +86,10 @@ t.test('a database migrated by a newer version, or a port in use: one clear line
   t.equal(migration.code, 1)
   t.match(migration.stderr, /^petstore: [^\n]*9999_from_a_newer_version[^\n]*\n$/)
   t.equal(listen.code, 1)
-  t.equal(listen.stderr, `petstore: listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`)
+  t.equal(listen.stderr, `petstore: API listener (HOST, PORT): listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`)
 })
 
-t.test('an uncaught error: the server logs it, drains, and exits 1', async (t) => {
+t.test('an uncaught error: the server logs it, drains, and exits 1; a second one during the drain ends it at once', async (t) => {
   const dir = tempDir()
   // A fault put into the process from outside: the server has no way to fail like this on purpose.
   const fault = join(dir, 'throw-on-sigwinch.mjs')
@@ -96,4 +104,18 @@ t.test('an uncaught error: the server logs it, drains, and exits 1', async (t) =
   const { code, stdout } = await within(15_000, server.exited)
   t.equal(code, 1)
   t.match(stdout, /"level":50,[^\n]*"err":\{[^\n]*"message":"an unexpected failure"[^\n]*"msg":"shutting down after an error"/)
+
+  // a request in flight holds the drain; a second failure meanwhile does not wait for it
+  const again = await startServer(t, { ...env, DATABASE_URL: `sqlite:${join(dir, 'again.db')}` })
+  const stalled = connect(Number(new URL(again.url).port), '127.0.0.1')
+  stalled.on('error', () => {})
+  t.teardown(() => stalled.destroy())
+  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{`)
+  await sleep(300)
+  again.child.kill('SIGWINCH')
+  await sleep(300)
+  again.child.kill('SIGWINCH')
+  const second = await within(15_000, again.exited)
+  t.equal(second.code, 1)
+  t.match(second.stdout, /\{[^\n]*"level":50[^\n]*"msg":"second error, exiting"\}\n/, 'said in JSON')
 })

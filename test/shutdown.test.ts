@@ -4,11 +4,11 @@ import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import t from 'tap'
+import t, { type Test } from 'tap'
+import { repeatWithinMs } from '../src/shutdown.js'
 import { testKey } from './helpers/app.js'
 import { startServer, within } from './helpers/processes.js'
 import { sleep } from './helpers/concurrency.js'
-
 
 t.test('on SIGTERM the server stops accepting, finishes the request in flight with Connection: close, closes the database, exits 0 as soon as it is answered', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-shutdown-')), 'pets.db')
@@ -127,18 +127,45 @@ t.test('SIGINT drains as SIGTERM does', async (t) => {
   t.match(server.stdout(), /"signal":"SIGINT","msg":"shutting down"/)
 })
 
-t.test('a second SIGTERM while draining ends the process at once (exit 1), saying so in JSON', async (t) => {
+/** A server with a request in flight that will not finish by itself: its drain lasts. */
+async function drainingServer(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-drain-'))
   const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: testKey, SHUTDOWN_GRACE_MS: '30000' })
   const stalled = connect(Number(new URL(server.url).port), '127.0.0.1')
+  let answer = ''
+  stalled.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk))
   stalled.on('error', () => {})
   t.teardown(() => stalled.destroy())
-  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{`)
+  const body = JSON.stringify({ name: 'In flight', categoryId: 1 })
+  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`)
   await sleep(300)
+  return { server, finish: () => stalled.end(body.slice(1)), answer: () => answer }
+}
+
+t.test('a second SIGTERM or SIGINT, a second or more after the first, ends the process at once (exit 1), saying so in JSON', async (t) => {
+  const { server } = await drainingServer(t)
   server.child.kill('SIGTERM')
-  await sleep(300)
-  server.child.kill('SIGTERM')
-  const { code } = await server.exited
+  await sleep(repeatWithinMs + 200)
+  t.equal(server.child.exitCode, null, 'still draining')
+  server.child.kill('SIGINT')
+  const { code } = await within(10_000, server.exited)
   t.equal(code, 1)
-  t.match(server.stdout(), /\{[^\n]*"level":50[^\n]*"msg":"second SIGTERM, exiting"\}\n/)
+  t.match(server.stdout(), /\{[^\n]*"level":50[^\n]*"signal":"SIGINT","msg":"second SIGINT, exiting at once"\}\n/)
+})
+
+t.test('one Ctrl-C under npm start comes twice (terminal and npm) within milliseconds: one graceful stop, exit 0', async (t) => {
+  const { server, finish, answer } = await drainingServer(t)
+  server.child.kill('SIGINT')
+  await sleep(5)
+  server.child.kill('SIGINT')
+  await sleep(300)
+  server.child.kill('SIGINT')
+  await sleep(300)
+  t.equal(server.child.exitCode, null, 'the repeats changed nothing: it still drains')
+  finish()
+  const { code } = await within(10_000, server.exited)
+  t.equal(code, 0, 'exit 0')
+  t.match(answer(), /^HTTP\/1\.1 201 Created\r\n/, 'the request in flight was answered')
+  t.equal(server.stdout().match(/"msg":"shutting down"/g)?.length, 1, 'one stop')
+  t.notMatch(server.stdout(), /second/)
 })

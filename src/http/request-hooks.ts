@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { Contract } from '../contract/spec.js'
 import { ApiError } from '../errors.js'
 import { protectiveHeaders } from './connections.js'
@@ -27,19 +27,10 @@ export function requestHooks(app: FastifyInstance, contract: Contract): void {
     if (app.draining) reply.header('Connection', 'close')
     // A body this server never reads (a GET's, say) is not read as a request either: the
     // connection closes after the answer. (Refused before it is read, the body of a POST is
-    // the error handler's to see to, see errors.ts.)
+    // the error handler's to see to, see error-handler.ts.)
     if (!readsBody.has(request.method) && declaresBody(request.raw)) closeAfterAnswer(request.raw, reply)
     done(hostProblem(request.raw) ?? undefined)
   })
-}
-
-/**
- * `Expect: 100-continue`: the client waits for a go before it sends its body. An operation that
- * takes a body gives it once the request is authenticated (contract/plugin.ts), so a refused
- * client never sends its body at all.
- */
-export function grantContinue(request: FastifyRequest, reply: FastifyReply): void {
-  if (request.headers.expect?.toLowerCase() === '100-continue' && !reply.raw.headersSent) reply.raw.writeContinue()
 }
 
 /** RFC 9112: an HTTP/1.1 request has exactly one Host header. */

@@ -18,10 +18,9 @@ export function orderHandlers(
 ): HandlersOf<'placeOrder' | 'getOrder' | 'listOrders' | 'updateOrder'> {
   return {
     async placeOrder(request, reply) {
-      const { petId } = request.body
       const key = request.headers['idempotency-key']
       const outcome = await orders.place(
-        petId,
+        request.body,
         key === undefined ? undefined : { principal: request.principal, key, fingerprint: fingerprint(request.body) },
       )
       // (a retry with the key gets the outcome of the first request, answered the same way)

@@ -1,19 +1,12 @@
-import { mkdirSync, statSync } from 'node:fs'
-import { dirname } from 'node:path'
-import SQLite from 'better-sqlite3'
-import {
-  CompiledQuery,
-  type DatabaseConnection,
-  type Generated,
-  Kysely,
-  SqliteAdapter,
-  SqliteDialect,
-  type SqliteDialectConfig,
-  SqliteDriver,
-} from 'kysely'
+/**
+ * What a database is to the rest of the service, whichever it is: its tables, the URL that names
+ * it, and what an open one offers. Opening one is sqlite.ts's or postgres.ts's (both import this
+ * module, never each other), chosen by openDatabase in index.ts.
+ */
+import type { Generated, Kysely } from 'kysely'
 import { configSchema } from '../config.js'
-import { type KeyChanges, sqliteKeyChanges } from './key-changes.js'
-import { type Sql, sqliteSql } from './sql.js'
+import type { KeyChanges } from './key-changes.js'
+import type { Sql } from './sql.js'
 
 /** The tables, as Kysely sees them. Timestamps are Unix milliseconds in both dialects. */
 export interface Tables {
@@ -108,109 +101,3 @@ export interface DatabaseOptions {
 
 /** The default of DatabaseOptions.timeoutMs: DATABASE_TIMEOUT_MS's. */
 export const databaseTimeoutMs = configSchema.properties.DATABASE_TIMEOUT_MS.default
-
-export async function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Promise<Database> {
-  const timeoutMs = options.timeoutMs ?? databaseTimeoutMs
-  if (target.dialect === 'sqlite') return openSqlite(target.file, timeoutMs)
-  // pg, and what it loads as it loads (Node's fetch), only for a server that uses it
-  const { openPostgres } = await import('./postgres.js')
-  return openPostgres(target.url, options.poolSize, timeoutMs)
-}
-
-function openSqlite(file: string, timeoutMs: number): Database {
-  const sqlite = openSqliteFile(file, timeoutMs)
-  // Kysely's driver prepares every query anew; the handful of distinct statements is prepared once.
-  const statements = new Map<string, SQLite.Statement>()
-  const database = {
-    close: () => sqlite.close(),
-    prepare(sql: string) {
-      let statement = statements.get(sql)
-      if (!statement) statements.set(sql, (statement = sqlite.prepare(sql)))
-      return statement
-    },
-  }
-  const db = new Kysely<Tables>({ dialect: new SharedSqliteDialect({ database }) })
-  return {
-    sql: sqliteSql(sqlite),
-    db,
-    dialect: 'sqlite',
-    watchKeyChanges: () => sqliteKeyChanges(sqlite),
-    description: `SQLite ${file}`,
-    close: () => db.destroy(),
-  }
-}
-
-/** The SQLite file, ready for the service: or a DatabaseConfigError saying why it cannot be. */
-function openSqliteFile(file: string, timeoutMs: number): SQLite.Database {
-  let sqlite: SQLite.Database | undefined
-  try {
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
-    sqlite = new SQLite(file)
-    // Another process holding the write lock is waited for, not failed at once.
-    sqlite.pragma(`busy_timeout = ${timeoutMs}`)
-    // WAL: readers never wait for the writer. synchronous=FULL: a commit is on disk (fsync)
-    // before it returns, so a 201 survives a power loss, not only a crash of the process.
-    sqlite.pragma('journal_mode = WAL')
-    sqlite.pragma('synchronous = FULL')
-    // SQLite opens a file it may not write read-only, without a word, and every write would
-    // fail later: a header write now proves the store takes writes.
-    sqlite.pragma(`user_version = ${sqlite.pragma('user_version', { simple: true })}`)
-    return sqlite
-  } catch (error) {
-    sqlite?.close()
-    throw new DatabaseConfigError(`cannot open SQLite ${file}: ${whySqliteFails(file, error as Error)}`)
-  }
-}
-
-/** What to tell the operator: the cause in words, and the SQLite code that names it. */
-function whySqliteFails(file: string, error: Error): string {
-  if (isDirectory(file)) return 'it is a directory, not a file'
-  // (a file-system error, from making the folder, names its code in its message already)
-  const code = (error as { code?: string }).code
-  if (!code?.startsWith('SQLITE_')) return error.message
-  const hint = /^SQLITE_(READONLY|CANTOPEN)/.test(code) ? '; the file and its folder must be writable' : ''
-  return `${error.message} (${code})${hint}`
-}
-
-function isDirectory(path: string): boolean {
-  try {
-    return statSync(path).isDirectory()
-  } catch {
-    return false // not there, or a file where a folder should be: the error itself says which
-  }
-}
-
-/**
- * Kysely's SQLite, fit for a file that several processes open (two servers, or a server and
- * `npm run migrate`):
- * - a transaction takes the write lock when it begins (BEGIN IMMEDIATE), waiting busy_timeout
- *   for another process to finish; a plain BEGIN would read first and then fail with
- *   SQLITE_BUSY when another process had written in between;
- * - migrations run in one transaction, as on PostgreSQL: SQLite's DDL is transactional, but
- *   Kysely assumes it is not and would leave the migrations before a failing one applied.
- */
-class SharedSqliteDialect extends SqliteDialect {
-  readonly #config: SqliteDialectConfig
-  constructor(config: SqliteDialectConfig) {
-    super(config)
-    this.#config = config
-  }
-  override createDriver() {
-    return new ImmediateTransactionsDriver(this.#config)
-  }
-  override createAdapter() {
-    return new TransactionalDdlAdapter()
-  }
-}
-
-class ImmediateTransactionsDriver extends SqliteDriver {
-  override async beginTransaction(connection: DatabaseConnection) {
-    await connection.executeQuery(CompiledQuery.raw('begin immediate'))
-  }
-}
-
-class TransactionalDdlAdapter extends SqliteAdapter {
-  override get supportsTransactionalDdl() {
-    return true
-  }
-}

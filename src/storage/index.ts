@@ -1,5 +1,5 @@
 import { configSchema } from '../config.js'
-import { type Database, DatabaseConfigError, type DatabaseOptions, openDatabase, type PoolStats, parseDatabaseUrl } from './database.js'
+import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
 import { type DeliveryQueue, deliveryQueue } from './deliveries.js'
 import type { GroupCommitStats } from './group-commit.js'
 import { type KeyRepository, keyRepository } from './keys.js'
@@ -7,6 +7,7 @@ import { migrate } from './migrations.js'
 import { type OrderRepository, orderRepository } from './orders.js'
 import { openOutbox } from './outbox.js'
 import { type PetRepository, petRepository } from './pets.js'
+import { openSqlite } from './sqlite.js'
 import { type WebhookRepository, webhookRepository } from './webhooks.js'
 
 export { DatabaseConfigError } from './database.js'
@@ -34,6 +35,15 @@ export interface StorageStats {
   pool?: PoolStats
   /** SQLite: creates grouped into commits (one connection, used synchronously: no pool) */
   commits?: GroupCommitStats
+}
+
+/** The database of `target`, open: SQLite in this process, or a PostgreSQL pool. */
+export async function openDatabase(target: DatabaseTarget, options: DatabaseOptions): Promise<Database> {
+  const timeoutMs = options.timeoutMs ?? databaseTimeoutMs
+  if (target.dialect === 'sqlite') return openSqlite(target.file, timeoutMs)
+  // pg, and what it loads as it loads (Node's fetch), only for a server that uses it
+  const { openPostgres } = await import('./postgres.js')
+  return openPostgres(target.url, options.poolSize, timeoutMs)
 }
 
 /** Opens the database named by `url` and checks that it answers: a wrong host, role or

@@ -1,16 +1,21 @@
 import type { components } from '../../generated/api.js'
 import type { MaybePromise } from '../maybe-async.js'
+import { mapping } from './columns.js'
 import type { Dialect } from './database.js'
 import { transactions } from './group-commit.js'
 import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 import type { Outbox } from './outbox.js'
-import { type PetStatus, petColumns, petOf } from './pets.js'
+import { type PetStatus, petColumns } from './pets.js'
 import { type Sql, type Statements, select } from './sql.js'
 
-export type Order = components['schemas']['Order']
-export type OrderStatus = components['schemas']['OrderStatus']
+type Schemas = components['schemas']
+type OrderSchema = Schemas['Order']
+/** The API's Order (an interface of its own name, for the compiler's messages) */
+export interface Order extends OrderSchema {}
+export type NewOrder = Schemas['NewOrder']
+export type OrderStatus = Schemas['OrderStatus']
 /** The statuses a placed order can move to. */
-export type OrderTarget = components['schemas']['OrderUpdate']['status']
+export type OrderTarget = Schemas['OrderUpdate']['status']
 
 export interface OrderQuery {
   limit: number
@@ -38,7 +43,7 @@ export type Transition =
 export interface OrderRepository {
   /** Orders an available pet, which becomes pending, in one transaction. With an idempotency
    * key: a key used before is answered what it was then (or `reused`, for another body). */
-  place(petId: number, idempotency?: IdempotencyKey): Promise<Placement | { reused: true }>
+  place(order: NewOrder, idempotency?: IdempotencyKey): Promise<Placement | { reused: true }>
   find(id: number): MaybePromise<Order | undefined>
   /** orders in ascending id order */
   list(query: OrderQuery): MaybePromise<Order[]>
@@ -50,29 +55,28 @@ export interface OrderRepository {
   close(): void
 }
 
-const orderColumns = 'id, pet_id, status, placed_at'
-
-/** An order from the values of `orderColumns` (placed_at: ms since the epoch). */
-const orderOf = ([id, petId, status, placedAt]: [number, number, OrderStatus, number]): Order => ({
-  id,
-  petId,
-  status,
-  placedAt: new Date(placedAt).toISOString(),
+/** Each property of the API's Order and the column of `orders` that holds it (see petColumns). */
+export const orderColumns = mapping<Order>('orders', {
+  id: 'id',
+  petId: 'pet_id',
+  status: 'status',
+  // an ISO date to the API, milliseconds since the epoch in the table
+  placedAt: { name: 'placed_at', read: (ms: number) => new Date(ms).toISOString(), write: (iso) => Date.parse(iso) },
 })
 
 // listOrders pages by id: with a status, the (status, id) index serves it; without, the primary key.
-const listAll = select(`select ${orderColumns} from orders where id > $1 order by id limit $2`, orderOf)
-const listByStatus = select(`select ${orderColumns} from orders where status = $1 and id > $2 order by id limit $3`, orderOf)
-const findOne = select(`select ${orderColumns} from orders where id = $1`, orderOf)
+const listAll = select(`select ${orderColumns.list} from orders where id > $1 order by id limit $2`, orderColumns.read)
+const listByStatus = select(`select ${orderColumns.list} from orders where status = $1 and id > $2 order by id limit $3`, orderColumns.read)
+const findOne = select(`select ${orderColumns.list} from orders where id = $1`, orderColumns.read)
+const insertOrder = orderColumns.insert()
 
 // The pet is taken by a conditional update: of two transactions that try at once, the second
 // finds it pending (PostgreSQL re-reads the row once the first commits; SQLite runs them one
 // after the other), changes nothing, and is refused. No read-then-write.
-const takePet = select(`update pets set status = 'pending' where id = $1 and status = 'available' returning ${petColumns}`, petOf)
+const takePet = select(`update pets set status = 'pending' where id = $1 and status = 'available' returning ${petColumns.list}`, petColumns.read)
 const petStatus = 'select status from pets where id = $1'
-const insertOrder = "insert into orders (pet_id, status, placed_at) values ($1, 'placed', $2) returning id"
-const moveOrder = select(`update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns}`, orderOf)
-const setPetStatus = select(`update pets set status = $2 where id = $1 returning ${petColumns}`, petOf)
+const moveOrder = select(`update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns.list}`, orderColumns.read)
+const setPetStatus = select(`update pets set status = $2 where id = $1 returning ${petColumns.list}`, petColumns.read)
 
 /** The pet's status once its order has moved. */
 const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', cancelled: 'available' }
@@ -82,14 +86,14 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox): Ord
   const write = transactions(sql, dialect === 'sqlite')
   const keys = idempotencyKeys<Placement>(sql)
 
-  async function placeIn(tx: Statements, petId: number, placedAt: number): Promise<Placement> {
+  async function placeIn(tx: Statements, order: NewOrder, placedAt: number): Promise<Placement> {
+    const { petId } = order
     const taken = await tx.one(takePet, [petId])
     if (taken === undefined) {
       const pet = await tx.row<{ status: PetStatus }>(petStatus, [petId])
       return pet === undefined ? { missing: { petId } } : { unavailable: { petId, status: pet.status } }
     }
-    const { id } = (await tx.row<{ id: number }>(insertOrder, [petId, placedAt]))!
-    const placed = orderOf([id, petId, 'placed', placedAt])
+    const placed = (await tx.one(insertOrder, orderColumns.values({ ...order, status: 'placed', placedAt: new Date(placedAt).toISOString() })))!
     await outbox.record(tx, [
       { type: 'order.placed', data: placed },
       { type: 'pet.status_changed', data: taken, from: 'available', to: 'pending' },
@@ -98,14 +102,14 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox): Ord
   }
 
   return {
-    place: (petId, idempotency) =>
+    place: (order, idempotency) =>
       write(async (tx) => {
         const now = Date.now()
-        if (idempotency === undefined) return placeIn(tx, petId, now)
+        if (idempotency === undefined) return placeIn(tx, order, now)
         const claim = await keys.claim(tx, idempotency, now)
         if ('kept' in claim) return claim.kept
         if ('reused' in claim) return claim
-        const placement = await placeIn(tx, petId, now)
+        const placement = await placeIn(tx, order, now)
         await keys.keep(tx, idempotency, placement)
         return placement
       }),

@@ -1,0 +1,75 @@
+import { type Select, select } from './sql.js'
+
+/**
+ * A property of an API type, as its table stores it: by the name of its column, when the column
+ * holds the value as it is; or with the conversions, when it holds it in another form (an ISO
+ * date kept as Unix milliseconds).
+ */
+export type Column<Value> =
+  | string
+  | {
+      name: string
+      // (methods: each conversion may take the narrower stored type it knows)
+      read(stored: unknown): Value
+      write(value: Value): unknown
+    }
+
+/**
+ * Every property of `T`, optional ones included, with its column. A property the spec adds to a
+ * generated type and the map lacks is a compile error where the map is written: the storage code
+ * to change (and, with it, the migration that adds the column). Columns of the table that the
+ * API does not show are simply not in the map.
+ */
+export type Columns<T> = { [K in keyof T]-?: Column<Exclude<T[K], undefined>> }
+
+/** What a row is written from: every property of T but the id, which the database numbers. */
+export type Written<T> = Omit<T, 'id'>
+
+/** The SQL of a table that stores T, derived from its Columns, and T from its rows and back. */
+export interface Mapping<T> {
+  /** the columns, in the order of the map: a select list */
+  list: string
+  /** T from the values of a row selected with `list`; a NULL leaves its (optional) property out */
+  read(values: unknown[]): T
+  /** `insert ... returning list`, as a Select: the written properties are $1, $2…, and
+   * `extra` columns the API does not show (an owner, say) follow them; with `onlyIf`, a
+   * condition, the row is inserted (and returned) only when it holds */
+  insert(extra?: readonly string[], onlyIf?: string): Select<T>
+  /** the parameters of `insert` for `row`, before those of the extra columns */
+  values(row: Written<T>): unknown[]
+}
+
+export function mapping<T extends { id: number }>(table: string, columns: Columns<T>): Mapping<T> {
+  const entries = Object.entries(columns) as [string, Column<unknown>][]
+  const keys = entries.map(([key]) => key)
+  const names = entries.map(([, column]) => (typeof column === 'string' ? column : column.name))
+  const readers = entries.map(([, column]) => (typeof column === 'string' ? undefined : column))
+  const written = entries.filter(([key]) => key !== 'id')
+  const list = names.join(', ')
+  const read = (values: unknown[]): T => {
+    const row: Record<string, unknown> = {}
+    for (let i = 0; i < keys.length; i++) {
+      const value = values[i]
+      if (value === null) continue
+      const reader = readers[i]
+      row[keys[i]!] = reader === undefined ? value : reader.read(value)
+    }
+    return row as T
+  }
+  return {
+    list,
+    read,
+    insert(extra = [], onlyIf) {
+      const into = [...written.map(([, column]) => (typeof column === 'string' ? column : column.name)), ...extra]
+      const values = into.map((_, i) => `$${i + 1}`).join(', ')
+      const rows = onlyIf === undefined ? `values (${values})` : `select ${values} where ${onlyIf}`
+      return select(`insert into ${table} (${into.join(', ')}) ${rows} returning ${list}`, read)
+    },
+    values: (row) =>
+      written.map(([key, column]) => {
+        const value = (row as Record<string, unknown>)[key]
+        if (value === undefined) return null
+        return typeof column === 'string' ? value : column.write(value)
+      }),
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * A field the spec adds cannot be dropped on its way to the database unnoticed: the repositories
+ * map every property of the generated Pet and Order to a column (src/storage/columns.ts), and a
+ * property without one fails typecheck at that map. Shown here as the server team meets it: a
+ * copy of openapi.yaml with a new optional field, its types generated as `npm run generate`
+ * makes them, and the storage code compiled against them in a folder of its own (the
+ * repositories and what they import: a small program, not the whole project).
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative } from 'node:path'
+import t from 'tap'
+import ts from 'typescript'
+import { parse } from 'yaml'
+import { apiTypes } from '../scripts/generate.js'
+import { projectRoot } from '../src/paths.js'
+import { mapping } from '../src/storage/columns.js'
+
+const repositories = ['src/storage/pets.ts', 'src/storage/orders.ts']
+
+/** `files` (relative to the project) and every module of the project they import, transitively;
+ * generated/ excepted, which each program brings its own of. */
+function closure(files: string[]): string[] {
+  const found = new Set<string>()
+  const visit = (file: string) => {
+    if (found.has(file)) return
+    found.add(file)
+    const text = readFileSync(join(projectRoot, file), 'utf8')
+    for (const [, specifier] of text.matchAll(/from '(\.[^']+)'/g)) {
+      const target = relative(projectRoot, join(projectRoot, dirname(file), specifier!.replace(/\.js$/, '.ts')))
+      if (!target.startsWith('generated/')) visit(target)
+    }
+  }
+  for (const file of files) visit(file)
+  return [...found].sort()
+}
+
+/** The project's compiler options, for a program rooted in `dir`. */
+function compilerOptions(dir: string): ts.CompilerOptions {
+  const config = ts.readConfigFile(join(projectRoot, 'tsconfig.json'), ts.sys.readFile).config as object
+  const { options } = ts.parseJsonConfigFileContent(config, ts.sys, projectRoot)
+  return { ...options, rootDir: dir, noEmit: true, incremental: false }
+}
+
+/** The errors of compiling the repositories in `dir`, as `file(line): TSnnnn message` lines. */
+function typecheck(dir: string): string[] {
+  const program = ts.createProgram(
+    repositories.map((file) => join(dir, file)),
+    compilerOptions(dir),
+  )
+  return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
+    const where = diagnostic.file ? `${relative(dir, diagnostic.file.fileName)}(${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start!).line + 1})` : ''
+    return `${where}: TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`
+  })
+}
+
+t.test('a new optional field of Pet fails typecheck at the repository until it names its column', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-columns-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const file of closure(repositories)) {
+    mkdirSync(dirname(join(dir, file)), { recursive: true })
+    writeFileSync(join(dir, file), readFileSync(join(projectRoot, file)))
+  }
+  symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  // (ES modules, as in the project)
+  writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
+  mkdirSync(join(dir, 'generated'))
+  const generate = async (document: object) => writeFileSync(join(dir, 'generated', 'api.ts'), await apiTypes(JSON.stringify(document)))
+
+  const spec = parse(readFileSync(join(projectRoot, 'openapi.yaml'), 'utf8')) as {
+    components: { schemas: Record<string, { properties: Record<string, object> }> }
+  }
+  await generate(spec)
+  t.strictSame(typecheck(dir), [], 'the repositories compile against the spec as it is')
+
+  // step 1 and 2 of the README's walk: the spec gains `tag` on NewPet and Pet, the types follow
+  const tag = { type: 'string', minLength: 1, maxLength: 50, description: 'A free label for the pet.' }
+  for (const schema of ['NewPet', 'Pet']) spec.components.schemas[schema]!.properties.tag = tag
+  await generate(spec)
+  const errors = typecheck(dir)
+  t.equal(errors.length, 1, errors.join('\n'))
+  t.match(errors[0], /^src\/storage\/pets\.ts\(\d+\): TS2345 .*\n {2}Property 'tag' is missing in type .* but required in type 'Columns<Pet>'\.$/, 'at the map of pets, naming the field')
+
+  // step 3: the map names its column, and the selects and the insert follow from it
+  const pets = join(dir, 'src/storage/pets.ts')
+  writeFileSync(pets, readFileSync(pets, 'utf8').replace("  status: 'status',\n", "  status: 'status',\n  tag: 'tag',\n"))
+  t.strictSame(typecheck(dir), [], 'mapped, it compiles')
+})
+
+t.test('a mapping: the select list, rows as objects (a NULL leaves an optional property out), the insert', async (t) => {
+  interface Thing {
+    id: number
+    label: string
+    note?: string
+    at: string
+  }
+  const things = mapping<Thing>('things', {
+    id: 'id',
+    label: 'label',
+    note: 'note',
+    at: { name: 'at_ms', read: (ms: number) => new Date(ms).toISOString(), write: (iso) => Date.parse(iso) },
+  })
+  t.equal(things.list, 'id, label, note, at_ms')
+  t.strictSame(things.read([1, 'a', null, 0]), { id: 1, label: 'a', at: '1970-01-01T00:00:00.000Z' })
+  t.strictSame(things.read([2, 'b', 'n', 1_000]), { id: 2, label: 'b', note: 'n', at: '1970-01-01T00:00:01.000Z' })
+  t.equal(things.insert().text, 'insert into things (label, note, at_ms) values ($1, $2, $3) returning id, label, note, at_ms')
+  t.equal(things.insert(['owner']).text, 'insert into things (label, note, at_ms, owner) values ($1, $2, $3, $4) returning id, label, note, at_ms', 'a column the API does not show')
+  t.strictSame(things.values({ label: 'c', at: '1970-01-01T00:00:02.000Z' }), ['c', null, 2_000], 'an optional property left out is NULL')
+})
