@@ -51,7 +51,7 @@ const asInteger = serializer.asInteger.bind(serializer)
     }
     const arrayLength = obj.length
   
-      if (typeof arrayLength === 'number' && arrayLength >= 128 && Number.isInteger(arrayLength) && arrayLength <= 0xffffffff) {
+      if (typeof arrayLength === 'number' && arrayLength >= 8 && Number.isInteger(arrayLength) && arrayLength <= 0xffffffff) {
         return asPlainStringArray(obj, arrayLength)
       }
       
