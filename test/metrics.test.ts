@@ -158,7 +158,9 @@ t.test('connections refused past MAX_CONNECTIONS are counted', async (t) => {
 
 t.test('PostgreSQL: pool gauges, read at scrape time; requests waiting for the one connection show', { skip: postgresMissing }, async (t) => {
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
-  const { metrics, send } = await served(t, { DATABASE_URL: proxy.url, DATABASE_POOL_SIZE: 1, DATABASE_TIMEOUT_MS: 3_000 })
+  // (the webhook dispatcher looks for deliveries on the same pool: once a minute here, so that the
+  // requests below are the only ones waiting for its connection)
+  const { metrics, send } = await served(t, { DATABASE_URL: proxy.url, DATABASE_POOL_SIZE: 1, DATABASE_TIMEOUT_MS: 3_000, WEBHOOK_POLL_MS: 60_000 })
   await send('/v1/pets', { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: 1 }) })
   let samples = await scrape(metrics)
   t.equal(value(samples, 'petstore_db_pool_max_connections'), 1)
