@@ -108,14 +108,22 @@ function admit(request: FastifyRequest, principal: string | undefined): void {
 /** Keys given in the environment. Looked up by SHA-256: what a guess costs in time depends on
  * its hash, which tells nothing of the keys. */
 export function staticKeys(keys: readonly string[]): KeyCheck {
-  const digests = new Set(keys.map(hashKey))
-  const check = (digest: string) => (digests.has(digest) ? `env:${digest.slice(0, 12)}` : undefined)
+  // (each principal made once: a request's is then the same string, found at once where it is a key)
+  const principals = new Map(keys.map(hashKey).map((digest) => [digest, `env:${digest.slice(0, 12)}`]))
+  const check = (digest: string) => principals.get(digest)
   return keyCheck(check, check)
 }
 
 /** Keys issued with `npm run keys`, kept in the store (known at once: those in use, cached). */
 export function storedKeys(keys: KeyRepository): KeyCheck {
-  const principalOf = (id: number | undefined) => (id === undefined ? undefined : `key:${id}`)
+  const principals = new Map<number, string>()
+  const principalOf = (id: number | undefined) => {
+    if (id === undefined) return undefined
+    let principal = principals.get(id)
+    // (bounded by the keys in the store: only accepted keys have an id)
+    if (principal === undefined) principals.set(id, (principal = `key:${id}`))
+    return principal
+  }
   return keyCheck(
     (digest) => {
       const id = keys.authenticate(digest)
