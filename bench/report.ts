@@ -30,7 +30,9 @@ export function mainTable(rows: Row[], plan: { connections: number; pets: number
     '',
     `${plan.connections} connections, ${plan.pets.toLocaleString('en-US')} pets, ${plan.duration} s per measurement, ` +
       `median of ${plan.rounds} interleaved round${plan.rounds > 1 ? 's' : ''}; ratio = project / peer ` +
-      `(req/s: higher is better; p99: lower is better). Logs on: the access log at level ${level} on both sides; ` +
+      '(req/s: higher is better; p99 and CPU: lower is better; CPU = µs of CPU time, user + system, the server ' +
+      'process spent per answered request, which other work on the machine moves less than req/s). ' +
+      `Logs on: the access log at level ${level} on both sides; ` +
       'logs off: LOG_LEVEL=silent on both sides.',
     '',
     '| scenario | store | key | logs on: req/s project / peer | ratio | p99 ms project / peer | p99 ratio | CPU µs/req project / peer | CPU ratio ' +
