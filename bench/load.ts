@@ -1,4 +1,5 @@
 import type { EventEmitter } from 'node:events'
+import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 import { authorization, type Target } from './servers.js'
 
@@ -23,6 +24,24 @@ export interface Measurement {
   errors: number
   /** 2xx answers in all */
   answered: number
+  /** CPU time (user + system) the server spent per 2xx answer, in µs; NaN where unknown.
+   * Less moved than req/s by other work on the machine: what a request costs the server. */
+  cpuUs: number
+}
+
+/** Linux's clock ticks per second (USER_HZ), the unit of /proc/PID/stat's CPU times. */
+const ticksPerSecond = 100
+
+/** CPU seconds (user + system) of process `pid` so far, from /proc; NaN where there is none. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // the fields after the command name (in parentheses, which may hold spaces): utime is 14th, stime 15th
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond
+  } catch {
+    return Number.NaN
+  }
 }
 
 /** How long, how hard and how often each scenario is driven. */
@@ -52,6 +71,7 @@ function requestOf(scenario: Scenario): autocannon.Request {
 export function load(target: Target, scenarios: Scenario[], duration: number, connections: number): Promise<Measurement> {
   return new Promise((resolve, reject) => {
     const latencies: number[] = []
+    const cpuBefore = cpuSeconds(target.child.pid)
     const instance = autocannon(
       {
         url: target.url,
@@ -70,6 +90,7 @@ export function load(target: Target, scenarios: Scenario[], duration: number, co
           p99: at(0.99),
           errors: result.errors + result.non2xx,
           answered: result['2xx'],
+          cpuUs: ((cpuSeconds(target.child.pid) - cpuBefore) * 1e6) / result['2xx'],
         })
       },
     )
@@ -93,6 +114,7 @@ export const medianOf = (list: Measurement[]): Measurement => ({
   p99: median(list.map((m) => m.p99)),
   errors: list.reduce((sum, m) => sum + m.errors, 0),
   answered: list.reduce((sum, m) => sum + m.answered, 0),
+  cpuUs: median(list.map((m) => m.cpuUs)),
 })
 
 /** Measurements by scenario name, then by target name. */
@@ -117,7 +139,7 @@ export async function compare(label: string, targets: Target[], scenariosOf: (ta
         const measured = await load(target, [scenariosOf(target)[s]!], plan.duration, plan.connections)
         runs.get(name)!.get(target.name)!.push(measured)
         progress(
-          `  ${label} round ${round + 1}/${plan.rounds} ${name} ${target.name}: ${Math.round(measured.rps)} req/s, p99 ${measured.p99.toFixed(2)} ms${measured.errors ? `, ${measured.errors} errors` : ''}`,
+          `  ${label} round ${round + 1}/${plan.rounds} ${name} ${target.name}: ${Math.round(measured.rps)} req/s, p99 ${measured.p99.toFixed(2)} ms, CPU ${measured.cpuUs.toFixed(1)} µs/req${measured.errors ? `, ${measured.errors} errors` : ''}`,
         )
       }
     }

@@ -8,8 +8,9 @@ import { petScenarios } from './scenarios.js'
 import { type Servers, stop } from './servers.js'
 import type { Store } from './stores.js'
 
-/** CPU profiles of getPet on SQLite: service (stored key) and peer, each under load for the
- * duration of a measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
+/** CPU profiles of getPet on SQLite: service (stored key) and peer, both without logs (the
+ * access log would be most of either profile), each under load for the duration of a
+ * measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
 export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number }): Promise<string> {
   const dir = join(workDir, 'profiles')
   const sections: string[] = []
@@ -20,8 +21,8 @@ export async function profiles(servers: Servers, store: Store, workDir: string, 
     const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${out}`]
     const target =
       which === 'project'
-        ? await servers.project('profile project', store.url, 'stored', store.storedKey, 'on', nodeArgs)
-        : await servers.peer('profile peer', store.url, 'on', nodeArgs)
+        ? await servers.project('profile project', store.url, 'stored', store.storedKey, 'off', nodeArgs)
+        : await servers.peer('profile peer', store.url, 'off', nodeArgs)
     progress(`profile: ${target.name}, getPet`)
     let measured: Measurement
     // the samples taken under load only, without the start-up (the profile's clock is this one)

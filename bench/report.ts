@@ -14,11 +14,12 @@ export interface Row {
   measured: Record<Logs, { project: Measurement; peer: Measurement }>
 }
 
-/** req/s and p99 of service and peer, and their ratios: the cells of one log setting. */
+/** req/s, p99 and CPU per request of service and peer, and their ratios: the cells of one log setting. */
 function cells({ project, peer }: { project: Measurement; peer: Measurement }): string {
   return (
     `${fmt(project.rps)} / ${fmt(peer.rps)} | ${ratio(project.rps, peer.rps)} | ` +
-    `${fmt(project.p99, 2)} / ${fmt(peer.p99, 2)} | ${ratio(project.p99, peer.p99)}`
+    `${fmt(project.p99, 2)} / ${fmt(peer.p99, 2)} | ${ratio(project.p99, peer.p99)} | ` +
+    `${fmt(project.cpuUs, 1)} / ${fmt(peer.cpuUs, 1)} | ${ratio(project.cpuUs, peer.cpuUs)}`
   )
 }
 
@@ -29,12 +30,14 @@ export function mainTable(rows: Row[], plan: { connections: number; pets: number
     '',
     `${plan.connections} connections, ${plan.pets.toLocaleString('en-US')} pets, ${plan.duration} s per measurement, ` +
       `median of ${plan.rounds} interleaved round${plan.rounds > 1 ? 's' : ''}; ratio = project / peer ` +
-      `(req/s: higher is better; p99: lower is better). Logs on: the access log at level ${level} on both sides; ` +
+      '(req/s: higher is better; p99 and CPU: lower is better; CPU = µs of CPU time, user + system, the server ' +
+      'process spent per answered request, which other work on the machine moves less than req/s). ' +
+      `Logs on: the access log at level ${level} on both sides; ` +
       'logs off: LOG_LEVEL=silent on both sides.',
     '',
-    '| scenario | store | key | logs on: req/s project / peer | ratio | p99 ms project / peer | p99 ratio ' +
-      '| logs off: req/s project / peer | ratio | p99 ms project / peer | p99 ratio | errors project/peer (on; off) |',
-    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | store | key | logs on: req/s project / peer | ratio | p99 ms project / peer | p99 ratio | CPU µs/req project / peer | CPU ratio ' +
+      '| logs off: req/s project / peer | ratio | p99 ms project / peer | p99 ratio | CPU µs/req project / peer | CPU ratio | errors project/peer (on; off) |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   const sorted = [...rows].sort((a, b) => scenarioNames.indexOf(a.scenario) - scenarioNames.indexOf(b.scenario))
   for (const { scenario, store, key, measured } of sorted) {

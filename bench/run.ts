@@ -31,7 +31,7 @@
  *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 1)
  *   --rss-connections N (200)
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
- *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer)
+ *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer; logs off)
  *   --skip LIST         phases not to run, comma-separated: main, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
  *   --keep              keep the work directory (databases, logs, profiles)
@@ -154,7 +154,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   if (options.profile) {
     const store = storeList.find((s) => s.name === 'SQLite')
     if (store === undefined) console.log('\n(profiles are taken on SQLite: not with --only postgres)')
-    else console.log(`\n### CPU profile, getPet on SQLite (self time)\n\n${await profiles(running, store, workDir, options)}`)
+    else console.log(`\n### CPU profile, getPet on SQLite, logs off (self time)\n\n${await profiles(running, store, workDir, options)}`)
   }
 
   const args = process.argv.slice(2)

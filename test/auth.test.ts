@@ -1,3 +1,4 @@
+import { Agent, get as httpGet } from 'node:http'
 import t from 'tap'
 import { build, call, testKey } from './helpers/app.js'
 import { anyOf, staticKeys, storedKeys } from '../src/auth/bearer.js'
@@ -73,4 +74,38 @@ t.test('a request is known by its key as a principal that is not the secret', as
   t.equal(await check(hashKey(testKey)), `env:${hashKey(testKey).slice(0, 12)}`, 'an API_KEYS key by its hash')
   t.equal(await check(hashKey(issued.key)), `key:${issued.record.id}`, 'a stored key by its id')
   t.equal(await check(hashKey('wrong')), undefined, 'no principal for a wrong key')
+})
+
+t.test('on one keep-alive connection, each request is checked by its own key, whatever the last one sent', async (t) => {
+  const app = await build(t, { API_KEYS: [testKey] })
+  const issued = await app.storage.keys.issue('client')
+  const origin = await app.listen({ host: '127.0.0.1', port: 0 })
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  t.teardown(() => agent.destroy())
+  const ports = new Set<number>()
+  const get = (authorization: string) =>
+    new Promise<number>((resolve, reject) => {
+      const request = httpGet(`${origin}/v1/pets/1`, { agent, headers: { authorization } }, (response) => {
+        ports.add(response.socket.localPort!)
+        response.resume().on('end', () => resolve(response.statusCode!))
+      })
+      request.on('error', reject)
+    })
+  const sequence: [string, number][] = [
+    [`Bearer ${testKey}`, 404],
+    [`Bearer ${testKey}`, 404],
+    ['Bearer wrong-key', 401],
+    [`Bearer ${testKey}`, 404],
+    [`Bearer ${issued.key}`, 404],
+    [`Bearer ${issued.key}`, 404],
+    [`Bearer ${testKey}x`, 401],
+    ['Basic abc', 401],
+    [`Bearer ${issued.key}`, 404],
+  ]
+  for (const [authorization, status] of sequence) t.equal(await get(authorization), status, authorization.slice(0, 20))
+  // a key revoked between two requests of the connection is refused at the next
+  t.equal(await app.storage.keys.revoke(issued.record.id), 'revoked')
+  t.equal(await get(`Bearer ${issued.key}`), 401, 'revoked key')
+  t.equal(await get(`Bearer ${testKey}`), 404)
+  t.equal(ports.size, 1, 'every request went over the one connection')
 })

@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { occurrences } from '../http/raw-headers.js'
@@ -36,8 +37,26 @@ const realm = 'Bearer realm="petstore"'
 /** `Bearer <token68>`, the scheme in any case (RFC 7235), the token as RFC 6750 allows it. */
 const credentials = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i
 
-/** The API key in `Authorization`, or the 401 that answers its absence or its form. */
-export function bearerToken(request: FastifyRequest): string {
+/** The last Authorization of each connection that held a well-formed bearer token, and the
+ * token's SHA-256: a client sends the same key with each request of a connection, and the hash
+ * was the largest part of the check. (Only the digest is kept: whether it is accepted is asked
+ * anew at each request.) */
+const lastBearer = new WeakMap<Socket, { authorization: string; digest: string }>()
+
+/** The SHA-256 (hashKey) of the API key in `Authorization`, or the 401 that answers its
+ * absence or its form: the digest of the connection's last request when it sent the same. */
+function bearerDigest(request: FastifyRequest): string {
+  const authorization = bearerAuthorization(request)
+  const socket = request.raw.socket
+  const last = lastBearer.get(socket)
+  if (last !== undefined && last.authorization === authorization) return last.digest
+  const digest = hashKey(bearerToken(authorization))
+  lastBearer.set(socket, { authorization, digest })
+  return digest
+}
+
+/** The request's one Authorization header, or the 401 that answers its absence or repetition. */
+function bearerAuthorization(request: FastifyRequest): string {
   const authorization = request.headers.authorization
   if (authorization === undefined || authorization === '') {
     throw new ApiError('unauthorized', 'Missing API key: send Authorization: Bearer <API_KEY>', { 'WWW-Authenticate': realm })
@@ -48,6 +67,11 @@ export function bearerToken(request: FastifyRequest): string {
       'WWW-Authenticate': `${realm}, error="invalid_request"`,
     })
   }
+  return authorization
+}
+
+/** The API key of an Authorization value, or the 401 that answers its form. */
+function bearerToken(authorization: string): string {
   const match = credentials.exec(authorization)
   if (!match) {
     const bearer = /^bearer(\s|$)/i.test(authorization)
@@ -66,12 +90,12 @@ export function bearerToken(request: FastifyRequest): string {
 export function bearerAuth(check: KeyCheck): Authenticate {
   function authenticate(request: FastifyRequest): void | Promise<void> {
     // hashed once: every check looks keys up by hash
-    const principal = check(hashKey(bearerToken(request)))
+    const principal = check(bearerDigest(request))
     // (a key known at once costs no promise: most requests come with one)
     if (principal instanceof Promise) return principal.then((found) => admit(request, found))
     admit(request, principal)
   }
-  return Object.assign(authenticate, { known: (request: FastifyRequest) => admit(request, check.known(hashKey(bearerToken(request)))) })
+  return Object.assign(authenticate, { known: (request: FastifyRequest) => admit(request, check.known(bearerDigest(request))) })
 }
 
 function admit(request: FastifyRequest, principal: string | undefined): void {
@@ -84,14 +108,22 @@ function admit(request: FastifyRequest, principal: string | undefined): void {
 /** Keys given in the environment. Looked up by SHA-256: what a guess costs in time depends on
  * its hash, which tells nothing of the keys. */
 export function staticKeys(keys: readonly string[]): KeyCheck {
-  const digests = new Set(keys.map(hashKey))
-  const check = (digest: string) => (digests.has(digest) ? `env:${digest.slice(0, 12)}` : undefined)
+  // (each principal made once: a request's is then the same string, found at once where it is a key)
+  const principals = new Map(keys.map(hashKey).map((digest) => [digest, `env:${digest.slice(0, 12)}`]))
+  const check = (digest: string) => principals.get(digest)
   return keyCheck(check, check)
 }
 
 /** Keys issued with `npm run keys`, kept in the store (known at once: those in use, cached). */
 export function storedKeys(keys: KeyRepository): KeyCheck {
-  const principalOf = (id: number | undefined) => (id === undefined ? undefined : `key:${id}`)
+  const principals = new Map<number, string>()
+  const principalOf = (id: number | undefined) => {
+    if (id === undefined) return undefined
+    let principal = principals.get(id)
+    // (bounded by the keys in the store: only accepted keys have an id)
+    if (principal === undefined) principals.set(id, (principal = `key:${id}`))
+    return principal
+  }
   return keyCheck(
     (digest) => {
       const id = keys.authenticate(digest)

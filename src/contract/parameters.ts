@@ -1,4 +1,4 @@
-import type { preValidationHookHandler } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
 import { type Contract, deref, type Operation } from './spec.js'
 
@@ -31,9 +31,10 @@ export function integerParameters(operation: Operation, contract: Contract): Rec
  * `1e2`, `0x10`, `+5`, ` 5`, `007`, `20.0` and `Infinity` stay text, which the generated
  * validator (type coercion off) refuses as "must be integer", naming the parameter. Range
  * checks then see the real number: a 309-digit id is over its maximum, not Infinity.
- * Undefined when the operation has no integer parameter.
+ * Undefined when the operation has no integer parameter. Called once the request is admitted
+ * (the path and query are read as it arrives), before validation.
  */
-export function strictIntegers({ query, path }: Record<Location, string[]>): preValidationHookHandler | undefined {
+export function strictIntegers({ query, path }: Record<Location, string[]>): ((request: FastifyRequest) => void) | undefined {
   if (query.length + path.length === 0) return undefined
   const read = (values: Record<string, unknown>, names: string[]) => {
     for (const name of names) {
@@ -41,9 +42,8 @@ export function strictIntegers({ query, path }: Record<Location, string[]>): pre
       if (typeof text === 'string' && decimal.test(text)) values[name] = Number(text)
     }
   }
-  return (request, _reply, done) => {
+  return (request) => {
     read(request.query as Record<string, unknown>, query)
     read(request.params as Record<string, unknown>, path)
-    done()
   }
 }

@@ -45,9 +45,11 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
     const guard = requiresBearer(operation, contract) ? authenticate : anonymous
     const headers = lifecycle.get(operation)
     const takesBody = (route.schema as { body?: unknown }).body !== undefined
+    const integers = strictIntegers(integerParameters(operation, contract))
     // one hook, not one per concern: every request of the API passes here, and most are let
     // on at once (a guard's throw is Fastify's to catch, as a hook's error)
     const admitted = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+      if (integers !== undefined) integers(request)
       if (takesBody) grantContinue(request, reply)
       done()
     }
@@ -58,8 +60,6 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
       else admitted(request, reply, done)
     }
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()]
-    const integers = strictIntegers(integerParameters(operation, contract))
-    if (integers !== undefined) route.preValidation = [integers, ...[route.preValidation ?? []].flat()]
   })
   await app.register(openapiGlue, { specification: contract.document, serviceHandlers: handlers, prefix: contract.basePath })
 }

@@ -154,16 +154,23 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
 }
 
 /** The RateLimit-Policy and RateLimit fields (structured fields, draft-ietf-httpapi-ratelimit-headers-10). */
-export function rateLimitHeaders({ policy, remaining, resetS }: Count): Record<string, string> {
-  return {
-    'RateLimit-Policy': `"${policy.name}";q=${policy.quota};w=${policy.windowS}`,
-    RateLimit: `"${policy.name}";r=${remaining};t=${resetS}`,
-  }
+export function rateLimitHeaders(count: Count): Record<string, string> {
+  return { 'RateLimit-Policy': policyField(count.policy), RateLimit: rateLimitField(count) }
 }
 
-/** The two fields on the answer. */
+const rateLimitField = ({ policy, remaining, resetS }: Count) => `"${policy.name}";r=${remaining};t=${resetS}`
+
+/** RateLimit-Policy of each policy, written once (a policy never changes). */
+const policyFields = new WeakMap<Policy, string>()
+function policyField(policy: Policy): string {
+  let field = policyFields.get(policy)
+  if (field === undefined) policyFields.set(policy, (field = `"${policy.name}";q=${policy.quota};w=${policy.windowS}`))
+  return field
+}
+
+/** The two fields on the answer (each request announces them: set one by one, no object made). */
 function announce(reply: FastifyReply, count: Count): void {
-  reply.headers(rateLimitHeaders(count))
+  reply.header('RateLimit-Policy', policyField(count.policy)).header('RateLimit', rateLimitField(count))
 }
 
 /** Addresses already read (clientAddress), by IP, up to a bound past which it starts over: every
