@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
+import { loadContract } from '../src/contract/spec.js'
 import { openStorage } from '../src/storage/index.js'
 import { dataVersionWindowMs } from '../src/storage/key-changes.js'
 import { build, call } from './helpers/app.js'
@@ -11,6 +12,7 @@ import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { atMost } from './helpers/concurrency.js'
 import { run, startServer } from './helpers/processes.js'
 
+const { defaults } = loadContract().roles
 const keyPattern = /^pet_[0-9a-f]{8}_[A-Za-z0-9_-]{32}$/
 const isoSecond = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
 
@@ -75,12 +77,12 @@ async function checkKeyStore(t: Test, url: string, sql: Sql) {
   const start = Date.now()
 
   t.strictSame(await keys.list(), [], 'a new store holds no key')
-  const first = await keys.issueFirst('first start')
+  const first = await keys.issueFirst('first start', defaults)
   if (first === undefined) throw new Error('issueFirst issued nothing in an empty store')
   t.match(first.key, keyPattern)
   t.equal(first.record.prefix, first.key.slice(0, 12), 'the prefix is the start of the key')
-  t.equal(await keys.issueFirst('again'), undefined, 'issueFirst issues nothing once the store holds a key')
-  const ci = await keys.issue('ci')
+  t.equal(await keys.issueFirst('again', defaults), undefined, 'issueFirst issues nothing once the store holds a key')
+  const ci = await keys.issue('ci', defaults)
   t.not(ci.key, first.key)
 
   const records = await keys.list()
@@ -157,7 +159,7 @@ t.test('issueFirst on PostgreSQL: instances starting together on an empty store 
   const url = await freshPostgres(t)
   const stores = await Promise.all([1, 2, 3, 4].map(() => openStorage(url, { poolSize: 1 })))
   t.teardown(() => Promise.all(stores.map((storage) => storage.close())))
-  const issued = await Promise.all(stores.map((storage, i) => storage.keys.issueFirst(`instance ${i}`)))
+  const issued = await Promise.all(stores.map((storage, i) => storage.keys.issueFirst(`instance ${i}`, defaults)))
   t.equal(issued.filter((key) => key !== undefined).length, 1)
   t.equal((await stores[0]!.keys.list()).length, 1)
 })
@@ -165,7 +167,7 @@ t.test('issueFirst on PostgreSQL: instances starting together on an empty store 
 t.test('a key store that cannot be read lets no request through, and the CLI reports the error whole', async (t) => {
   const file = tempDb()
   const app = await build(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: [] })
-  const { key } = await app.storage.keys.issue('ci')
+  const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
   t.equal((await call(t, app, { url: '/v1/pets', key })).status, 200)
 
   const other = new SQLite(file)
