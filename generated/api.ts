@@ -449,7 +449,7 @@ export interface components {
         /**
          * Format: int64
          * @description Unique identifier of an order, assigned by the service.
-         * @example 2
+         * @example 1
          */
         OrderId: number;
         /**
@@ -1054,7 +1054,7 @@ export interface components {
     headers: {
         /**
          * @description Path of the new pet, `/v1/pets/{id}`.
-         * @example /v1/pets/3
+         * @example /v1/pets/1
          */
         Location: string;
         /**
@@ -1143,7 +1143,7 @@ export interface components {
         Vary: "Origin";
         /**
          * @description Path of the new order, `/v1/store/orders/{id}`.
-         * @example /v1/store/orders/2
+         * @example /v1/store/orders/1
          */
         OrderLocation: string;
         /**
@@ -1227,7 +1227,7 @@ export interface operations {
                      *         "id": 2,
                      *         "name": "Tom",
                      *         "categoryId": 2,
-                     *         "status": "sold"
+                     *         "status": "pending"
                      *       }
                      *     ]
                      */
@@ -1273,7 +1273,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 3,
+                     *       "id": 1,
                      *       "name": "Rex",
                      *       "categoryId": 1,
                      *       "status": "available"
@@ -1572,13 +1572,7 @@ export interface operations {
                      * @example [
                      *       {
                      *         "id": 1,
-                     *         "petId": 3,
-                     *         "status": "delivered",
-                     *         "placedAt": "2026-11-23T09:30:00.000Z"
-                     *       },
-                     *       {
-                     *         "id": 2,
-                     *         "petId": 5,
+                     *         "petId": 1,
                      *         "status": "placed",
                      *         "placedAt": "2026-11-23T10:02:41.512Z"
                      *       }
@@ -1625,7 +1619,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "petId": 3
+                 *       "petId": 1
                  *     }
                  */
                 "application/json": components["schemas"]["NewOrder"];
@@ -1650,8 +1644,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 2,
-                     *       "petId": 3,
+                     *       "id": 1,
+                     *       "petId": 1,
                      *       "status": "placed",
                      *       "placedAt": "2026-11-23T10:02:41.512Z"
                      *     }
@@ -1709,7 +1703,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "pet_unavailable",
-                     *       "message": "Pet 3 is pending, not available",
+                     *       "message": "Pet 1 is pending, not available",
                      *       "status": 409
                      *     }
                      */
@@ -1778,8 +1772,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 2,
-                     *       "petId": 3,
+                     *       "id": 1,
+                     *       "petId": 1,
                      *       "status": "placed",
                      *       "placedAt": "2026-11-23T10:02:41.512Z"
                      *     }
@@ -1830,8 +1824,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 2,
-                     *       "petId": 3,
+                     *       "id": 1,
+                     *       "petId": 1,
                      *       "status": "delivered",
                      *       "placedAt": "2026-11-23T10:02:41.512Z"
                      *     }
@@ -1864,7 +1858,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "invalid_transition",
-                     *       "message": "Order 2 is delivered: only a placed order can become cancelled",
+                     *       "message": "Order 1 is delivered: only a placed order can become cancelled",
                      *       "status": 409
                      *     }
                      */
@@ -2373,7 +2367,7 @@ export interface operations {
                  *       "type": "pet.created",
                  *       "occurredAt": "2026-11-23T10:02:41.512Z",
                  *       "data": {
-                 *         "id": 3,
+                 *         "id": 1,
                  *         "name": "Rex",
                  *         "categoryId": 1,
                  *         "status": "available"
@@ -2440,7 +2434,7 @@ export interface operations {
                  *       "type": "pet.status_changed",
                  *       "occurredAt": "2026-11-23T10:02:55.004Z",
                  *       "data": {
-                 *         "id": 3,
+                 *         "id": 1,
                  *         "name": "Rex",
                  *         "categoryId": 1,
                  *         "status": "pending"
@@ -2509,8 +2503,8 @@ export interface operations {
                  *       "type": "order.placed",
                  *       "occurredAt": "2026-11-23T10:02:55.004Z",
                  *       "data": {
-                 *         "id": 2,
-                 *         "petId": 3,
+                 *         "id": 1,
+                 *         "petId": 1,
                  *         "status": "placed",
                  *         "placedAt": "2026-11-23T10:02:55.004Z"
                  *       }
@@ -2576,8 +2570,8 @@ export interface operations {
                  *       "type": "order.status_changed",
                  *       "occurredAt": "2026-11-23T10:09:12.300Z",
                  *       "data": {
-                 *         "id": 2,
-                 *         "petId": 3,
+                 *         "id": 1,
+                 *         "petId": 1,
                  *         "status": "delivered",
                  *         "placedAt": "2026-11-23T10:02:55.004Z"
                  *       },
