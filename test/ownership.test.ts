@@ -16,6 +16,8 @@ import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 
 const alice = 'alice-key-4b1f0e'
 const bob = 'bob-key-9c3d77'
+/** a key that subscribes to nothing */
+const carol = 'carol-key-61e0d4'
 /** store staff: every default role, and orders:admin */
 const staff = 'staff-key-52aa18'
 const staffEntry = `${staff}:pets:read+pets:write+orders:read+orders:write+orders:admin+webhooks:read+webhooks:write`
@@ -52,7 +54,7 @@ const stores: [string, (t: Test) => Promise<Store>][] = [
 async function app(t: Test, store: Store): Promise<FastifyInstance> {
   // (subscriptions to a closed local port: the deliveries are made, and stay pending)
   const options = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true, WEBHOOK_POLL_MS: 60_000 }
-  return build(t, { DATABASE_URL: store.url, DATABASE_POOL_SIZE: 2, ...options, API_KEYS: [alice, bob, staffEntry] })
+  return build(t, { DATABASE_URL: store.url, DATABASE_POOL_SIZE: 2, ...options, API_KEYS: [alice, bob, carol, staffEntry] })
 }
 
 async function placed(t: Test, server: FastifyInstance, key: string): Promise<number> {
@@ -87,8 +89,12 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     t.equal((await get(alice, ofAlice)).json.status, 'placed', 'the order is untouched')
 
     t.strictSame(ids((await list(staff)).json), [ofAlice, ofBob], 'staff list every order')
+    t.strictSame(ids((await list(staff, '?status=placed')).json), [ofAlice, ofBob], 'with a status too')
     t.equal((await get(staff, ofBob)).status, 200, 'and read any')
     t.equal((await move(staff, ofBob, 'delivered')).json.status, 'delivered', 'and move any')
+    t.equal((await move(staff, ofBob, 'cancelled')).json.code, 'invalid_transition', 'as the rules allow')
+    t.equal((await move(staff, 999_999, 'cancelled')).status, 404)
+    t.equal((await move(bob, ofBob, 'cancelled')).json.code, 'invalid_transition', 'the owner is told where its order stands')
     t.equal((await move(alice, ofAlice, 'delivered')).json.status, 'delivered', 'the owner moves its own')
     t.strictSame(ids((await list(bob, '?status=delivered')).json), [ofBob])
 
@@ -115,11 +121,17 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     t.strictSame(await received(bob, subscriptions.bob), ['pet.created'], 'another key only of the pet')
     t.strictSame(await received(staff, subscriptions.staff), ['pet.created'], 'staff read orders, they are not sent them')
 
+    // an order of a key without subscriptions goes to no one, though others take its type
+    const ofCarol = await placed(t, server, carol)
+    await call(t, server, { method: 'PATCH', url: `/v1/store/orders/${ofCarol}`, payload: { status: 'delivered' }, key: carol })
+    t.strictSame(await received(bob, subscriptions.bob), ['pet.created', 'pet.created'], 'no one is told of it')
+    t.strictSame(await received(staff, subscriptions.staff), ['pet.created', 'pet.created'])
+
     // an order of no key (placed before owners) sends nothing when moved
     const legacy = await placed(t, server, bob)
     await store.run('update orders set owner = null where id = $1', [legacy])
     await call(t, server, { method: 'PATCH', url: `/v1/store/orders/${legacy}`, payload: { status: 'delivered' }, key: staff })
-    t.strictSame(await received(bob, subscriptions.bob), ['order.placed', 'pet.created', 'pet.created'], 'no order.status_changed for an order without owner')
+    t.strictSame(await received(bob, subscriptions.bob), ['order.placed', 'pet.created', 'pet.created', 'pet.created'], 'no order.status_changed for an order without owner')
   })
 }
 

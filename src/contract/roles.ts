@@ -56,14 +56,15 @@ export function rolesOf({ document, operations }: Pick<Contract, 'document' | 'o
     catalogue,
     defaults: [...catalogue].filter(([, role]) => role.default).map(([name]) => name),
     seeEveryOrder: [...catalogue].filter(([, role]) => role.seesEveryOrder === true).map(([name]) => name),
-    required: (operation) => requirements.get(operation) ?? [],
+    // (every operation of the contract is in the map)
+    required: (operation) => requirements.get(operation)!,
     unknown,
   }
 }
 
-/** Whether `held` meets `requirement`: no requirement, or every role of one of its lists. */
-export function meets(held: ReadonlySet<string>, requirement: RoleRequirement): boolean {
-  if (requirement.length === 0) return true
+/** Whether `held` holds every role of one of the lists of `requirement` (on every request of
+ * an operation that needs roles: loops, no closure). */
+function meets(held: ReadonlySet<string>, requirement: RoleRequirement): boolean {
   for (const roles of requirement) {
     let all = true
     for (const role of roles) all &&= held.has(role)
