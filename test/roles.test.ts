@@ -111,6 +111,19 @@ t.test('a spec whose roles cannot be enforced is refused at startup, saying why'
       }),
     /role pets:read of bearerAuth must say whether it is given by default/,
   )
+  t.throws(
+    () => editedContract((document) => void delete (document.components!.securitySchemes!.bearerAuth as { 'x-roles'?: unknown })['x-roles']),
+    /openapi.yaml: listPets needs pets:read, which bearerAuth's x-roles does not list/,
+    'a spec without a catalogue names roles no key can hold',
+  )
+})
+
+t.test('an operation whose security names no role lets every valid key in', async (t) => {
+  const open = editedContract((document) => void (document.paths['/pets']!.get!.security = [{ bearerAuth: [] }]))
+  const app = await build(t, { contract: open, API_KEYS: [entry('orders-key-01', ['orders:read'])] })
+  t.equal((await call(t, app, { url: '/v1/pets', key: 'orders-key-01' })).status, 200)
+  t.equal((await call(t, app, { url: '/v1/pets', key: null })).status, 401, 'but a key it needs')
+  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 }, key: 'orders-key-01' })).status, 403)
 })
 
 t.test('API_KEYS: KEY holds the default roles, KEY:role+role those; an unknown role stops the start', async (t) => {
