@@ -324,7 +324,7 @@ t.test('keys CLI: --help prints the usage; an empty store says so; a bad setting
     run(t, 'scripts/keys.ts', ['list'], { DATABASE_URL: `sqlite:${dir}/x.db`, DATABASE_POOL_SIZE: '0' }),
   ])
   t.equal(help.code, 0)
-  t.match(help.stdout, /^Usage: npm run -s keys -- <command>\n[^]*revoke ID[^]*already revoked/)
+  t.match(help.stdout, /^Usage: npm run -s keys -- <command>\n[^]*revoke ID[^]*set-roles ID --role ROLE[^]*roles {2,}the roles a key may hold[^]*a revoked\nkey[^]*an unknown role/)
   t.equal(empty.code, 0)
   t.equal(empty.stdout, 'No API keys yet. Create one: npm run -s keys -- create --name NAME\n')
   t.equal(badUrl.code, 1)
