@@ -88,7 +88,7 @@ const columns = 'id, name, prefix, roles, created_at, last_used_at, revoked_at'
 
 /** Roles are kept as one text, space-separated, as OAuth writes scopes (a role holds no space). */
 const rolesText = (roles: readonly string[]) => [...new Set(roles)].join(' ')
-const rolesOf = (text: string) => (text === '' ? [] : text.split(' '))
+const rolesOf = (text: string) => text.split(' ').filter((role) => role !== '')
 
 export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
   async function insert(executor: Statements, name: string, roles: readonly string[]): Promise<IssuedKey> {
