@@ -4,6 +4,7 @@ import { openSync, readFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
+import { loadContract } from '../src/contract/spec.js'
 import { projectRoot } from '../src/paths.js'
 
 /** A server under measurement: the service or a peer. */
@@ -100,6 +101,9 @@ export const logLevelOf = (logs: Logs, logLevel: string | undefined): NodeJS.Pro
  * The servers of one bench run: each started on a free port, its stdout (the access log) and
  * stderr going to a file in `workDir`, as a log collector would take them.
  */
+/** Every role of openapi.yaml, staff's included, joined as API_KEYS writes them. */
+const staffRoles = [...loadContract().roles.catalogue.keys()].join('+')
+
 export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey: string; logLevel: string | undefined }) {
   async function start(name: string, kind: Target['kind'], args: string[], env: NodeJS.ProcessEnv, key: string): Promise<Target> {
     const port = await freePort()
@@ -124,7 +128,8 @@ export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey
         [...nodeArgs, 'dist/src/server.js'],
         // a stored key is the production mode: no API_KEYS at all. The rate limit is set out of
         // reach: the bench measures serving, not refusing (counting is still done on every request).
-        { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? envKey : '', RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, logLevel), ...env },
+        // (the key of API_KEYS is staff, orders:admin: it reads and moves the orders the stored key owns)
+        { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? `${envKey}:${staffRoles}` : '', RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, logLevel), ...env },
         key === 'env' ? envKey : storedKey,
       ),
 

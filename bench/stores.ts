@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
+import { loadContract } from '../src/contract/spec.js'
 import { openStorage } from '../src/storage/index.js'
 import { progress } from './load.js'
 
@@ -83,10 +84,12 @@ export function stores(workDir: string) {
       url = at.toString()
     }
     const storage = await openStorage(url, { poolSize: 1 })
-    const { key: storedKey } = await storage.keys.issue('bench')
+    const { key: storedKey, record } = await storage.keys.issue('bench', loadContract().roles.defaults)
     await storage.close()
     await seed(url, pets)
-    return { name, url, storedKey, ...(poolSize !== undefined && { orders: await seedOrders(url, poolSize) }) }
+    // (the orders are the stored key's: it reads and moves them as their owner; the key of
+    // API_KEYS is staff, see servers.ts)
+    return { name, url, storedKey, ...(poolSize !== undefined && { orders: await seedOrders(url, poolSize, `key:${record.id}`) }) }
   }
 
   async function dropAll() {
@@ -104,12 +107,13 @@ export function stores(workDir: string) {
  * `size` pending pets with a placed order each (updateOrder's pool) and `size` available pets
  * (placeOrder's pool), straight into the service's tables.
  */
-async function seedOrders(url: string, size: number): Promise<OrderPools> {
+async function seedOrders(url: string, size: number, owner: string): Promise<OrderPools> {
   const began = performance.now()
   const now = Date.now()
-  const readOrders = `insert into orders (pet_id, status, placed_at)
-    select id, case status when 'pending' then 'placed' else 'delivered' end, ${now} from pets where status <> 'available' order by id`
-  const poolOrders = (from: number) => `insert into orders (pet_id, status, placed_at) select id, 'placed', ${now} from pets where id >= ${from} order by id`
+  const readOrders = `insert into orders (pet_id, status, placed_at, owner)
+    select id, case status when 'pending' then 'placed' else 'delivered' end, ${now}, '${owner}' from pets where status <> 'available' order by id`
+  const poolOrders = (from: number) =>
+    `insert into orders (pet_id, status, placed_at, owner) select id, 'placed', ${now}, '${owner}' from pets where id >= ${from} order by id`
   let pools: { readOrders: number; update: number[]; place: number[] }
   if (url.startsWith('sqlite:')) {
     const db = new SQLite(url.slice('sqlite:'.length))

@@ -61,7 +61,8 @@ export interface paths {
         };
         /**
          * List orders (experimental)
-         * @description Returns a page of orders in ascending `id` order, optionally only those with a
+         * @description Returns a page of the caller's orders (those its API key placed; every order for
+         *     a key with `orders:admin`) in ascending `id` order, optionally only those with a
          *     given `status`. Follow the `Link` header (`rel="next"`) for the next page.
          *
          *     **Experimental**: this operation may change or be withdrawn within `v1`.
@@ -96,7 +97,9 @@ export interface paths {
         };
         /**
          * Get an order by id (experimental)
-         * @description Returns one order.
+         * @description Returns one order of the caller's: another key's order is a `404`, as if it did
+         *     not exist, unless the key has `orders:admin` (staff), which sees every order.
+         *     Orders placed before orders had owners are seen by staff only.
          *
          *     **Experimental**: this operation may change or be withdrawn within `v1`.
          */
@@ -113,7 +116,8 @@ export interface paths {
          *     may be ordered anew). These are the only transitions: an order that is already
          *     `delivered` or `cancelled` stays so, and asking to move it is a `409` (code
          *     `invalid_transition`) whose message names its current status; a retry of a
-         *     transition that succeeded is answered so too.
+         *     transition that succeeded is answered so too. Only the caller's own orders can be
+         *     moved (another key's order is a `404`), unless the key has `orders:admin`.
          *
          *     **Experimental**: this operation may change or be withdrawn within `v1`.
          */
@@ -445,7 +449,7 @@ export interface components {
         /**
          * Format: int64
          * @description Unique identifier of an order, assigned by the service.
-         * @example 2
+         * @example 1
          */
         OrderId: number;
         /**
@@ -485,7 +489,8 @@ export interface components {
             /**
              * @description Machine-readable error code; new codes may be added. `invalid_request`
              *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
-             *     `unauthorized` (401), `not_found` (404), `method_not_allowed` (405),
+             *     `unauthorized` (401), `forbidden` (403, the API key lacks a role the
+             *     operation needs), `not_found` (404), `method_not_allowed` (405),
              *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
              *     ordered), `invalid_transition` (409, the order cannot move so),
              *     `webhook_limit_reached` (409, the API key holds as many webhook
@@ -746,6 +751,34 @@ export interface components {
             };
         };
         /**
+         * @description The API key is valid but lacks a role this operation needs (code `forbidden`):
+         *     see the operation's `security` and the roles of `bearerAuth`. Answered before the
+         *     request's parameters or body are looked at.
+         */
+        Forbidden: {
+            headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "forbidden",
+                 *       "message": "This API key lacks the role pets:write, which createPet needs",
+                 *       "status": 403
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The request did not arrive in time: its headers within 10 s, all of it within
          *     30 s, or its body paused for more than 10 s (code `request_timeout`). The
          *     connection is closed.
@@ -908,7 +941,10 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description No order has this id (code `not_found`). */
+        /**
+         * @description No order of the caller's has this id (code `not_found`): another key's order is
+         *     answered so too, unless the caller has `orders:admin`.
+         */
         OrderNotFound: {
             headers: {
                 "API-Stability": components["headers"]["ApiStability"];
@@ -981,7 +1017,8 @@ export interface components {
          *     exactly as the first one was (status, body and `Location`) and places no
          *     second order, also when the two arrive at the same time, on any servers; a
          *     request with another body is a `422` (code `idempotency_key_reused`).
-         *     Answers `201`, `404` and `409` are kept; a request refused before it reached
+         *     Answers `201`, `404` and `409` are kept, and a replay of one carries
+         *     `Idempotent-Replayed: true`; a request refused before it reached
          *     the store (`400`, `401`, `413`, `415`...) or that failed (`5xx`) keeps
          *     nothing, and may be retried with the same key. Keys of different API keys
          *     never meet. A key is forgotten 24 hours after its first use (then it counts
@@ -1017,7 +1054,7 @@ export interface components {
     headers: {
         /**
          * @description Path of the new pet, `/v1/pets/{id}`.
-         * @example /v1/pets/3
+         * @example /v1/pets/1
          */
         Location: string;
         /**
@@ -1106,7 +1143,7 @@ export interface components {
         Vary: "Origin";
         /**
          * @description Path of the new order, `/v1/store/orders/{id}`.
-         * @example /v1/store/orders/2
+         * @example /v1/store/orders/1
          */
         OrderLocation: string;
         /**
@@ -1121,6 +1158,13 @@ export interface components {
          * @example experimental
          */
         ApiStabilityWhenMarked: "experimental" | "beta";
+        /**
+         * @description `true` when this answer is a replay: an earlier request with the same
+         *     `Idempotency-Key` and body was answered so, and nothing was done again. Absent
+         *     otherwise.
+         * @example true
+         */
+        IdempotentReplayed: "true";
         /**
          * @description Path of the new subscription, `/v1/webhooks/{id}`.
          * @example /v1/webhooks/1
@@ -1183,7 +1227,7 @@ export interface operations {
                      *         "id": 2,
                      *         "name": "Tom",
                      *         "categoryId": 2,
-                     *         "status": "sold"
+                     *         "status": "pending"
                      *       }
                      *     ]
                      */
@@ -1192,6 +1236,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1228,7 +1273,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 3,
+                     *       "id": 1,
                      *       "name": "Rex",
                      *       "categoryId": 1,
                      *       "status": "available"
@@ -1239,6 +1284,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1337,6 +1383,35 @@ export interface operations {
                      *       "code": "unauthorized",
                      *       "message": "Invalid API key",
                      *       "status": 401
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description The API key lacks the role `pets:read` (code `forbidden`), answered before
+             *     the parameters are looked at.
+             */
+            403: {
+                headers: {
+                    Deprecation: components["headers"]["Deprecation"];
+                    Sunset: components["headers"]["Sunset"];
+                    Link: components["headers"]["LifecycleLink"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "This API key lacks the role pets:read, which getPet needs",
+                     *       "status": 403
                      *     }
                      */
                     "application/json": components["schemas"]["Error"];
@@ -1497,13 +1572,7 @@ export interface operations {
                      * @example [
                      *       {
                      *         "id": 1,
-                     *         "petId": 3,
-                     *         "status": "delivered",
-                     *         "placedAt": "2026-11-23T09:30:00.000Z"
-                     *       },
-                     *       {
-                     *         "id": 2,
-                     *         "petId": 5,
+                     *         "petId": 1,
                      *         "status": "placed",
                      *         "placedAt": "2026-11-23T10:02:41.512Z"
                      *       }
@@ -1514,6 +1583,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1531,7 +1601,8 @@ export interface operations {
                  *     exactly as the first one was (status, body and `Location`) and places no
                  *     second order, also when the two arrive at the same time, on any servers; a
                  *     request with another body is a `422` (code `idempotency_key_reused`).
-                 *     Answers `201`, `404` and `409` are kept; a request refused before it reached
+                 *     Answers `201`, `404` and `409` are kept, and a replay of one carries
+                 *     `Idempotent-Replayed: true`; a request refused before it reached
                  *     the store (`400`, `401`, `413`, `415`...) or that failed (`5xx`) keeps
                  *     nothing, and may be retried with the same key. Keys of different API keys
                  *     never meet. A key is forgotten 24 hours after its first use (then it counts
@@ -1548,7 +1619,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "petId": 3
+                 *       "petId": 1
                  *     }
                  */
                 "application/json": components["schemas"]["NewOrder"];
@@ -1559,6 +1630,7 @@ export interface operations {
             201: {
                 headers: {
                     "API-Stability": components["headers"]["ApiStability"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     Location: components["headers"]["OrderLocation"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
@@ -1572,8 +1644,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 2,
-                     *       "petId": 3,
+                     *       "id": 1,
+                     *       "petId": 1,
                      *       "status": "placed",
                      *       "placedAt": "2026-11-23T10:02:41.512Z"
                      *     }
@@ -1583,10 +1655,12 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /** @description No pet has this `petId` (code `not_found`). */
             404: {
                 headers: {
                     "API-Stability": components["headers"]["ApiStability"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -1615,6 +1689,7 @@ export interface operations {
             409: {
                 headers: {
                     "API-Stability": components["headers"]["ApiStability"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -1628,7 +1703,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "pet_unavailable",
-                     *       "message": "Pet 3 is pending, not available",
+                     *       "message": "Pet 1 is pending, not available",
                      *       "status": 409
                      *     }
                      */
@@ -1697,8 +1772,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 2,
-                     *       "petId": 3,
+                     *       "id": 1,
+                     *       "petId": 1,
                      *       "status": "placed",
                      *       "placedAt": "2026-11-23T10:02:41.512Z"
                      *     }
@@ -1708,6 +1783,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["OrderNotFound"];
             408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
@@ -1748,8 +1824,8 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "id": 2,
-                     *       "petId": 3,
+                     *       "id": 1,
+                     *       "petId": 1,
                      *       "status": "delivered",
                      *       "placedAt": "2026-11-23T10:02:41.512Z"
                      *     }
@@ -1759,6 +1835,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["OrderNotFound"];
             408: components["responses"]["RequestTimeout"];
             /**
@@ -1781,7 +1858,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "invalid_transition",
-                     *       "message": "Order 2 is delivered: only a placed order can become cancelled",
+                     *       "message": "Order 1 is delivered: only a placed order can become cancelled",
                      *       "status": 409
                      *     }
                      */
@@ -1836,6 +1913,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -1897,6 +1975,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             /**
              * @description This API key holds `WEBHOOK_MAX_PER_KEY` subscriptions already (code
@@ -2002,6 +2081,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
             408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
@@ -2038,6 +2118,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -2084,6 +2165,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -2158,6 +2240,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["WebhookNotFound"];
             408: components["responses"]["RequestTimeout"];
             429: components["responses"]["TooManyRequests"];
@@ -2211,6 +2294,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             /**
              * @description None of your subscriptions has this id, or it has no delivery with this id (code
              *     `not_found`).
@@ -2283,7 +2367,7 @@ export interface operations {
                  *       "type": "pet.created",
                  *       "occurredAt": "2026-11-23T10:02:41.512Z",
                  *       "data": {
-                 *         "id": 3,
+                 *         "id": 1,
                  *         "name": "Rex",
                  *         "categoryId": 1,
                  *         "status": "available"
@@ -2350,7 +2434,7 @@ export interface operations {
                  *       "type": "pet.status_changed",
                  *       "occurredAt": "2026-11-23T10:02:55.004Z",
                  *       "data": {
-                 *         "id": 3,
+                 *         "id": 1,
                  *         "name": "Rex",
                  *         "categoryId": 1,
                  *         "status": "pending"
@@ -2419,8 +2503,8 @@ export interface operations {
                  *       "type": "order.placed",
                  *       "occurredAt": "2026-11-23T10:02:55.004Z",
                  *       "data": {
-                 *         "id": 2,
-                 *         "petId": 3,
+                 *         "id": 1,
+                 *         "petId": 1,
                  *         "status": "placed",
                  *         "placedAt": "2026-11-23T10:02:55.004Z"
                  *       }
@@ -2486,8 +2570,8 @@ export interface operations {
                  *       "type": "order.status_changed",
                  *       "occurredAt": "2026-11-23T10:09:12.300Z",
                  *       "data": {
-                 *         "id": 2,
-                 *         "petId": 3,
+                 *         "id": 1,
+                 *         "petId": 1,
                  *         "status": "delivered",
                  *         "placedAt": "2026-11-23T10:02:55.004Z"
                  *       },

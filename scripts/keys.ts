@@ -1,14 +1,16 @@
 /**
- * npm run -s keys -- create --name NAME | list | revoke ID
+ * npm run -s keys -- create --name NAME [--role ROLE]... | list | revoke ID | set-roles ID --role ROLE... | roles
  *
  * Manages the API keys kept in the database of DATABASE_URL (SQLite or PostgreSQL), whose
  * schema it brings up to date first. A key is shown once, when created: the store keeps only
  * its SHA-256. Servers cache the keys they have seen, and drop the cache when another process
  * changes the keys (PRAGMA data_version on SQLite, LISTEN/NOTIFY on PostgreSQL), so a
- * revocation holds from the next request on, on every instance.
+ * revocation, or a change of roles, holds from the next request on, on every instance. The
+ * roles are those of openapi.yaml (x-roles of its bearer scheme).
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
+import { loadContract } from '../src/contract/spec.js'
 import { reportFailure } from '../src/failure.js'
 import { openStorage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
@@ -16,15 +18,21 @@ import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
 const usage = `Usage: npm run -s keys -- <command>
 
 Commands:
-  create --name NAME  issue a key; prints it once, alone on the last line
-  list                all keys: id, name, prefix, created, last used, revoked
+  create --name NAME [--role ROLE]...
+                      issue a key holding these roles (one --role each; without any,
+                      every role given by default); prints it once, alone on the last line
+  list                all keys: id, name, prefix, roles, created, last used, revoked
   revoke ID           refuse the key from the next request on, on every instance
+  set-roles ID --role ROLE...
+                      the key holds these roles instead, from the next request on, on
+                      every instance
+  roles               the roles a key may hold, and which are given by default
   help                this text
 
 The keys are kept in the database of DATABASE_URL (default sqlite:./data/petstore.db).
 
-Exit status: 0 done; 1 failed, including revoke of an unknown or an already revoked
-key; 2 a usage error.`
+Exit status: 0 done; 1 failed, including revoke or set-roles of an unknown or a revoked
+key; 2 a usage error (an unknown role among them).`
 
 /** A command line this script cannot follow: it answers with the usage and exit status 2. */
 class UsageError extends Error {}
@@ -32,30 +40,46 @@ class UsageError extends Error {}
 /** A command, ready to run against the store; it resolves to the exit status. */
 type Command = (keys: KeyRepository) => Promise<number>
 
-function parseCommand(args: string[]): Command | 'help' {
+/** The roles of openapi.yaml: what --role may name. */
+const roles = loadContract().roles
+
+function parseCommand(args: string[]): Command | 'help' | 'roles' {
   let parsed
   try {
-    parsed = parseArgs({ args, options: { name: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true })
+    parsed = parseArgs({
+      args,
+      options: { name: { type: 'string' }, role: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+    })
   } catch (error) {
     // an unknown option, or --name without a value
     throw new UsageError((error as Error).message)
   }
-  const { name, help } = parsed.values
+  const { name, role, help } = parsed.values
   const [command, ...operands] = parsed.positionals
   if (help || command === 'help') return 'help'
   if (command === undefined) throw new UsageError('no command given')
-  if (!['create', 'list', 'revoke'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  if (!['create', 'list', 'revoke', 'set-roles', 'roles'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
   if (name !== undefined && command !== 'create') throw new UsageError('--name goes with create only')
-  if (operands.length !== (command === 'revoke' ? 1 : 0)) {
-    throw new UsageError(command === 'revoke' ? 'revoke takes one ID' : `${command} takes no arguments`)
+  if (role !== undefined && command !== 'create' && command !== 'set-roles') throw new UsageError('--role goes with create and set-roles only')
+  const takesId = command === 'revoke' || command === 'set-roles'
+  if (operands.length !== (takesId ? 1 : 0)) throw new UsageError(takesId ? `${command} takes one ID` : `${command} takes no arguments`)
+  const unknown = roles.unknown(role ?? [])
+  if (unknown.length > 0) {
+    throw new UsageError(`unknown role ${unknown.map((name) => JSON.stringify(name)).join(', ')}: the roles are ${[...roles.catalogue.keys()].join(', ')}`)
   }
 
   if (command === 'list') return list
+  if (command === 'roles') return 'roles'
   if (command === 'revoke') return revoke(keyId(operands[0]!))
+  if (command === 'set-roles') {
+    if (role === undefined) throw new UsageError('set-roles needs --role ROLE, once for each role')
+    return setRoles(keyId(operands[0]!), role)
+  }
   if (name === undefined) throw new UsageError('create needs --name NAME')
   // a name is read in a table: blanks or control characters would only garble it
   if (name.trim() === '' || /\p{Cc}/u.test(name)) throw new UsageError('--name must be non-empty, without control characters')
-  return create(name.trim())
+  return create(name.trim(), role ?? roles.defaults)
 }
 
 function keyId(text: string): number {
@@ -65,10 +89,10 @@ function keyId(text: string): number {
 }
 
 const create =
-  (name: string): Command =>
+  (name: string, given: readonly string[]): Command =>
   async (keys) => {
-    const { record, key } = await keys.issue(name)
-    console.log(`Created key ${record.id} "${record.name}" (prefix ${record.prefix}).`)
+    const { record, key } = await keys.issue(name, given)
+    console.log(`Created key ${record.id} "${record.name}" (prefix ${record.prefix}), with the roles ${record.roles.join(', ')}.`)
     console.log('Copy it now: it is shown only this once, and the store keeps only a hash of it.')
     // alone on the last line, so that `... create --name ci | tail -n1` is the key
     console.log(key)
@@ -78,9 +102,28 @@ const create =
 const list: Command = async (keys) => {
   const records = await keys.list()
   if (records.length === 0) console.log('No API keys yet. Create one: npm run -s keys -- create --name NAME')
-  else console.log(table([['id', 'name', 'prefix', 'created', 'last used', 'revoked'], ...records.map(columns)]))
+  else console.log(table([['id', 'name', 'prefix', 'roles', 'created', 'last used', 'revoked'], ...records.map(columns)]))
   return 0
 }
+
+/** The catalogue: each role, whether a key gets it by default, and what it lets a key do. */
+function listRoles(): number {
+  const rows = [...roles.catalogue].map(([name, role]) => [name, role.default ? 'yes' : 'no', role.description.replace(/\s+/g, ' ').trim()])
+  console.log(table([['role', 'default', 'lets a key'], ...rows]))
+  return 0
+}
+
+const setRoles =
+  (id: number, given: readonly string[]): Command =>
+  async (keys) => {
+    const outcome = await keys.setRoles(id, given)
+    if (outcome === 'updated') {
+      console.log(`Key ${id} holds the roles ${[...new Set(given)].join(', ')}: every instance applies them from the next request on.`)
+      return 0
+    }
+    console.error(`petstore keys: ${outcome === 'not found' ? `no key has id ${id}` : `key ${id} is revoked`}`)
+    return 1
+  }
 
 const revoke =
   (id: number): Command =>
@@ -99,6 +142,7 @@ const columns = (key: ApiKeyRecord) => [
   String(key.id),
   key.name,
   key.prefix,
+  key.roles.join(','),
   timestamp(key.createdAt),
   timestamp(key.lastUsedAt),
   timestamp(key.revokedAt),
@@ -119,6 +163,7 @@ async function main(args: string[]): Promise<number> {
     console.log(usage)
     return 0
   }
+  if (command === 'roles') return listRoles()
   const config = loadConfig()
   const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, timeoutMs: config.DATABASE_TIMEOUT_MS })
   try {

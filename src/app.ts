@@ -1,6 +1,6 @@
 import Fastify, { type FastifyError, type FastifyServerOptions, LogController } from 'fastify'
-import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
-import type { Config } from './config.js'
+import { anyOf, bearerAuth, staticKey, staticKeys, storedKeys } from './auth/bearer.js'
+import { type Config, ConfigError } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
 import { lifecycleOfOperations } from './contract/lifecycle.js'
@@ -16,7 +16,7 @@ import { requestHooks } from './http/request-hooks.js'
 import { RateLimits } from './limits/rate-limit.js'
 import health from './ops/health.js'
 import metrics, { observeUnrouted } from './ops/metrics.js'
-import { orderHandlers } from './orders/handlers.js'
+import { orderHandlers, orderScope } from './orders/handlers.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
@@ -70,7 +70,14 @@ export async function buildApp(options: AppOptions) {
 }
 
 async function assemble(contract: Contract, storage: Storage, options: AppOptions) {
-  const secrets = options.API_KEYS
+  const apiKeys = options.API_KEYS.map(staticKey)
+  for (const { roles = [] } of apiKeys) {
+    const unknown = contract.roles.unknown(roles)
+    if (unknown.length > 0) {
+      throw new ConfigError(`invalid configuration: API_KEYS names the role ${unknown.join(', ')}, which is not one of ${[...contract.roles.catalogue.keys()].join(', ')}`)
+    }
+  }
+  const secrets = apiKeys.map(({ key }) => key)
   const lifecycle = lifecycleOfOperations(contract, docsPath(contract))
   const app = Fastify({
     logger: {
@@ -110,6 +117,8 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   app.decorate('storage', storage)
   app.decorate('contract', contract)
   app.decorateRequest('principal', '')
+  // (set by authentication with the key's own set; none on operations that need no key)
+  app.decorateRequest('roles', null as unknown as ReadonlySet<string>)
   app.decorate('reportUnavailable', unavailableLog(app.log))
   const rateLimits = await RateLimits.open(options, app.log, redisConnectBoundMs)
   app.decorate('rateLimits', rateLimits)
@@ -161,7 +170,11 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     contract,
     handlers: {
       ...petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets'), petUrl: (petId) => contract.urlOf('getPet', { petId }) }),
-      ...orderHandlers(storage.orders, { ordersUrl: contract.urlOf('listOrders'), orderUrl: (orderId) => contract.urlOf('getOrder', { orderId }) }),
+      ...orderHandlers(storage.orders, {
+        ordersUrl: contract.urlOf('listOrders'),
+        orderUrl: (orderId) => contract.urlOf('getOrder', { orderId }),
+        scopeOf: orderScope(contract.roles.seeEveryOrder),
+      }),
       ...webhookHandlers(storage.webhooks, {
         policy: webhookPolicy,
         maxPerKey: options.WEBHOOK_MAX_PER_KEY,
@@ -171,7 +184,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
         dueNow: dispatcher.wake,
       }),
     },
-    authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys)))),
+    authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(apiKeys, contract.roles.defaults), storedKeys(storage.keys)))),
     anonymous: rateLimits.anonymous,
     lifecycle,
   })

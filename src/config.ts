@@ -7,6 +7,12 @@ import { generatedDir, loadGenerated } from './paths.js'
 /** A token68 (RFC 7235): what a client can send after `Bearer `. */
 const token = '[A-Za-z0-9._~+/-]+=*'
 
+/** A role's name, as openapi.yaml's x-roles write them (`pets:read`). */
+const role = '[a-z][a-z_]*:[a-z][a-z_]*'
+/** An entry of API_KEYS: a key, and its roles after a `:`, joined by `+` (which roles exist is
+ * the spec's to say: checked when the server starts). */
+const keyEntry = `${token}(:${role}(\\+${role})*)?`
+
 /** An origin as a browser sends it (`https://app.example.com:8443`), at most 200 characters:
  * openapi.yaml promises that length for Access-Control-Allow-Origin. */
 const origin = '[A-Za-z][A-Za-z0-9+.-]*://[^/\\s,]{1,180}'
@@ -27,9 +33,9 @@ export const configSchema = Type.Object({
   }),
   DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
   API_KEYS: Type.String({
-    pattern: listOf(token),
+    pattern: listOf(keyEntry),
     default: '',
-    description: 'comma-separated API keys accepted beside the stored ones',
+    description: 'comma-separated API keys accepted beside the stored ones, each KEY (the default roles) or KEY:role+role',
   }),
   LOG_LEVEL: Type.Unsafe<(typeof logLevels)[number]>({ type: 'string', enum: logLevels, default: 'info' }),
   LOG_BUFFER_BYTES: Type.Integer({
@@ -179,7 +185,7 @@ function list(text: string): string[] {
 
 /** What each variable with a pattern may be, in words. */
 const patternRules: Record<string, string> = {
-  API_KEYS: 'comma-separated tokens (letters, digits and -._~+/)',
+  API_KEYS: 'comma-separated tokens (letters, digits and -._~+/), each followed by :role+role or not',
   REDIS_URL: 'a redis:// or rediss:// URL',
   REDIS_KEY_PREFIX: '1 to 100 letters, digits and :._-',
   CORS_ORIGINS: 'comma-separated origins (scheme://host[:port], no path) or *',

@@ -11,6 +11,7 @@ export const errorStatus = {
   invalid_request: 400,
   malformed_json: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,

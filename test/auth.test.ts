@@ -69,16 +69,17 @@ t.test('with no key configured and none stored, every operation is refused', asy
 
 t.test('a request is known by its key as a principal that is not the secret', async (t) => {
   const app = await build(t, { API_KEYS: [testKey] })
-  const issued = await app.storage.keys.issue('client')
-  const check = anyOf(staticKeys([testKey]), storedKeys(app.storage.keys))
-  t.equal(await check(hashKey(testKey)), `env:${hashKey(testKey).slice(0, 12)}`, 'an API_KEYS key by its hash')
-  t.equal(await check(hashKey(issued.key)), `key:${issued.record.id}`, 'a stored key by its id')
+  const issued = await app.storage.keys.issue('client', app.contract.roles.defaults)
+  const check = anyOf(staticKeys([{ key: testKey }], ['pets:read']), storedKeys(app.storage.keys))
+  t.match(await check(hashKey(testKey)), { principal: `env:${hashKey(testKey).slice(0, 12)}` }, 'an API_KEYS key by its hash')
+  t.strictSame([...(await check(hashKey(testKey)))!.roles], ['pets:read'], 'with the default roles when it names none')
+  t.match(await check(hashKey(issued.key)), { principal: `key:${issued.record.id}` }, 'a stored key by its id')
   t.equal(await check(hashKey('wrong')), undefined, 'no principal for a wrong key')
 })
 
 t.test('on one keep-alive connection, each request is checked by its own key, whatever the last one sent', async (t) => {
   const app = await build(t, { API_KEYS: [testKey] })
-  const issued = await app.storage.keys.issue('client')
+  const issued = await app.storage.keys.issue('client', app.contract.roles.defaults)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
   const agent = new Agent({ keepAlive: true, maxSockets: 1 })
   t.teardown(() => agent.destroy())

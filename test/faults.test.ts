@@ -116,7 +116,7 @@ t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, 
   const timeoutMs = 1_000
   const { lines, logger } = logCapture()
   const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: timeoutMs, LOG_LEVEL: 'error', logger })
-  const { key } = await app.storage.keys.issue('ci')
+  const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
   t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
   t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'the key is known, and cached')
 
@@ -161,7 +161,7 @@ t.test('9. PostgreSQL refuses us (login taken away, a privilege revoked, the dat
   const role = await freshRole(t)
   const { lines, logger } = logCapture()
   const app = await build(t, { DATABASE_URL: role.url, API_KEYS: [], LOG_LEVEL: 'error', logger })
-  const { key } = await app.storage.keys.issue('ci')
+  const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
   t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
   const endSessions = () => role.asAdmin(`select pg_terminate_backend(pid) from pg_stat_activity where usename = '${role.name}'`)
 
@@ -217,7 +217,7 @@ t.test('9. the connection that listens for key revocations, lost as it starts to
   const proxy = await databaseProxy(t, new URL(target))
   proxy.cutOnListen(true)
   const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], LOG_LEVEL: 'silent' })
-  const { key, record } = await app.storage.keys.issue('ci')
+  const { key, record } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
   const listeners = async () => {
     const { rows } = await query(target, "select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'")
     return rows[0].n as number
@@ -240,7 +240,7 @@ t.test('9. the connection that listens for key revocations, lost as it starts to
 t.test('6. no secret in the access log, wherever the client puts it', async (t) => {
   const { lines, logger } = logCapture()
   const app = await build(t, { LOG_LEVEL: 'info', logger })
-  const issued = (await app.storage.keys.issue('ci')).key
+  const issued = (await app.storage.keys.issue('ci', app.contract.roles.defaults)).key
   const whsec = newSecret()
   const urls = [
     `/v1/pets?limit=1&api_key=${testKey}`,

@@ -9,7 +9,11 @@ import type { WebhookRepository } from '../src/storage/webhooks.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 
 const pets = petHandlers({} as PetRepository, { petsUrl: '/v1/pets', petUrl: (id) => `/v1/pets/${id}` })
-const orders = orderHandlers({} as OrderRepository, { ordersUrl: '/v1/store/orders', orderUrl: (id) => `/v1/store/orders/${id}` })
+const orders = orderHandlers({} as OrderRepository, {
+  ordersUrl: '/v1/store/orders',
+  orderUrl: (id) => `/v1/store/orders/${id}`,
+  scopeOf: (request) => request.principal,
+})
 const hooks = webhookHandlers({} as WebhookRepository, {
   policy: { allowHttp: false, allowPrivate: false },
   maxPerKey: 10,

@@ -166,9 +166,14 @@ async function previousVersionMigrates(t: Test, url: string) {
     pets,
     'every pet is there, as it was',
   )
-  t.equal((await storage.keys.list()).length, 1, 'and the key')
-  t.match(await storage.orders.place({ petId: 1 }), { placed: { id: 1, petId: 1, status: 'placed' } }, 'an old pet can be ordered')
-  t.match(await storage.orders.place({ petId: 2 }), { unavailable: { petId: 2, status: 'pending' } })
+  const [key] = await storage.keys.list()
+  t.strictSame(
+    key?.roles,
+    ['pets:read', 'pets:write', 'orders:read', 'orders:write', 'webhooks:read', 'webhooks:write'],
+    'and the key, with every role given by default: no client loses an operation',
+  )
+  t.match(await storage.orders.place({ petId: 1 }, 'key:1'), { placed: { id: 1, petId: 1, status: 'placed' } }, 'an old pet can be ordered')
+  t.match(await storage.orders.place({ petId: 2 }, 'key:1'), { unavailable: { petId: 2, status: 'pending' } })
 }
 
 t.test('a SQLite file of the previous version migrates without losing a pet', async (t) => {

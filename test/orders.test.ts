@@ -140,8 +140,10 @@ function ordersOn(name: string, store: Store) {
     const key = { 'idempotency-key': 'f0e4c2f7-0b1a-4c1e-9f3a-1d2b3c4d5e6f' }
     const first = await place(t, server, petId, key)
     t.equal(first.status, 201)
+    t.equal(first.headers['idempotent-replayed'], undefined, 'a first answer is no replay')
     const retry = await place(t, server, petId, key)
     t.equal(retry.status, 201, 'a retry is answered as the first request was')
+    t.equal(retry.headers['idempotent-replayed'], 'true', 'and says it is a replay')
     t.equal(retry.body, first.body, 'the same body, byte for byte')
     t.equal(retry.headers.location, first.headers.location)
     t.equal((await call(t, server, { url: '/v1/store/orders' })).json.length, 1, 'one order')
@@ -170,7 +172,10 @@ function ordersOn(name: string, store: Store) {
     const refusedKey = { 'idempotency-key': 'refused-1' }
     const refused = await place(t, server, petId, refusedKey)
     t.equal(refused.status, 409)
-    t.equal((await place(t, server, petId, refusedKey)).body, refused.body)
+    const refusedAgain = await place(t, server, petId, refusedKey)
+    t.equal(refusedAgain.body, refused.body)
+    t.equal(refusedAgain.headers['idempotent-replayed'], 'true', 'a replayed 409 says so too')
+    t.equal(refused.headers['idempotent-replayed'], undefined)
     const missingKey = { 'idempotency-key': 'missing-1' }
     t.equal((await place(t, server, 999_999, missingKey)).status, 404)
     await newPet(t, server) // (pet ids go on, but 999999 is still missing)

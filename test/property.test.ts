@@ -10,6 +10,11 @@
  * server should answer is worked out from the request as it is sent (the oracle below), not
  * from how it was generated; the oracle follows the rules of info.description.
  *
+ * Two keys send them: the test key, with every role given by default, and a second key with
+ * some roles only, whose requests of an operation that needs another are a 403 (the roles read
+ * from the spec), and which sees none of the first key's orders (a 404, as for an order that is
+ * not there).
+ *
  * Before the generated requests, each store is asked the requests of issue 6 and those the
  * property found answered wrongly, so that each known case shows on its own line.
  */
@@ -34,6 +39,14 @@ const exchangeTimeoutMs = 10_000
 
 const contract = loadContract()
 const { document, basePath } = contract
+
+/** The second key, and its roles: reads of pets and the store's orders, orders of its own. */
+const otherKey = 'other-key-5e0c3b'
+const otherRoles = new Set(['pets:read', 'orders:read', 'orders:write'])
+const rolesOfKey = new Map<string, ReadonlySet<string>>([
+  [testKey, new Set(contract.roles.defaults)],
+  [otherKey, otherRoles],
+])
 const rules = document.info.description ?? ''
 
 type Schema = OpenAPIV3.SchemaObject
@@ -280,8 +293,13 @@ const authorization: fc.Arbitrary<string[]> = fc.oneof(
   {
     weight: 10,
     arbitrary: fc
-      .tuple(fc.constantFrom('Bearer', 'bearer', 'BEARER', 'bEaReR'), fc.constantFrom(' ', '  '), fc.constantFrom('', ' ', '\t'))
-      .map(([scheme, space, after]) => [`${scheme}${space}${testKey}${after}`]),
+      .tuple(
+        fc.constantFrom('Bearer', 'bearer', 'BEARER', 'bEaReR'),
+        fc.constantFrom(' ', '  '),
+        fc.constantFrom(testKey, testKey, otherKey),
+        fc.constantFrom('', ' ', '\t'),
+      )
+      .map(([scheme, space, key, after]) => [`${scheme}${space}${key}${after}`]),
   },
   { weight: 1, arbitrary: fc.constant<string[]>([]) },
   { weight: 1, arbitrary: fc.constant<string[]>([`Bearer ${testKey}`, `Bearer ${testKey}`]) },
@@ -647,11 +665,23 @@ const orNext = (step: Step): Step => new Set([...step, 'next'])
 const valuesOf = (request: GeneratedRequest, name: string) =>
   request.headers.filter(([header]) => header.toLowerCase() === name).map(([, value]) => value.replace(/^[ \t]+|[ \t]+$/g, ''))
 
-function authentication(request: GeneratedRequest): Step {
+/** The key a request sends, when it sends one well: one header, `Bearer` in any case, one or
+ * more spaces, the key. */
+function keyOf(request: GeneratedRequest): string | undefined {
   const values = valuesOf(request, 'authorization')
-  // one header, `Bearer` in any case, one or more spaces, the key
-  const valid = values.length === 1 && /^bearer +(\S+)$/i.exec(values[0]!)?.[1] === testKey
-  return valid ? next : refuse(401)
+  return values.length === 1 ? /^bearer +(\S+)$/i.exec(values[0]!)?.[1] : undefined
+}
+
+function authentication(request: GeneratedRequest): Step {
+  const key = keyOf(request)
+  return key !== undefined && rolesOfKey.has(key) ? next : refuse(401)
+}
+
+/** "A key that lacks one is answered `403`", right after the key is accepted. */
+function roleCheck(request: GeneratedRequest, operation: OperationSpec): Step {
+  const held = rolesOfKey.get(keyOf(request)!)!
+  const requirement = contract.roles.required(contract.operations.get(operation.id)!)
+  return requirement.length === 0 || requirement.some((roles) => roles.every((role) => held.has(role))) ? next : refuse(403)
 }
 
 /** "Any other media type, a `charset` other than UTF-8 or a `Content-Encoding` is `415`." */
@@ -747,6 +777,7 @@ function expectation(request: GeneratedRequest): Expectation {
       const method = request.method === 'HEAD' ? 'GET' : request.method
       operation = operations.find((o) => o.path === template && o.method === method)!
       steps.push(authentication(request))
+      if (steps.at(-1) === next) steps.push(roleCheck(request, operation))
       // the body: judged by its type, its size and its bytes where the operation takes one;
       // a body where it takes none is ignored, or refused
       if (operation.body !== undefined) {
@@ -924,6 +955,7 @@ t.test('the rules the oracle follows are still those of openapi.yaml', async (t)
   t.match(rules, /A path that matches no operation is answered\s+with `404`/, '404 for a path the spec lacks')
   t.match(rules, /with a method it\s+does not list, with `405`, code `method_not_allowed` and an `Allow` header/, '405 for a method it lacks')
   t.match(rules, /cannot be read as HTTP\/1\.1 \(truncated, headers over\s+16 KiB, no `Host` header or more than one, the `CONNECT` method\) is answered with\s+`400`/, '400 for what is not HTTP')
+  t.match(rules, /A key\s+that lacks one is answered `403` \(code `forbidden`\), after the key is checked and\s+before the request is otherwise looked at/, '403 for a key without the role, before the rest')
   t.strictSame([...catalogue.keys()], (errorCode as { 'x-extensible-enum'?: string[] })['x-extensible-enum'], 'the catalogue names every code')
   t.equal(catalogue.get('not_found'), 404)
   t.equal(catalogue.get('method_not_allowed'), 405)
@@ -931,7 +963,7 @@ t.test('the rules the oracle follows are still those of openapi.yaml', async (t)
 })
 
 async function holds(t: Test, options: { DATABASE_URL?: string } = {}) {
-  const app = await build(t, options)
+  const app = await build(t, { ...options, API_KEYS: [testKey, `${otherKey}:${[...otherRoles].join('+')}`] })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as { port: number }
   for (const [name, request] of knownRequests) {

@@ -76,8 +76,8 @@ t.test('the quota is whole again when the window ends', async (t) => {
 for (const store of ['SQLite', 'PostgreSQL'] as const) {
   t.test(`${store}: wrong keys, per address: 401 up to the quota, then 429 without asking the key store; a key known at once is still let on`, { skip: store === 'PostgreSQL' && postgresMissing }, async (t) => {
     const app = await build(t, { ...limits, ...(store === 'PostgreSQL' && { DATABASE_URL: await freshPostgres(t) }) })
-    const { key } = await app.storage.keys.issue('ci')
-    const unseen = (await app.storage.keys.issue('not used yet')).key
+    const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
+    const unseen = (await app.storage.keys.issue('not used yet', app.contract.roles.defaults)).key
     let lookups = 0
     const authenticate = app.storage.keys.authenticate.bind(app.storage.keys)
     app.storage.keys.authenticate = (digest) => {

@@ -2,16 +2,18 @@ import type { Socket } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../errors.js'
 import { occurrences } from '../http/raw-headers.js'
-import { hashKey, type KeyRepository } from '../storage/keys.js'
+import { type Grant, hashKey, type KeyRepository } from '../storage/keys.js'
 
-/** Who a key, given as its SHA-256 (hashKey), belongs to (its principal), or undefined when it
- * is not accepted: at once when known without asking a store, else by a promise. A store that
- * cannot answer throws: no answer is no access. */
+export type { Grant } from '../storage/keys.js'
+
+/** Who a key, given as its SHA-256 (hashKey), belongs to (its principal) and the roles it
+ * holds, or undefined when it is not accepted: at once when known without asking a store, else
+ * by a promise. A store that cannot answer throws: no answer is no access. */
 export interface KeyCheck {
-  (digest: string): string | undefined | Promise<string | undefined>
+  (digest: string): Grant | undefined | Promise<Grant | undefined>
   /** the same, from what is known without asking a store alone, at once: undefined for a key
    * it would have to ask a store about */
-  known(digest: string): string | undefined
+  known(digest: string): Grant | undefined
 }
 
 /** Sets request.principal, or throws: at once, or by a promise when a store is asked. */
@@ -29,6 +31,9 @@ declare module 'fastify' {
      * `key:<id>` for a stored key, `env:<first 12 hex digits of its hash>` for an API_KEYS one.
      * Empty on operations that need no key. What is kept per client is kept under it. */
     principal: string
+    /** The roles of that key (openapi.yaml's x-roles), as it holds them now; null on
+     * operations that need no key. */
+    roles: ReadonlySet<string>
   }
 }
 
@@ -90,46 +95,54 @@ function bearerToken(authorization: string): string {
 export function bearerAuth(check: KeyCheck): Authenticate {
   function authenticate(request: FastifyRequest): void | Promise<void> {
     // hashed once: every check looks keys up by hash
-    const principal = check(bearerDigest(request))
+    const grant = check(bearerDigest(request))
     // (a key known at once costs no promise: most requests come with one)
-    if (principal instanceof Promise) return principal.then((found) => admit(request, found))
-    admit(request, principal)
+    if (grant instanceof Promise) return grant.then((found) => admit(request, found))
+    admit(request, grant)
   }
   return Object.assign(authenticate, { known: (request: FastifyRequest) => admit(request, check.known(bearerDigest(request))) })
 }
 
-function admit(request: FastifyRequest, principal: string | undefined): void {
-  if (principal === undefined) {
+function admit(request: FastifyRequest, grant: Grant | undefined): void {
+  if (grant === undefined) {
     throw new ApiError('unauthorized', 'Invalid API key', { 'WWW-Authenticate': `${realm}, error="invalid_token"` })
   }
-  request.principal = principal
+  request.principal = grant.principal
+  request.roles = grant.roles
 }
 
-/** Keys given in the environment. Looked up by SHA-256: what a guess costs in time depends on
- * its hash, which tells nothing of the keys. */
-export function staticKeys(keys: readonly string[]): KeyCheck {
-  // (each principal made once: a request's is then the same string, found at once where it is a key)
-  const principals = new Map(keys.map(hashKey).map((digest) => [digest, `env:${digest.slice(0, 12)}`]))
-  const check = (digest: string) => principals.get(digest)
+/** A key of API_KEYS and the roles it holds: `KEY` (the default roles) or `KEY:role+role`. */
+export interface StaticKey {
+  key: string
+  /** undefined: the default roles */
+  roles?: readonly string[]
+}
+
+/** An entry of API_KEYS read: the key before the first `:` (a bearer token holds none), then
+ * its roles joined by `+` (a role name holds none). */
+export function staticKey(entry: string): StaticKey {
+  const colon = entry.indexOf(':')
+  return colon === -1 ? { key: entry } : { key: entry.slice(0, colon), roles: entry.slice(colon + 1).split('+') }
+}
+
+/** Keys given in the environment, each with its roles (`defaults` when it names none). Looked
+ * up by SHA-256: what a guess costs in time depends on its hash, which tells nothing of the keys. */
+export function staticKeys(keys: readonly StaticKey[], defaults: readonly string[]): KeyCheck {
+  const grants = new Map(
+    keys.map(({ key, roles = defaults }) => {
+      const digest = hashKey(key)
+      return [digest, { principal: `env:${digest.slice(0, 12)}`, roles: new Set(roles) }] as const
+    }),
+  )
+  const check = (digest: string) => grants.get(digest)
   return keyCheck(check, check)
 }
 
 /** Keys issued with `npm run keys`, kept in the store (known at once: those in use, cached). */
 export function storedKeys(keys: KeyRepository): KeyCheck {
-  const principals = new Map<number, string>()
-  const principalOf = (id: number | undefined) => {
-    if (id === undefined) return undefined
-    let principal = principals.get(id)
-    // (bounded by the keys in the store: only accepted keys have an id)
-    if (principal === undefined) principals.set(id, (principal = `key:${id}`))
-    return principal
-  }
   return keyCheck(
-    (digest) => {
-      const id = keys.authenticate(digest)
-      return typeof id === 'number' ? principalOf(id) : id.then(principalOf)
-    },
-    (digest) => principalOf(keys.known(digest)),
+    (digest) => keys.authenticate(digest),
+    (digest) => keys.known(digest),
   )
 }
 
@@ -138,9 +151,9 @@ export function storedKeys(keys: KeyRepository): KeyCheck {
 export function anyOf(...checks: KeyCheck[]): KeyCheck {
   const from = (first: number, digest: string): ReturnType<KeyCheck> => {
     for (let i = first; i < checks.length; i++) {
-      const principal = checks[i]!(digest)
-      if (principal instanceof Promise) return principal.then((found) => found ?? from(i + 1, digest))
-      if (principal !== undefined) return principal
+      const grant = checks[i]!(digest)
+      if (grant instanceof Promise) return grant.then((found) => found ?? from(i + 1, digest))
+      if (grant !== undefined) return grant
     }
     return undefined
   }
@@ -148,8 +161,8 @@ export function anyOf(...checks: KeyCheck[]): KeyCheck {
     (digest) => from(0, digest),
     (digest) => {
       for (const check of checks) {
-        const principal = check.known(digest)
-        if (principal !== undefined) return principal
+        const grant = check.known(digest)
+        if (grant !== undefined) return grant
       }
       return undefined
     },

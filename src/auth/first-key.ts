@@ -10,7 +10,7 @@ const firstKeyName = 'first start'
  * `url` is where the server listens.
  */
 export async function issueFirstKey(app: FastifyInstance, url: string): Promise<void> {
-  const issued = await app.storage.keys.issueFirst(firstKeyName)
+  const issued = await app.storage.keys.issueFirst(firstKeyName, app.contract.roles.defaults)
   if (issued === undefined) return
   const { record, key } = issued
   app.log.info({ keyId: record.id, prefix: record.prefix }, 'issued the first API key, shown once on stdout')

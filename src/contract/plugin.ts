@@ -3,6 +3,7 @@ import openapiGlue from 'fastify-openapi-glue'
 import type { MaybePromise } from '../maybe-async.js'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'
+import { authorize } from './roles.js'
 import { type Contract, deref, type Operation } from './spec.js'
 
 /**
@@ -21,7 +22,9 @@ export type OperationHook = (request: FastifyRequest, reply: FastifyReply) => Ma
 export interface ContractOptions {
   contract: Contract
   handlers: OperationHandlers
-  /** what requests of operations that require the bearer scheme go through (and its rate limits) */
+  /** what requests of operations that require the bearer scheme go through (and its rate
+   * limits): it sets request.principal and request.roles, whose roles are then checked against
+   * those the operation's `security` names */
   authenticate: OperationHook
   /** what requests of operations that need no key go through: their rate limit */
   anonymous: OperationHook
@@ -32,7 +35,7 @@ export interface ContractOptions {
 /**
  * Serves the operations of openapi.yaml: fastify-openapi-glue makes a route of each, with its
  * schemas and handler; this plugin adds, per operation and from the spec alone, the headers its
- * lifecycle calls for, the authentication its `security` requires, and the strict reading of
+ * lifecycle calls for, the authentication and the roles its `security` requires, and the strict reading of
  * its integer parameters. It is an encapsulated context of its own, so its onRoute hook sees
  * the operations' routes only (each GET twice: HEAD is made from it).
  */
@@ -42,7 +45,7 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
     acceptJsonBodyOnly(route, operation, contract)
     answerJsonOnly(route, operation)
     headersInLowerCase(route)
-    const guard = requiresBearer(operation, contract) ? authenticate : anonymous
+    const guard = requiresBearer(operation, contract) ? authorize(authenticate, operation, contract.roles.required(operation)) : anonymous
     const headers = lifecycle.get(operation)
     const takesBody = (route.schema as { body?: unknown }).body !== undefined
     const integers = strictIntegers(integerParameters(operation, contract))

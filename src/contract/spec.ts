@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parse } from 'yaml'
 import { generatedDir, loadGenerated, specPath } from '../paths.js'
+import { type Roles, rolesOf } from './roles.js'
 
 /** An operation's object as written in the spec, with its `x-*` extensions. */
 export type OperationDefinition = OpenAPIV3.OperationObject & { [extension: `x-${string}`]: unknown }
@@ -25,6 +26,8 @@ export interface Contract {
   /** the path every server URL ends in (`/v1`): the prefix of every route */
   basePath: string
   operations: ReadonlyMap<string, Operation>
+  /** the roles of API keys, and those each operation needs */
+  roles: Roles
   /** the methods the spec serves at a request path (`/v1/pets/7`), or undefined for a path it lacks */
   methodsAt(path: string): string[] | undefined
   /** the operation that serves `method` at a request path (HEAD as GET), if any */
@@ -79,6 +82,7 @@ export function loadContract(path: string = specPath, generated: string | false 
     document,
     basePath,
     operations,
+    roles: rolesOf({ document, operations }),
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
     urlOf(operationId, params = {}) {

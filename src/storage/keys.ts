@@ -8,6 +8,8 @@ export interface ApiKeyRecord {
   name: string
   /** the key's first characters: enough to recognise it, useless to an attacker */
   prefix: string
+  /** the roles it holds (openapi.yaml's x-roles), in the order given */
+  roles: string[]
   createdAt: Date
   lastUsedAt: Date | null
   revokedAt: Date | null
@@ -21,19 +23,29 @@ export interface IssuedKey {
 
 export type RevokeOutcome = 'revoked' | 'already revoked' | 'not found'
 
+/** What an accepted key is let do: who it is (`key:<id>` for a stored key) and its roles. */
+export interface Grant {
+  principal: string
+  roles: ReadonlySet<string>
+}
+
 /** API keys, kept beside the pets. Only a SHA-256 of each key is stored. */
 export interface KeyRepository {
-  issue(name: string): Promise<IssuedKey>
+  /** a key holding `roles` (checked against the catalogue by the caller) */
+  issue(name: string, roles: readonly string[]): Promise<IssuedKey>
   /** issues a key only if the store holds none yet (first start); safe when instances race */
-  issueFirst(name: string): Promise<IssuedKey | undefined>
+  issueFirst(name: string, roles: readonly string[]): Promise<IssuedKey | undefined>
   list(): Promise<ApiKeyRecord[]>
   revoke(id: number): Promise<RevokeOutcome>
-  /** the id of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use.
+  /** gives an active key these roles instead of its own, on every instance from its next
+   * request on; 'not found' for an unknown key, 'revoked' for a revoked one */
+  setRoles(id: number, roles: readonly string[]): Promise<'updated' | 'revoked' | 'not found'>
+  /** the grant of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use.
    * A key it has seen is answered at once, not by a promise: a read's path awaits nothing for it. */
-  authenticate(digest: string): number | Promise<number | undefined>
+  authenticate(digest: string): Grant | Promise<Grant | undefined>
   /** as authenticate, but only from what is known without a query (the keys seen, active):
    * undefined for any other, without asking the store */
-  known(digest: string): number | undefined
+  known(digest: string): Grant | undefined
   /** writes down when keys were last used (done every minute, and on close) */
   recordUses(): Promise<void>
   /** writes down when keys were last used, and stops */
@@ -56,6 +68,7 @@ interface KeyRow {
   id: number
   name: string
   prefix: string
+  roles: string
   created_at: number
   last_used_at: number | null
   revoked_at: number | null
@@ -65,27 +78,33 @@ const asRecord = (row: KeyRow): ApiKeyRecord => ({
   id: row.id,
   name: row.name,
   prefix: row.prefix,
+  roles: rolesOf(row.roles),
   createdAt: new Date(row.created_at),
   lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
   revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
 })
 
-const columns = 'id, name, prefix, created_at, last_used_at, revoked_at'
+const columns = 'id, name, prefix, roles, created_at, last_used_at, revoked_at'
+
+/** Roles are kept as one text, space-separated, as OAuth writes scopes (a role holds no space). */
+const rolesText = (roles: readonly string[]) => [...new Set(roles)].join(' ')
+const rolesOf = (text: string) => text.split(' ').filter((role) => role !== '')
 
 export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
-  async function insert(executor: Statements, name: string): Promise<IssuedKey> {
+  async function insert(executor: Statements, name: string, roles: readonly string[]): Promise<IssuedKey> {
     const { key, prefix } = newKey()
     const row = await executor.row<KeyRow>(
-      `insert into api_keys (name, prefix, hash, created_at) values ($1, $2, $3, $4) returning ${columns}`,
-      [name, prefix, hashKey(key), Date.now()],
+      `insert into api_keys (name, prefix, hash, roles, created_at) values ($1, $2, $3, $4, $5) returning ${columns}`,
+      [name, prefix, hashKey(key), rolesText(roles), Date.now()],
     )
     return { record: asRecord(row!), key }
   }
 
-  // Active keys by hash, so that a request with a known key costs no query. A revocation
-  // elsewhere reaches it through `changes`, checked before every use; `generation` keeps a
-  // lookup that began before a revocation from caching its outdated answer after it.
-  const cached = new Map<string, number>()
+  // Active keys by hash, with their roles, so that a request with a known key costs no query. A
+  // revocation or a change of roles elsewhere reaches it through `changes`, checked before every
+  // use; `generation` keeps a lookup that began before a change from caching its outdated
+  // answer after it.
+  const cached = new Map<string, Grant & { id: number }>()
   let generation = 0
   const forget = () => {
     cached.clear()
@@ -111,34 +130,36 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
   }
   const flusher = setInterval(recordUses, lastUsedFlushMs).unref()
 
-  async function lookUp(digest: string): Promise<number | undefined> {
+  async function lookUp(digest: string): Promise<Grant | undefined> {
     const lookedUpIn = generation
-    const row = await sql.row<{ id: number }>('select id from api_keys where hash = $1 and revoked_at is null', [digest])
+    const row = await sql.row<{ id: number; roles: string }>('select id, roles from api_keys where hash = $1 and revoked_at is null', [digest])
     if (row === undefined) return undefined
+    const id = Number(row.id)
+    const grant = { id, principal: `key:${id}`, roles: new Set(rolesOf(row.roles)) }
     // (only active keys are cached, never guesses: the cache is as large as the key store)
-    if (lookedUpIn === generation) cached.set(digest, row.id)
-    used.set(row.id, Date.now())
-    return row.id
+    if (lookedUpIn === generation) cached.set(digest, grant)
+    used.set(id, Date.now())
+    return grant
   }
 
-  function known(digest: string): number | undefined {
+  function known(digest: string): Grant | undefined {
     if (changes.changed()) forget()
     // Looked up by hash: equal hashes mean equal keys, and timing reveals nothing of the key.
-    const id = cached.get(digest)
-    if (id !== undefined) used.set(id, Date.now())
-    return id
+    const grant = cached.get(digest)
+    if (grant !== undefined) used.set(grant.id, Date.now())
+    return grant
   }
 
   return {
-    issue: (name) => insert(sql, name),
+    issue: (name, roles) => insert(sql, name, roles),
 
-    issueFirst: (name) =>
+    issueFirst: (name, roles) =>
       sql.transaction(async (tx) => {
         // Two instances starting on one empty PostgreSQL: the lock lets only one of them look
         // and insert at a time. (SQLite transactions are serialised already.)
         if (dialect === 'postgres') await tx.run("select pg_advisory_xact_lock(hashtext('petstore.api_keys.first'))")
         const existing = await tx.row('select id from api_keys limit 1')
-        return existing === undefined ? insert(tx, name) : undefined
+        return existing === undefined ? insert(tx, name, roles) : undefined
       }),
 
     async list() {
@@ -155,6 +176,18 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
       }
       const row = await sql.row('select id from api_keys where id = $1', [id])
       return row === undefined ? 'not found' : 'already revoked'
+    },
+
+    async setRoles(id, roles) {
+      const updated = await sql.run('update api_keys set roles = $1 where id = $2 and revoked_at is null', [rolesText(roles), id])
+      forget()
+      if (updated > 0) {
+        // done when every instance holds the key to its new roles from its next request on
+        await changes.propagated()
+        return 'updated'
+      }
+      const row = await sql.row('select id from api_keys where id = $1', [id])
+      return row === undefined ? 'not found' : 'revoked'
     },
 
     authenticate: (digest) => known(digest) ?? lookUp(digest),

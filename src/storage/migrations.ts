@@ -141,6 +141,30 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('webhook_deliveries_event').on('webhook_deliveries').column('event_id').execute()
       },
     },
+    '0008_roles_and_owners': {
+      async up(db) {
+        // A key's roles (openapi.yaml's x-roles), space-separated. The keys issued before roles
+        // existed could call every operation: they get every role given by default when this
+        // was written, so that no client loses an operation (staff, orders:admin, is not one).
+        await db.schema.alterTable('api_keys').addColumn('roles', 'text', (c) => c.notNull().defaultTo('')).execute()
+        await sql`update api_keys set roles = ${'pets:read pets:write orders:read orders:write webhooks:read webhooks:write'}`.execute(db)
+        if (dialect === 'postgres') {
+          // a change of roles reaches every instance's cache as a revocation does
+          await sql`drop trigger api_keys_changed on api_keys`.execute(db)
+          await sql`create trigger api_keys_changed after update of revoked_at, roles or delete on api_keys
+            for each statement execute function petstore_api_keys_changed()`.execute(db)
+        }
+        // The principal that placed an order (`key:12`, `env:<hex>`): it alone sees it, with
+        // staff. Orders placed before have none, and are seen by staff only.
+        await db.schema.alterTable('orders').addColumn('owner', 'text').execute()
+        // a client's orders, in id order, and by status: what listOrders reads
+        await db.schema.createIndex('orders_owner_id').on('orders').columns(['owner', 'id']).execute()
+        await db.schema.createIndex('orders_owner_status_id').on('orders').columns(['owner', 'status', 'id']).execute()
+        // Whose subscriptions an event goes to: null, every subscription of its type (pets);
+        // else only those of this principal (an order's events go to the order's owner).
+        await db.schema.alterTable('webhook_events').addColumn('audience', 'text').execute()
+      },
+    },
   }
 }
 

@@ -17,7 +17,13 @@ export type OrderStatus = Schemas['OrderStatus']
 /** The statuses a placed order can move to. */
 export type OrderTarget = Schemas['OrderUpdate']['status']
 
+/** Whose orders a request may see and move: those of one principal (the key that placed
+ * them), or every order (`allOrders`: store staff). */
+export type OrderScope = string | typeof allOrders
+export const allOrders: unique symbol = Symbol('every order')
+
 export interface OrderQuery {
+  scope: OrderScope
   limit: number
   status?: OrderStatus | undefined
   /** only orders whose id is greater */
@@ -41,14 +47,17 @@ export type Transition =
 /** Orders, and the pet status each one drives: handlers see only this. Reads answer at once
  * where the database does (SQLite), else by a promise. */
 export interface OrderRepository {
-  /** Orders an available pet, which becomes pending, in one transaction. With an idempotency
-   * key: a key used before is answered what it was then (or `reused`, for another body). */
-  place(order: NewOrder, idempotency?: IdempotencyKey): Promise<Placement | { reused: true }>
-  find(id: number): MaybePromise<Order | undefined>
-  /** orders in ascending id order */
+  /** Orders an available pet for `owner` (a principal), which becomes pending, in one
+   * transaction. With an idempotency key: a key used before is answered what it was then, as
+   * `replayed` (or `reused`, for another body). */
+  place(order: NewOrder, owner: string, idempotency?: IdempotencyKey): Promise<Placement | { replayed: Placement } | { reused: true }>
+  /** the order, if `scope` sees it */
+  find(id: number, scope: OrderScope): MaybePromise<Order | undefined>
+  /** the orders `scope` sees, in ascending id order */
   list(query: OrderQuery): MaybePromise<Order[]>
-  /** placed -> delivered (the pet is sold) or cancelled (the pet is available), in one transaction */
-  update(id: number, target: OrderTarget): Promise<Transition>
+  /** placed -> delivered (the pet is sold) or cancelled (the pet is available), in one
+   * transaction; an order `scope` does not see is `missing` */
+  update(id: number, target: OrderTarget, scope: OrderScope): Promise<Transition>
   /** deletes the idempotency keys older than a day, as done every 10 minutes; returns how many */
   forgetExpiredKeys(now?: number): MaybePromise<number>
   /** stops the forgetting */
@@ -64,18 +73,32 @@ export const orderColumns = mapping<Order>('orders', {
   placedAt: { name: 'placed_at', read: (ms: number) => new Date(ms).toISOString(), write: (iso) => Date.parse(iso) },
 })
 
-// listOrders pages by id: with a status, the (status, id) index serves it; without, the primary key.
+// listOrders pages by id: with a status, the (status, id) index serves it; without, the primary
+// key; a client's own, the (owner, id) and (owner, status, id) indexes (migration 0008).
 const listAll = select(`select ${orderColumns.list} from orders where id > $1 order by id limit $2`, orderColumns.read)
 const listByStatus = select(`select ${orderColumns.list} from orders where status = $1 and id > $2 order by id limit $3`, orderColumns.read)
+const listOwn = select(`select ${orderColumns.list} from orders where owner = $3 and id > $1 order by id limit $2`, orderColumns.read)
+const listOwnByStatus = select(
+  `select ${orderColumns.list} from orders where owner = $4 and status = $1 and id > $2 order by id limit $3`,
+  orderColumns.read,
+)
 const findOne = select(`select ${orderColumns.list} from orders where id = $1`, orderColumns.read)
-const insertOrder = orderColumns.insert()
+const findOwn = select(`select ${orderColumns.list} from orders where id = $1 and owner = $2`, orderColumns.read)
+const insertOrder = orderColumns.insert(['owner'])
 
 // The pet is taken by a conditional update: of two transactions that try at once, the second
 // finds it pending (PostgreSQL re-reads the row once the first commits; SQLite runs them one
 // after the other), changes nothing, and is refused. No read-then-write.
 const takePet = select(`update pets set status = 'pending' where id = $1 and status = 'available' returning ${petColumns.list}`, petColumns.read)
 const petStatus = 'select status from pets where id = $1'
-const moveOrder = select(`update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns.list}`, orderColumns.read)
+const moveOrder = select(`update orders set status = $2 where id = $1 and status = 'placed' returning ${orderColumns.list}, owner`, (values) => ({
+  order: orderColumns.read(values),
+  owner: values.at(-1) as string | null,
+}))
+const moveOwn = select(
+  `update orders set status = $2 where id = $1 and status = 'placed' and owner = $3 returning ${orderColumns.list}, owner`,
+  moveOrder.row,
+)
 const setPetStatus = select(`update pets set status = $2 where id = $1 returning ${petColumns.list}`, petColumns.read)
 
 /** The pet's status once its order has moved. */
@@ -86,48 +109,53 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox): Ord
   const write = transactions(sql, dialect === 'sqlite')
   const keys = idempotencyKeys<Placement>(sql)
 
-  async function placeIn(tx: Statements, order: NewOrder, placedAt: number): Promise<Placement> {
+  async function placeIn(tx: Statements, order: NewOrder, owner: string, placedAt: number): Promise<Placement> {
     const { petId } = order
     const taken = await tx.one(takePet, [petId])
     if (taken === undefined) {
       const pet = await tx.row<{ status: PetStatus }>(petStatus, [petId])
       return pet === undefined ? { missing: { petId } } : { unavailable: { petId, status: pet.status } }
     }
-    const placed = (await tx.one(insertOrder, orderColumns.values({ ...order, status: 'placed', placedAt: new Date(placedAt).toISOString() })))!
+    const placed = (await tx.one(insertOrder, [...orderColumns.values({ ...order, status: 'placed', placedAt: new Date(placedAt).toISOString() }), owner]))!
     await outbox.record(tx, [
-      { type: 'order.placed', data: placed },
+      { type: 'order.placed', data: placed, audience: owner },
       { type: 'pet.status_changed', data: taken, from: 'available', to: 'pending' },
     ])
     return { placed }
   }
 
   return {
-    place: (order, idempotency) =>
+    place: (order, owner, idempotency) =>
       write(async (tx) => {
         const now = Date.now()
-        if (idempotency === undefined) return placeIn(tx, order, now)
+        if (idempotency === undefined) return placeIn(tx, order, owner, now)
         const claim = await keys.claim(tx, idempotency, now)
-        if ('kept' in claim) return claim.kept
+        if ('kept' in claim) return { replayed: claim.kept }
         if ('reused' in claim) return claim
-        const placement = await placeIn(tx, order, now)
+        const placement = await placeIn(tx, order, owner, now)
         await keys.keep(tx, idempotency, placement)
         return placement
       }),
 
-    find: (id) => sql.one(findOne, [id]),
+    find: (id, scope) => (scope === allOrders ? sql.one(findOne, [id]) : sql.one(findOwn, [id, scope])),
 
-    list: ({ limit, status, after = 0 }) => (status === undefined ? sql.all(listAll, [after, limit]) : sql.all(listByStatus, [status, after, limit])),
+    list: ({ scope, limit, status, after = 0 }) => {
+      if (scope === allOrders) return status === undefined ? sql.all(listAll, [after, limit]) : sql.all(listByStatus, [status, after, limit])
+      return status === undefined ? sql.all(listOwn, [after, limit, scope]) : sql.all(listOwnByStatus, [status, after, limit, scope])
+    },
 
-    update: (id, target) =>
+    update: (id, target, scope) =>
       write(async (tx): Promise<Transition> => {
-        const moved = await tx.one(moveOrder, [id, target])
-        if (moved === undefined) {
-          const order = await tx.one(findOne, [id])
+        const moving = scope === allOrders ? await tx.one(moveOrder, [id, target]) : await tx.one(moveOwn, [id, target, scope])
+        if (moving === undefined) {
+          const order = scope === allOrders ? await tx.one(findOne, [id]) : await tx.one(findOwn, [id, scope])
           return order === undefined ? { missing: { orderId: id } } : { stuck: order }
         }
+        const { order: moved, owner } = moving
         const pet = (await tx.one(setPetStatus, [moved.petId, petStatusAfter[target]]))!
         await outbox.record(tx, [
-          { type: 'order.status_changed', data: moved, from: 'placed', to: target },
+          // (to the order's owner, also when staff move it)
+          { type: 'order.status_changed', data: moved, from: 'placed', to: target, audience: owner },
           { type: 'pet.status_changed', data: pet, from: 'pending', to: petStatusAfter[target] },
         ])
         return { moved }

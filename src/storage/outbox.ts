@@ -12,9 +12,12 @@ export type EventPayload<T extends EventType = EventType> = NonNullable<webhooks
 /** The envelope every event shares: filled in when it is sent. */
 type Envelope = 'id' | 'sequence' | 'type' | 'occurredAt'
 
-/** An event as a change records it: its type, and its payload beyond the envelope (`data`, and
- * `from` and `to` for a change of status). */
-export type NewEvent = { [T in EventType]: { type: T } & Omit<EventPayload<T>, Envelope> }[EventType]
+/** An event as a change records it: its type, its payload beyond the envelope (`data`, and
+ * `from` and `to` for a change of status), and who may see it (`audience`): absent, every
+ * subscription of its type (a pet's events: the catalogue is shared); a principal, only its own
+ * subscriptions (an order's events go to the key that placed it, OWASP API1); null, no one (an
+ * order placed before orders had owners). */
+export type NewEvent = { [T in EventType]: { type: T; audience?: string | null } & Omit<EventPayload<T>, Envelope> }[EventType]
 
 /**
  * The transactional outbox: a change records its events in its own transaction, so that they
@@ -36,6 +39,11 @@ export interface Outbox {
 }
 
 const takers = 'select subscription_id from webhook_subscription_events where type = $1'
+/** the same, of one principal's subscriptions ($5), and whether there is one ($2) */
+const ownTakers = `select taker.subscription_id from webhook_subscription_events taker
+  join webhook_subscriptions s on s.id = taker.subscription_id where taker.type = $1 and s.owner = $5`
+const anyOwnTaker = `select 1 from webhook_subscription_events taker
+  join webhook_subscriptions s on s.id = taker.subscription_id where taker.type = $1 and s.owner = $2 limit 1`
 
 /**
  * Who takes an event is decided in the change's transaction, from what is committed:
@@ -55,17 +63,22 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
     return {
       async record(tx, events) {
         const now = Date.now()
+        const seen = events.filter(({ audience }) => audience !== null)
         await tx.run(
           `with event as (
-             insert into webhook_events (type, occurred_at, fields)
-             select given.type, $3, given.fields from unnest($1::text[], $2::text[]) with ordinality as given (type, fields, n)
-             where exists (select 1 from webhook_subscription_events taker where taker.type = given.type)
+             insert into webhook_events (type, occurred_at, fields, audience)
+             select given.type, $3, given.fields, given.audience
+             from unnest($1::text[], $2::text[], $5::text[]) with ordinality as given (type, fields, audience, n)
+             where exists (select 1 from webhook_subscription_events taker join webhook_subscriptions s on s.id = taker.subscription_id
+                           where taker.type = given.type and (given.audience is null or s.owner = given.audience))
              order by given.n
-             returning id, type)
+             returning id, type, audience)
            insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)
            select taker.subscription_id, event.id, 'pending', 0, $3, $4, $3
-           from event join webhook_subscription_events taker on taker.type = event.type`,
-          [events.map(({ type }) => type), events.map(fieldsOf), now, now + retryPeriodMs],
+           from event join webhook_subscription_events taker on taker.type = event.type
+           join webhook_subscriptions s on s.id = taker.subscription_id
+           where event.audience is null or s.owner = event.audience`,
+          [seen.map(({ type }) => type), seen.map(fieldsOf), now, now + retryPeriodMs, seen.map(({ audience }) => audience ?? null)],
         )
       },
       noneTakes,
@@ -79,15 +92,18 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
   const write = async (tx: Statements, events: NewEvent[]) => {
     const now = Date.now()
     for (const event of events) {
-      const { id } = (await tx.row<{ id: number }>('insert into webhook_events (type, occurred_at, fields) values ($1, $2, $3) returning id', [
-        event.type,
-        now,
-        fieldsOf(event),
-      ]))!
+      const { audience } = event
+      if (audience === null) continue
+      // (an event no subscription of its audience takes is not written)
+      if (audience !== undefined && (await tx.row(anyOwnTaker, [event.type, audience])) === undefined) continue
+      const { id } = (await tx.row<{ id: number }>(
+        'insert into webhook_events (type, occurred_at, fields, audience) values ($1, $2, $3, $4) returning id',
+        [event.type, now, fieldsOf(event), audience ?? null],
+      ))!
       await tx.run(
         `insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)
-         select subscription_id, $2, 'pending', 0, $3, $4, $3 from (${takers}) taker`,
-        [event.type, id, now, now + retryPeriodMs],
+         select subscription_id, $2, 'pending', 0, $3, $4, $3 from (${audience === undefined ? takers : ownTakers}) taker`,
+        audience === undefined ? [event.type, id, now, now + retryPeriodMs] : [event.type, id, now, now + retryPeriodMs, audience],
       )
     }
   }
@@ -107,6 +123,6 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
 }
 
 /** An event's payload beyond its type, as stored: JSON. */
-function fieldsOf({ type, ...fields }: NewEvent): string {
+function fieldsOf({ type, audience, ...fields }: NewEvent): string {
   return JSON.stringify(fields)
 }
