@@ -3,7 +3,7 @@ import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
-import { lifecycleOfOperations } from './contract/lifecycle.js'
+import { lifecycleOfOperations, retirementOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError } from './errors.js'
@@ -35,6 +35,8 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   schemaController?: FastifyServerOptions['schemaController']
   /** the contract to serve: by default openapi.yaml */
   contract?: Contract
+  /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
+  clock?: () => number
 }
 
 /** One access-log line per request, when it is answered ("request completed", with the
@@ -174,6 +176,8 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(secrets), storedKeys(storage.keys)))),
     anonymous: rateLimits.anonymous,
     lifecycle,
+    retirements: retirementOfOperations(contract),
+    clock: options.clock ?? Date.now,
   })
   return app
 }

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { MaybePromise } from '../maybe-async.js'
+import type { Retirement } from './lifecycle.js'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'
 import { type Contract, deref, type Operation } from './spec.js'
@@ -27,6 +28,10 @@ export interface ContractOptions {
   anonymous: OperationHook
   /** the lifecycle headers of each operation (lifecycleOfOperations) */
   lifecycle: ReadonlyMap<Operation, Record<string, string> | undefined>
+  /** when each deprecated operation is gone (retirementOfOperations) */
+  retirements: ReadonlyMap<Operation, Retirement | undefined>
+  /** the time, in ms since the epoch: Date.now, or a test's clock */
+  clock: () => number
 }
 
 /**
@@ -36,7 +41,7 @@ export interface ContractOptions {
  * its integer parameters. It is an encapsulated context of its own, so its onRoute hook sees
  * the operations' routes only (each GET twice: HEAD is made from it).
  */
-export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, anonymous, lifecycle }: ContractOptions) {
+export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, anonymous, lifecycle, retirements, clock }: ContractOptions) {
   app.addHook('onRoute', (route) => {
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
@@ -45,9 +50,13 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
     const guard = requiresBearer(operation, contract) ? authenticate : anonymous
     const headers = lifecycle.get(operation)
     const takesBody = (route.schema as { body?: unknown }).body !== undefined
+    const retired = retirements.get(operation)
     // one hook, not one per concern: every request of the API passes here, and most are let
     // on at once (a guard's throw is Fastify's to catch, as a hook's error)
-    const admitted = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    const admitted = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+      // past its sunset, an authenticated request of the operation is answered 410, unread
+      const gone = retired?.(clock())
+      if (gone !== undefined) return done(gone)
       if (takesBody) grantContinue(request, reply)
       done()
     }
