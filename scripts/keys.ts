@@ -1,5 +1,5 @@
 /**
- * npm run -s keys -- create --name NAME | list | revoke ID
+ * npm run -s keys -- create --name NAME | list | revoke ID | usage [--json]
  *
  * Manages the API keys kept in the database of DATABASE_URL (SQLite or PostgreSQL), whose
  * schema it brings up to date first. A key is shown once, when created: the store keeps only
@@ -10,8 +10,9 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
 import { reportFailure } from '../src/failure.js'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage, type Storage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
+import { usageCommand } from './usage-report.js'
 
 const usage = `Usage: npm run -s keys -- <command>
 
@@ -19,6 +20,8 @@ Commands:
   create --name NAME  issue a key; prints it once, alone on the last line
   list                all keys: id, name, prefix, created, last used, revoked
   revoke ID           refuse the key from the next request on, on every instance
+  usage [--json]      who calls the deprecated and non-stable operations: per key and
+                      operation, its lifecycle, the calls and the last one
   help                this text
 
 The keys are kept in the database of DATABASE_URL (default sqlite:./data/petstore.db).
@@ -30,27 +33,29 @@ key; 2 a usage error.`
 class UsageError extends Error {}
 
 /** A command, ready to run against the store; it resolves to the exit status. */
-type Command = (keys: KeyRepository) => Promise<number>
+type Command = (keys: KeyRepository, storage: Storage) => Promise<number>
 
 function parseCommand(args: string[]): Command | 'help' {
   let parsed
   try {
-    parsed = parseArgs({ args, options: { name: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true })
+    parsed = parseArgs({ args, options: { name: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } }, allowPositionals: true })
   } catch (error) {
     // an unknown option, or --name without a value
     throw new UsageError((error as Error).message)
   }
-  const { name, help } = parsed.values
+  const { name, json, help } = parsed.values
   const [command, ...operands] = parsed.positionals
   if (help || command === 'help') return 'help'
   if (command === undefined) throw new UsageError('no command given')
-  if (!['create', 'list', 'revoke'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  if (!['create', 'list', 'revoke', 'usage'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
   if (name !== undefined && command !== 'create') throw new UsageError('--name goes with create only')
+  if (json !== undefined && command !== 'usage') throw new UsageError('--json goes with usage only')
   if (operands.length !== (command === 'revoke' ? 1 : 0)) {
     throw new UsageError(command === 'revoke' ? 'revoke takes one ID' : `${command} takes no arguments`)
   }
 
   if (command === 'list') return list
+  if (command === 'usage') return (_, storage) => usageCommand(storage, json === true, table)
   if (command === 'revoke') return revoke(keyId(operands[0]!))
   if (name === undefined) throw new UsageError('create needs --name NAME')
   // a name is read in a table: blanks or control characters would only garble it
@@ -122,7 +127,7 @@ async function main(args: string[]): Promise<number> {
   const config = loadConfig()
   const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, timeoutMs: config.DATABASE_TIMEOUT_MS })
   try {
-    return await command(storage.keys)
+    return await command(storage.keys, storage)
   } finally {
     await storage.close()
   }

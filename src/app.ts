@@ -1,9 +1,9 @@
-import Fastify, { type FastifyError, type FastifyServerOptions, LogController } from 'fastify'
+import Fastify, { type FastifyError, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
 import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
-import { lifecycleOfOperations, retirementOfOperations } from './contract/lifecycle.js'
+import { lifecycleOf, lifecycleOfOperations, retirementOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError } from './errors.js'
@@ -74,6 +74,12 @@ export async function buildApp(options: AppOptions) {
 async function assemble(contract: Contract, storage: Storage, options: AppOptions) {
   const secrets = options.API_KEYS
   const lifecycle = lifecycleOfOperations(contract, docsPath(contract))
+  // the access-log line of a request of a deprecated, experimental or beta operation says so
+  const lifecycleLabels = new Map([...contract.operations.values()].map((operation) => [operation.id, lifecycleOf(operation)]))
+  const lifecycleField = (reply: FastifyReply) => {
+    const label = lifecycleLabels.get((reply.request.routeOptions.schema as { operationId?: string } | undefined)?.operationId as string)
+    return label === undefined ? undefined : { lifecycle: label }
+  }
   const app = Fastify({
     logger: {
       level: options.LOG_LEVEL,
@@ -82,7 +88,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
       // the access-log line names the request it answers, without a credential it may carry
       serializers: {
         // (typed partial by Fastify, but a reply always has its request)
-        res: ({ statusCode, request }) => ({ statusCode, method: request!.method, url: redactUrl(request!.url, secrets) }),
+        res: (reply) => ({ statusCode: reply.statusCode, method: reply.request!.method, url: redactUrl(reply.request!.url, secrets), ...lifecycleField(reply as FastifyReply) }),
       },
       ...options.logger,
     },
@@ -178,6 +184,15 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     lifecycle,
     retirements: retirementOfOperations(contract),
     clock: options.clock ?? Date.now,
+    callsOf(operation) {
+      const label = lifecycleOf(operation)
+      if (label === undefined) return undefined
+      const counted = app.metrics.lifecycleRequests(operation.id, label)
+      return (principal) => {
+        counted()
+        storage.usage.note(principal, operation.id)
+      }
+    },
   })
   return app
 }

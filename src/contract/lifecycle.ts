@@ -4,6 +4,14 @@ import type { Contract, Operation } from './spec.js'
 /** Stability markers an operation may carry (`x-stability`); none means stable. */
 const stabilities = new Set(['experimental', 'beta'])
 
+/** What the metrics and the usage records call an operation's lifecycle: `deprecated` (whatever
+ * its level), `experimental` or `beta`; undefined for a stable operation in good standing. */
+export function lifecycleOf({ definition }: Operation): 'deprecated' | 'experimental' | 'beta' | undefined {
+  if (definition.deprecated === true) return 'deprecated'
+  const stability = definition['x-stability']
+  return stability === 'experimental' || stability === 'beta' ? stability : undefined
+}
+
 /** lifecycleHeaders of every operation of the contract, made once. */
 export function lifecycleOfOperations(contract: Contract, docsPath: string): ReadonlyMap<Operation, Record<string, string> | undefined> {
   return new Map([...contract.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, contract, docsPath)]))
