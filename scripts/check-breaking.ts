@@ -82,14 +82,14 @@ interface Document {
 }
 
 /** "GET /pets" for a change inside an operation, else the top-level part ("servers", "info"). */
-function whereOf(pointer: string): string {
+export function whereOf(pointer: string): string {
   const [section, path, method] = pointer.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
   if (section !== 'paths') return section!
   return method === undefined ? path! : `${method.toUpperCase()} ${path}`
 }
 
 /** The changes redocly diff finds from `base` to `revision`, every one rated. */
-async function diff(base: string, revision: string): Promise<Change[]> {
+export async function diff(base: string, revision: string): Promise<Change[]> {
   const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js')
   const dir = mkdtempSync(join(tmpdir(), 'petstore-diff-'))
   try {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import Fastify, { type FastifyError, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
 import { anyOf, bearerAuth, staticKeys, storedKeys } from './auth/bearer.js'
 import type { Config } from './config.js'
@@ -17,6 +18,7 @@ import { RateLimits } from './limits/rate-limit.js'
 import health from './ops/health.js'
 import metrics, { observeUnrouted } from './ops/metrics.js'
 import { orderHandlers } from './orders/handlers.js'
+import { changelogPath } from './paths.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
@@ -164,7 +166,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   // health probes (src/ops/)
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
 
-  await app.register(docs, { contract })
+  await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
   await app.register(contractPlugin, {
     contract,
     handlers: {

@@ -212,3 +212,16 @@ t.test('sunsets and brownouts the server cannot honour are refused at start, nam
   const noSunset = withOperation('getPet', ({ 'x-sunset': _, ...definition }) => definition)
   t.equal(retirement(noSunset.operations.get('getPet')!, noSunset), undefined, 'without a sunset, never gone')
 })
+
+t.test('the changelog is served without a key, as Markdown, and the spec links it', async (t) => {
+  const { readFileSync } = await import('node:fs')
+  const { changelogPath } = await import('../src/paths.js')
+  const app = await build(t)
+  const response = await app.inject({ url: '/v1/changelog' })
+  t.equal(response.statusCode, 200)
+  t.equal(response.headers['content-type'], 'text/markdown; charset=utf-8')
+  t.equal(response.body, readFileSync(changelogPath, 'utf8'))
+  t.match(response.body, /^## Deprecations and sunsets in force\n\n- `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m)
+  const document = loadContract().document as { externalDocs?: { url: string } }
+  t.equal(new URL(document.externalDocs!.url).pathname, '/v1/changelog')
+})
