@@ -53,7 +53,8 @@ export async function release({ version, spec = specPath, released = releasedDir
     .filter((name) => versionPattern.test(name))
     .sort(compare)
   const last = releases.at(-1)
-  if (last !== undefined && compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
+  if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
+  if (compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
 
   const source = withVersion(readFileSync(spec, 'utf8'), version)
   const work = mkdtempSync(join(tmpdir(), 'petstore-release-'))
@@ -63,14 +64,14 @@ export async function release({ version, spec = specPath, released = releasedDir
     const gate = await checkBreaking({ spec: candidate, released, accepted, now })
     if (!gate.ok) return { ok: false, lines: [`release ${version} refused by the breaking-change gate:`, ...gate.lines] }
 
-    const previousFile = last === undefined ? undefined : join(released, `${last}.yaml`)
-    const compatible = previousFile === undefined ? [] : compatibleLines(await diff(previousFile, candidate))
+    const previousFile = join(released, `${last}.yaml`)
+    const compatible = compatibleLines(await diff(previousFile, candidate))
     // the changes the lifecycle allowed, against the last release (the gate lists them per release)
     const allowed = lastReleaseLines(gate.lines, last)
     const text = entry({
       version,
       date: now.toISOString().slice(0, 10),
-      previous: previousFile === undefined ? undefined : parse(readFileSync(previousFile, 'utf8')),
+      previous: parse(readFileSync(previousFile, 'utf8')),
       current: parse(source),
       compatible,
       allowed,
@@ -110,15 +111,10 @@ export function compatibleLines(changes: Change[]): string[] {
 }
 
 /** The "allowed (...)" lines the gate printed under its line about release `last`. */
-function lastReleaseLines(lines: string[], last: string | undefined): string[] {
+function lastReleaseLines(lines: string[], last: string): string[] {
+  // (the gate passed: its lines are per release, oldest first, so the last block is the last release's)
   const start = lines.findIndex((line) => line.includes(`the released ${last}`))
-  if (start === -1) return []
-  const block: string[] = []
-  for (const line of lines.slice(start + 1)) {
-    if (!line.startsWith('  ')) break
-    if (line.startsWith('  allowed (')) block.push(line)
-  }
-  return block
+  return lines.slice(start + 1).filter((line) => line.startsWith('  allowed ('))
 }
 
 if (process.argv[1] === import.meta.filename) {

@@ -24,7 +24,7 @@ export async function usageLines(storage: Storage): Promise<UsageLine[]> {
   const names = new Map((await storage.keys.list()).map((key) => [`key:${key.id}`, key.name]))
   // stored keys by id, then the API_KEYS ones (the store lists them by principal, as text)
   const order = (principal: string) => (principal.startsWith('key:') ? Number(principal.slice(4)) : Number.POSITIVE_INFINITY)
-  const records = (await storage.usage.list()).sort((a, b) => order(a.principal) - order(b.principal) || (a.principal < b.principal ? -1 : 1))
+  const records = (await storage.usage.list()).sort((a, b) => order(a.principal) - order(b.principal) || a.principal.localeCompare(b.principal))
   return records.map((record) => {
     const operation = contract.operations.get(record.operation)
     const stored = record.principal.startsWith('key:')

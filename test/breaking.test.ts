@@ -267,6 +267,13 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   t.equal(unreadable.code, 2)
   t.match(unreadable.stderr, /^check:breaking: .*openapi\.yaml: info\.version "v1" is not a version MAJOR\.MINOR\.PATCH\n$/)
 
+  const removed = released()
+  delete removed.paths['/pets/{petId}']
+  t.equal((await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--now', '2030-12-05'])).code, 0, 'on the day of the sunset, getPet may go')
+  const badDay = await run(t, 'scripts/check-breaking.ts', ['--now', 'tomorrow'])
+  t.equal(badDay.code, 2)
+  t.match(badDay.stderr, /--now tomorrow is not a date YYYY-MM-DD/)
+
   const empty = tempDir(t)
   mkdirSync(join(empty, 'released'))
   const none = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
@@ -309,6 +316,14 @@ t.test('stability levels: what the gate lets through within the major version', 
     const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'experimental'), requireTag)
     t.ok(result.ok, 'passes')
     t.match(result.text, /^ {2}allowed \(experimental\): POST \/pets: Properties of `NewPet` became required: `tag`\./m)
+  })
+  t.test('an experimental change beside a breaking one: both listed, the gate fails', async (t) => {
+    const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'experimental'), (spec) => {
+      requireTag(spec)
+      spec.components.parameters.Limit.required = true
+    })
+    t.notOk(result.ok)
+    t.match(result.text, /`limit` query parameter became required[^]*\nand 1 change\(s\) allowed by their operations' lifecycle:\n {2}allowed \(experimental\): POST \/pets/)
   })
   t.test('stable: the same change fails', async (t) => {
     const result = await levels(t, () => {}, requireTag)

@@ -102,6 +102,8 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
 
   // a key since deleted from the store, an operation since removed from the spec
   app.storage.usage.note('key:999', 'findPets')
+  // (and one that has become stable since)
+  app.storage.usage.note('key:999', 'listPets')
   await app.close()
   const report = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: url })
   t.equal(report.code, 0, report.stderr)
@@ -113,6 +115,7 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
     [
       [String(stored.record.id), 'mobile app', 'getPet', 'deprecated', '3'],
       ['999', '(deleted)', 'findPets', 'removed', '1'],
+      ['999', '(deleted)', 'listPets', 'stable', '1'],
       ...[
         [envPrincipal(other), '(API_KEYS)', 'listOrders', 'experimental', '1'],
         [envPrincipal(testKey), '(API_KEYS)', 'getPet', 'deprecated', '1'],
