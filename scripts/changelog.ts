@@ -34,8 +34,8 @@ export interface EntryInput {
   version: string
   /** the day of the release, YYYY-MM-DD */
   date: string
-  /** the release before, if any */
-  previous?: Node
+  /** the release before (the first release's entry: an empty document) */
+  previous: Node
   current: Node
   /** the compatible changes (redocly's minor ones), one line each */
   compatible: string[]
@@ -45,7 +45,7 @@ export interface EntryInput {
 
 /** One release's entry. */
 export function entry({ version, date, previous, current, compatible, allowed }: EntryInput): string {
-  const before = new Map((previous ? operationsOf(previous) : []).map((operation) => [operation.name, operation]))
+  const before = new Map(operationsOf(previous).map((operation) => [operation.name, operation]))
   const now = operationsOf(current)
   const after = new Map(now.map((operation) => [operation.name, operation]))
   const level = (operation: ReleasedOperation) => levelOf(operation.definition)
@@ -74,7 +74,9 @@ export function entry({ version, date, previous, current, compatible, allowed }:
 export function inForce(current: Node): string {
   const deprecated = operationsOf(current)
     .filter((operation) => operation.definition.deprecated === true)
-    .sort((a, b) => (dayOf(a.definition['x-sunset'])?.getTime() ?? Infinity) - (dayOf(b.definition['x-sunset'])?.getTime() ?? Infinity))
+    .map((operation) => ({ operation, sunset: dayOf(operation.definition['x-sunset'])?.getTime() ?? Infinity }))
+    .sort((a, b) => a.sunset - b.sunset)
+    .map(({ operation }) => operation)
   return `## Deprecations and sunsets in force\n\n${deprecated.length === 0 ? 'None.' : deprecated.map((operation) => `- ${deprecation(operation)}`).join('\n')}\n`
 }
 

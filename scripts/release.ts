@@ -9,7 +9,7 @@
  *   npm run -s release -- VERSION [--spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
  * Exit status: 0 released; 1 refused (each reason printed), nothing written; 2 a usage error.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -79,7 +79,7 @@ export async function release({ version, spec = specPath, released = releasedDir
     const releasedFile = join(released, `${version}.yaml`)
     writeFileSync(spec, source)
     writeFileSync(releasedFile, source)
-    writeFileSync(changelog, withEntry(existsSync(changelog) ? readFileSync(changelog, 'utf8') : '', text, parse(source)))
+    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, parse(source)))
     const shown = (file: string) => relative(projectRoot, file)
     return {
       ok: true,
