@@ -495,6 +495,7 @@ export interface components {
              *     ordered), `invalid_transition` (409, the order cannot move so),
              *     `webhook_limit_reached` (409, the API key holds as many webhook
              *     subscriptions as it may), `payload_too_large` (413),
+             *     `gone` (410, a deprecated operation past its sunset or in a brownout),
              *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
              *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
              *     `too_many_requests` (429),
@@ -992,6 +993,37 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description This deprecated operation is gone (code `gone`): its sunset (`x-sunset`, 00:00 UTC)
+         *     has passed, or it is in one of its brownouts (`x-brownouts`), when it already answers
+         *     as it will after its sunset. The request was authenticated but not carried out. `Link`
+         *     names the successor and the documentation page.
+         */
+        Gone: {
+            headers: {
+                Deprecation: components["headers"]["Deprecation"];
+                Sunset: components["headers"]["Sunset"];
+                Link: components["headers"]["LifecycleLink"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "gone",
+                 *       "message": "getPet was removed on 2030-12-05 (its sunset): use listPets, GET /v1/pets",
+                 *       "status": 410
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description Maximum number of items (pets, orders) returned, in decimal digits. */
@@ -1444,6 +1476,7 @@ export interface operations {
                 };
             };
             408: components["responses"]["RequestTimeout"];
+            410: components["responses"]["Gone"];
             /**
              * @description Too many requests (code `too_many_requests`): this API key's quota, or the quota of
              *     requests without a valid key from this address, is used up until its window ends.

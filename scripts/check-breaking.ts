@@ -10,7 +10,13 @@
  * rated major that provably breaks no client, is listed in contract/accepted-changes.yaml with
  * its reason.
  *
- *   npm run -s check:breaking [-- --spec FILE --released DIR --accepted FILE]
+ * Stability levels (x-stability) temper the rule, each operation by the level it was released
+ * at (stability-gate.ts): an experimental operation may change in any way, a beta or stable one
+ * may go once a release deprecated it with a sunset that has passed, after the notice period
+ * of contract/lifecycle-policy.yaml. A change to a component is judged by its users: it passes
+ * only if each of them lets it. Demoting an operation, or moving its sunset earlier, breaks.
+ *
+ *   npm run -s check:breaking [-- --spec FILE --released DIR --accepted FILE --now YYYY-MM-DD]
  * Exit status: 0 compatible; 1 a breaking change or a version rule broken (each named);
  * 2 a document that cannot be read.
  */
@@ -22,6 +28,8 @@ import { dirname, join, relative } from 'node:path'
 import { parseArgs, promisify } from 'node:util'
 import { parse } from 'yaml'
 import { projectRoot, specPath } from '../src/paths.js'
+import { type LifecyclePolicy, policyFile, readPolicy } from './lifecycle-policy.js'
+import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')
 export const acceptedFile = join(projectRoot, 'contract', 'accepted-changes.yaml')
@@ -74,14 +82,14 @@ interface Document {
 }
 
 /** "GET /pets" for a change inside an operation, else the top-level part ("servers", "info"). */
-function whereOf(pointer: string): string {
+export function whereOf(pointer: string): string {
   const [section, path, method] = pointer.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
   if (section !== 'paths') return section!
   return method === undefined ? path! : `${method.toUpperCase()} ${path}`
 }
 
 /** The changes redocly diff finds from `base` to `revision`, every one rated. */
-async function diff(base: string, revision: string): Promise<Change[]> {
+export async function diff(base: string, revision: string): Promise<Change[]> {
   const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js')
   const dir = mkdtempSync(join(tmpdir(), 'petstore-diff-'))
   try {
@@ -99,32 +107,70 @@ async function diff(base: string, revision: string): Promise<Change[]> {
   }
 }
 
+/** What judges a change by the lifecycle of the operations it touches. */
+export interface LifecycleContext {
+  /** the operations of the release compared with */
+  base: ReleasedOperation[]
+  /** each operation as the latest release of the major version that has it describes it */
+  latest: Map<string, Record<string, any>>
+  policy: LifecyclePolicy
+  now: Date
+}
+
+export interface Findings {
+  breaking: string[]
+  /** changes rated major that the operations' lifecycle lets through, shown to the reviewer */
+  allowed: string[]
+}
+
 /**
- * The breaking changes among `changes`, less the accepted ones, one line each: where (the
- * operation), what redocly says, and its rule and pointer (what an accepted entry names).
+ * The changes rated major among `changes`, less the accepted ones, one line each: where (the
+ * operation), what redocly says, and its rule and pointer (what an accepted entry names);
+ * breaking, or allowed by the lifecycle of every operation they touch (without a `lifecycle`,
+ * every operation is stable and not deprecated).
  */
-export function breakingLines(changes: Change[], accepted: AcceptedChange[]): string[] {
+export function classify(changes: Change[], accepted: AcceptedChange[], lifecycle?: LifecycleContext): Findings {
   const isAccepted = (verdict: Verdict) => accepted.some(({ rule, pointer }) => rule === verdict.ruleId && pointer === verdict.location.pointer)
-  return changes.flatMap((change) => {
-    if (change.impact !== 'major') return []
+  const found: Findings = { breaking: [], allowed: [] }
+  for (const change of changes) {
+    if (change.impact !== 'major') continue
     const verdicts = change.verdicts.filter((verdict) => verdict.impact === 'major')
     // a major change that came without a verdict is still reported, by its place
     const findings = (verdicts.length > 0 ? verdicts : [{ ruleId: change.kind, impact: change.impact, message: 'rated major', location: { pointer: change.path } }]).filter(
       (finding) => !isAccepted(finding),
     )
-    if (findings.length === 0) return []
-    return [`  ${whereOf(change.path)}: ${findings.map((finding) => `${finding.message} (${finding.ruleId} at ${finding.location.pointer})`).join('; ')}`]
-  })
+    if (findings.length === 0) continue
+    const line = `${whereOf(change.path)}: ${findings.map((finding) => `${finding.message} (${finding.ruleId} at ${finding.location.pointer})`).join('; ')}`
+    const operations = lifecycle ? touched(lifecycle.base, change.path, findings.map((finding) => finding.location.pointer)) : []
+    const judgements = operations.map((operation) =>
+      // a removal takes away the operation at or under the removed place
+      judge(lifecycle!.latest.get(operation.name)!, change.kind === 'removed' && operation.pointer.startsWith(change.path), lifecycle!.policy, lifecycle!.now),
+    )
+    if (judgements.length > 0 && judgements.every((judgement) => judgement.allowed !== undefined)) {
+      found.allowed.push(`  allowed (${[...new Set(judgements.map((judgement) => judgement.allowed))].join('; ')}): ${line}`)
+    } else {
+      const why = [...new Set(judgements.flatMap((judgement) => judgement.why ?? []))]
+      found.breaking.push(`  ${line}${why.length > 0 ? ` [${why.join('; ')}]` : ''}`)
+    }
+  }
+  return found
 }
+
+/** The breaking changes among `changes`, less the accepted ones (every operation stable). */
+export const breakingLines = (changes: Change[], accepted: AcceptedChange[]) => classify(changes, accepted).breaking
 
 export interface GateOptions {
   spec?: string
   released?: string
   accepted?: string
+  /** contract/lifecycle-policy.yaml */
+  policy?: string
+  /** the day it is: whether a sunset has passed (by default, now) */
+  now?: Date
 }
 
 /** Checks `spec` against every released contract, as CI does. */
-export async function checkBreaking({ spec = specPath, released = releasedDir, accepted = acceptedFile }: GateOptions = {}): Promise<GateResult> {
+export async function checkBreaking({ spec = specPath, released = releasedDir, accepted = acceptedFile, policy = policyFile, now = new Date() }: GateOptions = {}): Promise<GateResult> {
   const document = parse(readFileSync(spec, 'utf8')) as Document
   const current = version(document.info.version, `${relative(projectRoot, spec)}: info.version`)
   const releases = readdirSync(released)
@@ -133,6 +179,7 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
     .sort((a, b) => compare(a.version, b.version))
   if (releases.length === 0) throw new Error(`${released} holds no released contract (MAJOR.MINOR.PATCH.yaml)`)
   const acceptedChanges = (parse(readFileSync(accepted, 'utf8')) as AcceptedChange[] | null) ?? []
+  const lifecyclePolicy = readPolicy(policy)
 
   const lines: string[] = []
   let ok = true
@@ -154,24 +201,34 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
   if (current[0] > latest.version[0]) {
     lines.push(`info.version ${named(current)} starts major version ${current[0]}: breaking changes to ${named(latest.version)} are allowed`)
   }
+  const documents = new Map(sameMajor.map((release) => [release, parse(readFileSync(release.file, 'utf8')) as Record<string, any>]))
+  // each operation as the latest release that has it says: its level, its deprecation
+  const latestOf = new Map<string, Record<string, any>>()
+  for (const release of sameMajor) for (const operation of operationsOf(documents.get(release)!)) latestOf.set(operation.name, operation.definition)
+  const revision = operationsOf(document)
   for (const release of sameMajor) {
-    const breaking = breakingLines(await diff(release.file, spec), acceptedChanges)
+    const base = operationsOf(documents.get(release)!)
+    const { breaking, allowed } = classify(await diff(release.file, spec), acceptedChanges, { base, latest: latestOf, policy: lifecyclePolicy, now })
+    breaking.push(...lifecycleBreaks(base, revision))
     if (breaking.length === 0) {
-      lines.push(`compatible with the released ${named(release.version)}`)
+      lines.push(`compatible with the released ${named(release.version)}${allowed.length > 0 ? `; ${allowed.length} change(s) allowed by their operations' lifecycle:` : ''}`, ...allowed)
       continue
     }
     fail(
       `${breaking.length} breaking change(s) to the released ${named(release.version)}; breaking changes need major version ${current[0] + 1} (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}):`,
     )
     lines.push(...breaking)
+    if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
   }
   return { ok, lines }
 }
 
 if (process.argv[1] === import.meta.filename) {
   try {
-    const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' } } })
-    const { ok, lines } = await checkBreaking(values)
+    const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } })
+    const now = values.now === undefined ? undefined : new Date(`${values.now}T00:00:00Z`)
+    if (now !== undefined && Number.isNaN(now.getTime())) throw new Error(`--now ${values.now} is not a date YYYY-MM-DD`)
+    const { ok, lines } = await checkBreaking({ ...values, now })
     console.log(lines.join('\n'))
     process.exitCode = ok ? 0 : 1
   } catch (error) {

@@ -1,5 +1,5 @@
 /**
- * npm run -s keys -- create --name NAME [--role ROLE]... | list | revoke ID | set-roles ID --role ROLE... | roles
+ * npm run -s keys -- create --name NAME [--role ROLE]... | list | revoke ID | set-roles ID --role ROLE... | roles | usage [--json]
  *
  * Manages the API keys kept in the database of DATABASE_URL (SQLite or PostgreSQL), whose
  * schema it brings up to date first. A key is shown once, when created: the store keeps only
@@ -12,8 +12,9 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
 import { loadContract } from '../src/contract/spec.js'
 import { reportFailure } from '../src/failure.js'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage, type Storage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
+import { usageCommand } from './usage-report.js'
 
 const usage = `Usage: npm run -s keys -- <command>
 
@@ -27,6 +28,8 @@ Commands:
                       the key holds these roles instead, from the next request on, on
                       every instance
   roles               the roles a key may hold, and which are given by default
+  usage [--json]      who calls the deprecated and non-stable operations: per key and
+                      operation, its lifecycle, the calls and the last one
   help                this text
 
 The keys are kept in the database of DATABASE_URL (default sqlite:./data/petstore.db).
@@ -38,7 +41,7 @@ key; 2 a usage error (an unknown role among them).`
 class UsageError extends Error {}
 
 /** A command, ready to run against the store; it resolves to the exit status. */
-type Command = (keys: KeyRepository) => Promise<number>
+type Command = (keys: KeyRepository, storage: Storage) => Promise<number>
 
 /** The roles of openapi.yaml: what --role may name. */
 const roles = loadContract().roles
@@ -48,20 +51,21 @@ function parseCommand(args: string[]): Command | 'help' | 'roles' {
   try {
     parsed = parseArgs({
       args,
-      options: { name: { type: 'string' }, role: { type: 'string', multiple: true }, help: { type: 'boolean', short: 'h' } },
+      options: { name: { type: 'string' }, role: { type: 'string', multiple: true }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
     })
   } catch (error) {
     // an unknown option, or --name without a value
     throw new UsageError((error as Error).message)
   }
-  const { name, role, help } = parsed.values
+  const { name, role, json, help } = parsed.values
   const [command, ...operands] = parsed.positionals
   if (help || command === 'help') return 'help'
   if (command === undefined) throw new UsageError('no command given')
-  if (!['create', 'list', 'revoke', 'set-roles', 'roles'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  if (!['create', 'list', 'revoke', 'set-roles', 'roles', 'usage'].includes(command)) throw new UsageError(`unknown command ${JSON.stringify(command)}`)
   if (name !== undefined && command !== 'create') throw new UsageError('--name goes with create only')
   if (role !== undefined && command !== 'create' && command !== 'set-roles') throw new UsageError('--role goes with create and set-roles only')
+  if (json !== undefined && command !== 'usage') throw new UsageError('--json goes with usage only')
   const takesId = command === 'revoke' || command === 'set-roles'
   if (operands.length !== (takesId ? 1 : 0)) throw new UsageError(takesId ? `${command} takes one ID` : `${command} takes no arguments`)
   const unknown = roles.unknown(role ?? [])
@@ -71,6 +75,7 @@ function parseCommand(args: string[]): Command | 'help' | 'roles' {
 
   if (command === 'list') return list
   if (command === 'roles') return 'roles'
+  if (command === 'usage') return (_, storage) => usageCommand(storage, json === true, table)
   if (command === 'revoke') return revoke(keyId(operands[0]!))
   if (command === 'set-roles') {
     if (role === undefined) throw new UsageError('set-roles needs --role ROLE, once for each role')
@@ -167,7 +172,7 @@ async function main(args: string[]): Promise<number> {
   const config = loadConfig()
   const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, timeoutMs: config.DATABASE_TIMEOUT_MS })
   try {
-    return await command(storage.keys)
+    return await command(storage.keys, storage)
   } finally {
     await storage.close()
   }

@@ -1,9 +1,10 @@
-import Fastify, { type FastifyError, type FastifyServerOptions, LogController } from 'fastify'
+import { readFileSync } from 'node:fs'
+import Fastify, { type FastifyError, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
 import { anyOf, bearerAuth, staticKey, staticKeys, storedKeys } from './auth/bearer.js'
 import { type Config, ConfigError } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
-import { lifecycleOfOperations } from './contract/lifecycle.js'
+import { lifecycleOf, lifecycleOfOperations, retirementOfOperations } from './contract/lifecycle.js'
 import contractPlugin from './contract/plugin.js'
 import { type Contract, loadContract } from './contract/spec.js'
 import { ApiError } from './errors.js'
@@ -17,6 +18,7 @@ import { RateLimits } from './limits/rate-limit.js'
 import health from './ops/health.js'
 import metrics, { observeUnrouted } from './ops/metrics.js'
 import { orderHandlers, orderScope } from './orders/handlers.js'
+import { changelogPath } from './paths.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
@@ -35,6 +37,8 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   schemaController?: FastifyServerOptions['schemaController']
   /** the contract to serve: by default openapi.yaml */
   contract?: Contract
+  /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
+  clock?: () => number
 }
 
 /** One access-log line per request, when it is answered ("request completed", with the
@@ -79,6 +83,12 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   }
   const secrets = apiKeys.map(({ key }) => key)
   const lifecycle = lifecycleOfOperations(contract, docsPath(contract))
+  // the access-log line of a request of a deprecated, experimental or beta operation says so
+  const lifecycleLabels = new Map([...contract.operations.values()].map((operation) => [operation.id, lifecycleOf(operation)]))
+  const lifecycleField = (reply: FastifyReply) => {
+    const label = lifecycleLabels.get((reply.request.routeOptions.schema as { operationId?: string } | undefined)?.operationId as string)
+    return label === undefined ? undefined : { lifecycle: label }
+  }
   const app = Fastify({
     logger: {
       level: options.LOG_LEVEL,
@@ -87,7 +97,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
       // the access-log line names the request it answers, without a credential it may carry
       serializers: {
         // (typed partial by Fastify, but a reply always has its request)
-        res: ({ statusCode, request }) => ({ statusCode, method: request!.method, url: redactUrl(request!.url, secrets) }),
+        res: (reply) => ({ statusCode: reply.statusCode, method: reply.request!.method, url: redactUrl(reply.request!.url, secrets), ...lifecycleField(reply as FastifyReply) }),
       },
       ...options.logger,
     },
@@ -165,7 +175,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   // health probes (src/ops/)
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
 
-  await app.register(docs, { contract })
+  await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
   await app.register(contractPlugin, {
     contract,
     handlers: {
@@ -187,6 +197,17 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(apiKeys, contract.roles.defaults), storedKeys(storage.keys)))),
     anonymous: rateLimits.anonymous,
     lifecycle,
+    retirements: retirementOfOperations(contract),
+    clock: options.clock ?? Date.now,
+    callsOf(operation) {
+      const label = lifecycleOf(operation)
+      if (label === undefined) return undefined
+      const counted = app.metrics.lifecycleRequests(operation.id, label)
+      return (principal) => {
+        counted()
+        storage.usage.note(principal, operation.id)
+      }
+    },
   })
   return app
 }

@@ -18,6 +18,7 @@ export const errorStatus = {
   pet_unavailable: 409,
   invalid_transition: 409,
   webhook_limit_reached: 409,
+  gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,

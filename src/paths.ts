@@ -17,6 +17,8 @@ export function findProjectRoot(start: string): string {
 export const projectRoot = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
 export const specPath = join(projectRoot, 'openapi.yaml')
 export const generatedDir = join(projectRoot, 'generated')
+/** The consumers' changelog, written by `npm run release` and served at /v1/changelog. */
+export const changelogPath = join(projectRoot, 'contract', 'CHANGELOG.md')
 
 const requireHere = createRequire(import.meta.url)
 

@@ -267,6 +267,13 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   t.equal(unreadable.code, 2)
   t.match(unreadable.stderr, /^check:breaking: .*openapi\.yaml: info\.version "v1" is not a version MAJOR\.MINOR\.PATCH\n$/)
 
+  const removed = released()
+  delete removed.paths['/pets/{petId}']
+  t.equal((await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--now', '2030-12-05'])).code, 0, 'on the day of the sunset, getPet may go')
+  const badDay = await run(t, 'scripts/check-breaking.ts', ['--now', 'tomorrow'])
+  t.equal(badDay.code, 2)
+  t.match(badDay.stderr, /--now tomorrow is not a date YYYY-MM-DD/)
+
   const empty = tempDir(t)
   mkdirSync(join(empty, 'released'))
   const none = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
@@ -277,4 +284,153 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   const misnamed = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
   t.equal(misnamed.code, 2)
   t.match(misnamed.stderr, /latest\.yaml: the name "latest" is not a version MAJOR\.MINOR\.PATCH/)
+})
+
+/**
+ * The stability levels: `base` edits the released contract (written as the only release), then
+ * `revise` edits a copy of it; the gate judges the revision on the day `now`.
+ */
+async function levels(t: Test, base: (spec: Spec) => void, revise: (spec: Spec) => void, now = new Date('2027-01-01T00:00:00Z')) {
+  const spec = released()
+  base(spec)
+  const releases = tempDir(t)
+  writeFileSync(join(releases, '1.0.0.yaml'), stringify(spec))
+  revise(spec)
+  const result = await checkBreaking({ spec: written(t, spec), released: releases, now })
+  t.comment(result.lines.join('\n'))
+  return { ...result, text: result.lines.join('\n') }
+}
+
+const createPet = (spec: Spec) => spec.paths['/pets'].post
+const getPet = (spec: Spec) => spec.paths['/pets/{petId}'].get
+const listPets = (spec: Spec) => spec.paths['/pets'].get
+const requireTag = (spec: Spec) => {
+  spec.components.schemas.NewPet.properties.tag = { type: 'string', maxLength: 20 }
+  spec.components.schemas.NewPet.required.push('tag')
+}
+const deprecate = (operation: Spec, at: string, sunset: string) => Object.assign(operation, { deprecated: true, 'x-deprecated-at': at, 'x-sunset': sunset })
+
+t.test('stability levels: what the gate lets through within the major version', async (t) => {
+  t.jobs = 2
+  t.test('experimental: an incompatible change passes, listed as allowed', async (t) => {
+    const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'experimental'), requireTag)
+    t.ok(result.ok, 'passes')
+    t.match(result.text, /^ {2}allowed \(experimental\): POST \/pets: Properties of `NewPet` became required: `tag`\./m)
+  })
+  t.test('an experimental change beside a breaking one: both listed, the gate fails', async (t) => {
+    const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'experimental'), (spec) => {
+      requireTag(spec)
+      spec.components.parameters.Limit.required = true
+    })
+    t.notOk(result.ok)
+    t.match(result.text, /`limit` query parameter became required[^]*\nand 1 change\(s\) allowed by their operations' lifecycle:\n {2}allowed \(experimental\): POST \/pets/)
+  })
+  t.test('stable: the same change fails', async (t) => {
+    const result = await levels(t, () => {}, requireTag)
+    t.notOk(result.ok)
+    t.match(result.text, /^ {2}POST \/pets: Properties of `NewPet` became required: `tag`\./m)
+  })
+  t.test('experimental: removal passes', async (t) => {
+    const result = await levels(t, (spec) => (getPet(spec)['x-stability'] = 'experimental'), (spec) => delete spec.paths['/pets/{petId}'])
+    t.ok(result.ok)
+    t.match(result.text, /allowed \(experimental\): \/pets\/\{petId\}: Path `\/pets\/\{petId\}` was removed/)
+  })
+
+  const beta = (sunset?: string) => (spec: Spec) => {
+    createPet(spec)['x-stability'] = 'beta'
+    if (sunset !== undefined) deprecate(createPet(spec), '2026-01-01', sunset)
+  }
+  t.test('beta: an incompatible change fails without a released deprecation', async (t) => {
+    const result = await levels(t, beta(), requireTag)
+    t.notOk(result.ok)
+    t.match(result.text, /POST \/pets: Properties of `NewPet` became required: `tag`.* \[beta: only a released deprecation with a passed sunset lets it go\]/)
+  })
+  t.test('beta: it passes once the released sunset, 30 days after deprecation, has passed', async (t) => {
+    const result = await levels(t, beta('2026-01-31'), requireTag, new Date('2026-01-31T00:00:00Z'))
+    t.ok(result.ok, result.text)
+    t.match(result.text, /allowed \(beta, sunset 2026-01-31 passed\): POST \/pets/)
+  })
+  t.test('beta: a sunset less than the notice period after the deprecation does not count', async (t) => {
+    const result = await levels(t, beta('2026-01-30'), requireTag, new Date('2026-06-01T00:00:00Z'))
+    t.notOk(result.ok)
+    t.match(result.text, /\[beta: its sunset 2026-01-30 was less than 30 days after its deprecation 2026-01-01\]/)
+  })
+
+  const removeGetPet = (spec: Spec) => delete spec.paths['/pets/{petId}']
+  t.test('stable: removing getPet before its sunset fails', async (t) => {
+    const result = await levels(t, () => {}, removeGetPet, new Date('2030-12-04T23:59:59.999Z'))
+    t.notOk(result.ok)
+    t.match(result.text, /Path `\/pets\/\{petId\}` was removed\. .*\[stable, deprecated, but its sunset 2030-12-05 has not passed\]/)
+  })
+  t.test('stable: removing getPet from its sunset on passes', async (t) => {
+    const result = await levels(t, () => {}, removeGetPet, new Date('2030-12-05T00:00:00Z'))
+    t.ok(result.ok, result.text)
+    t.match(result.text, /allowed \(stable, sunset 2030-12-05 passed\): \/pets\/\{petId\}: Path `\/pets\/\{petId\}` was removed/)
+  })
+  t.test('stable: after its sunset, getPet may go but not change', async (t) => {
+    const result = await levels(t, () => {}, (spec) => delete getPet(spec).responses['404'], new Date('2031-01-01T00:00:00Z'))
+    t.notOk(result.ok)
+  })
+  t.test('stable: a sunset less than 180 days after the deprecation does not count', async (t) => {
+    const result = await levels(t, (spec) => deprecate(getPet(spec), '2026-11-21', '2027-05-19'), removeGetPet, new Date('2028-01-01T00:00:00Z'))
+    t.notOk(result.ok)
+    t.match(result.text, /\[stable: its sunset 2027-05-19 was less than 180 days after its deprecation 2026-11-21\]/)
+  })
+
+  t.test('promotion is compatible: experimental to beta to stable', async (t) => {
+    const result = await levels(
+      t,
+      (spec) => {
+        createPet(spec)['x-stability'] = 'experimental'
+        listPets(spec)['x-stability'] = 'beta'
+      },
+      (spec) => {
+        createPet(spec)['x-stability'] = 'beta'
+        delete listPets(spec)['x-stability']
+      },
+    )
+    t.ok(result.ok, result.text)
+    t.strictSame(result.lines, ['compatible with the released 1.0.0'])
+  })
+  t.test('demotion is breaking', async (t) => {
+    const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'beta'), (spec) => (createPet(spec)['x-stability'] = 'experimental'))
+    t.notOk(result.ok)
+    t.match(result.text, /^ {2}POST \/pets: demoted from beta to experimental \(x-stability\)$/m)
+    const fromStable = await levels(t, () => {}, (spec) => (listPets(spec)['x-stability'] = 'beta'))
+    t.match(fromStable.text, /^ {2}GET \/pets: demoted from stable to beta/m)
+  })
+
+  t.test('a released sunset moved later passes; moved earlier, or shortened by re-deprecating, fails', async (t) => {
+    const later = await levels(t, () => {}, (spec) => (getPet(spec)['x-sunset'] = '2031-06-01'))
+    t.ok(later.ok, later.text)
+    const earlier = await levels(t, () => {}, (spec) => (getPet(spec)['x-sunset'] = '2030-06-01'))
+    t.notOk(earlier.ok)
+    t.match(earlier.text, /^ {2}GET \/pets\/\{petId\}: x-sunset moved earlier, from 2030-12-05 to 2030-06-01: clients were promised that date$/m)
+    const redeprecated = await levels(t, () => {}, (spec) => deprecate(getPet(spec), '2027-01-01', '2029-01-01'))
+    t.notOk(redeprecated.ok)
+    t.match(redeprecated.text, /x-sunset moved earlier, from 2030-12-05 to 2029-01-01/)
+  })
+
+  t.test('a schema is judged by its most stable user', async (t) => {
+    const dropStatus = (spec: Spec) => delete pet(spec).properties.status
+    const mixed = await levels(
+      t,
+      (spec) => {
+        createPet(spec)['x-stability'] = 'experimental'
+        getPet(spec)['x-stability'] = 'experimental'
+      },
+      dropStatus,
+    )
+    t.notOk(mixed.ok, 'Pet is also listPets\' (stable)')
+    t.match(mixed.text, /Property `status` of `Pet` was removed/)
+    const allExperimental = await levels(
+      t,
+      (spec) => {
+        for (const operation of [createPet(spec), getPet(spec), listPets(spec)]) operation['x-stability'] = 'experimental'
+      },
+      dropStatus,
+    )
+    t.ok(allExperimental.ok, allExperimental.text)
+    t.match(allExperimental.text, /allowed \(experimental\): .*Property `status` of `Pet` was removed/)
+  })
 })

@@ -142,3 +142,86 @@ t.test('the stability header comes from the YAML alone: a copy without x-stabili
   const response = await marked.inject({ url: '/v1/store/orders', headers: { authorization } })
   t.equal(response.headers['api-stability'], 'experimental')
 })
+
+t.test('from its sunset on, getPet answers 410 gone, after authentication, its handler never called', async (t) => {
+  const sunset = Date.parse('2030-12-05T00:00:00Z')
+  let now = sunset - 1
+  const app = await build(t, { clock: () => now })
+  await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } })
+  let handled = 0
+  app.storage.pets.find = ((find) => (id: number) => (handled++, find(id)))(app.storage.pets.find)
+  const before = await call(t, app, { url: '/v1/pets/1' })
+  t.equal(before.status, 200, 'one millisecond before the sunset: 200')
+  t.equal(handled, 1, 'the handler read the pet')
+
+  now = sunset
+  const after = await call(t, app, { url: '/v1/pets/1' })
+  t.comment(`HTTP ${after.status}\n${Object.entries(after.headers).map(([name, value]) => `${name}: ${value}`).join('\n')}\n\n${after.body}`)
+  t.equal(after.status, 410, 'at the instant of the sunset: 410')
+  t.strictSame(after.json, { code: 'gone', message: 'getPet was removed on 2030-12-05 (its sunset): use listPets, GET /v1/pets', status: 410 })
+  t.equal(after.headers.sunset, 'Thu, 05 Dec 2030 00:00:00 GMT')
+  t.equal(after.headers.link, '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"')
+  t.ok(after.headers.deprecation)
+  t.equal(handled, 1, 'the handler was not called')
+  t.equal((await call(t, app, { url: '/v1/pets/1', key: null })).status, 401, 'without a key: 401 first')
+  t.equal((await call(t, app, { url: '/v1/pets/x' })).status, 410, 'whatever the request')
+  t.equal((await call(t, app, { url: '/v1/pets' })).status, 200, 'its successor answers')
+})
+
+t.test('brownouts declared in the spec: 410 within each interval, 200 around them', async (t) => {
+  const brownouts = [
+    { start: '2030-11-01T14:00:00Z', end: '2030-11-01T15:00:00Z' },
+    { start: '2030-11-20T00:00:00Z', end: '2030-11-21T00:00:00Z' },
+  ]
+  const contract = withOperation('getPet', (definition) => ({ ...definition, 'x-brownouts': brownouts }))
+  let now = 0
+  const app = await build(t, { contract, clock: () => now })
+  await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } })
+  for (const [at, status] of [
+    ['2030-11-01T13:59:59.999Z', 200],
+    ['2030-11-01T14:00:00Z', 410],
+    ['2030-11-01T14:59:59.999Z', 410],
+    ['2030-11-01T15:00:00Z', 200],
+    ['2030-11-20T12:00:00Z', 410],
+    ['2030-11-21T00:00:00Z', 200],
+    ['2030-12-05T00:00:00Z', 410],
+  ] as const) {
+    now = Date.parse(at)
+    const response = await call(t, app, { url: '/v1/pets/1' })
+    t.equal(response.status, status, at)
+    if (at === '2030-11-01T14:00:00Z') {
+      t.equal(response.json.message, 'getPet is unavailable until 2030-11-01T15:00:00Z, a brownout before its removal on 2030-12-05: use listPets, GET /v1/pets')
+    }
+  }
+})
+
+t.test('sunsets and brownouts the server cannot honour are refused at start, naming the operation', async (t) => {
+  const { retirement } = await import('../src/contract/lifecycle.js')
+  const cases: [Partial<OperationDefinition>, RegExp][] = [
+    [{ 'x-brownouts': [{ start: '2030-11-01', end: '2030-11-02T00:00:00Z' }] }, /getPet: x-brownouts\[0\]\.start must be a UTC date-time/],
+    [{ 'x-brownouts': [{ start: '2030-11-02T00:00:00Z', end: '2030-11-01T00:00:00Z' }] }, /getPet: x-brownouts\[0\] must end after it starts, and by the sunset/],
+    [{ 'x-brownouts': [{ start: '2030-12-04T00:00:00Z', end: '2030-12-06T00:00:00Z' }] }, /must end after it starts, and by the sunset/],
+    [{ deprecated: false, 'x-brownouts': [{ start: '2030-11-01T00:00:00Z', end: '2030-11-02T00:00:00Z' }] }, /getPet: x-brownouts needs deprecated: true and an x-sunset/],
+  ]
+  for (const [change, message] of cases) {
+    const edited = withOperation('getPet', (definition) => ({ ...definition, ...change }))
+    t.throws(() => retirement(edited.operations.get('getPet')!, edited), message)
+  }
+  const noSuccessor = withOperation('getPet', ({ 'x-successor': _, ...definition }) => definition)
+  t.equal(retirement(noSuccessor.operations.get('getPet')!, noSuccessor)!(Date.parse('2031-01-01T00:00:00Z'))!.message, 'getPet was removed on 2030-12-05 (its sunset)')
+  const noSunset = withOperation('getPet', ({ 'x-sunset': _, ...definition }) => definition)
+  t.equal(retirement(noSunset.operations.get('getPet')!, noSunset), undefined, 'without a sunset, never gone')
+})
+
+t.test('the changelog is served without a key, as Markdown, and the spec links it', async (t) => {
+  const { readFileSync } = await import('node:fs')
+  const { changelogPath } = await import('../src/paths.js')
+  const app = await build(t)
+  const response = await app.inject({ url: '/v1/changelog' })
+  t.equal(response.statusCode, 200)
+  t.equal(response.headers['content-type'], 'text/markdown; charset=utf-8')
+  t.equal(response.body, readFileSync(changelogPath, 'utf8'))
+  t.match(response.body, /^## Deprecations and sunsets in force\n\n- `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m)
+  const document = loadContract().document as { externalDocs?: { url: string } }
+  t.equal(new URL(document.externalDocs!.url).pathname, '/v1/changelog')
+})

@@ -9,13 +9,16 @@ export const docsPath = (contract: Contract) => `${contract.basePath}/docs/`
 /** Where the spec is published: as JSON, and as written (YAML). */
 export const publishedSpecPaths = ({ basePath }: Contract) => ({ json: `${basePath}/openapi.json`, yaml: `${basePath}/openapi.yaml` })
 
+/** Where the consumers' changelog is served. */
+export const changelogPathOf = ({ basePath }: Contract) => `${basePath}/changelog`
+
 /**
  * The published contract, open to all: `openapi.yaml` byte for byte, the same document as JSON,
  * and a documentation page, titled as the spec is, that shows that same published document
  * (`urls`: Swagger UI would show its own copy, at ./json), with deprecation and stability
- * markers (`showExtensions`).
+ * markers (`showExtensions`); and the changelog of its releases, as Markdown.
  */
-async function docsPlugin(app: FastifyInstance, { contract }: { contract: Contract }) {
+async function docsPlugin(app: FastifyInstance, { contract, changelog }: { contract: Contract; changelog: string }) {
   await app.register(swagger, { mode: 'static', specification: { document: contract.document } })
   const json = JSON.stringify(app.swagger())
 
@@ -25,6 +28,11 @@ async function docsPlugin(app: FastifyInstance, { contract }: { contract: Contra
   })
   app.get(published.yaml, (_request, reply) => {
     reply.type('application/yaml; charset=utf-8').send(contract.source)
+  })
+
+  // every release, deprecation and sunset, for consumers (contract/CHANGELOG.md, npm run release)
+  app.get(changelogPathOf(contract), (_request, reply) => {
+    reply.type('text/markdown; charset=utf-8').send(changelog)
   })
 
   const title = contract.document.info.title

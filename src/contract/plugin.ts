@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { MaybePromise } from '../maybe-async.js'
+import type { Retirement } from './lifecycle.js'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'
 import { authorize } from './roles.js'
@@ -30,6 +31,13 @@ export interface ContractOptions {
   anonymous: OperationHook
   /** the lifecycle headers of each operation (lifecycleOfOperations) */
   lifecycle: ReadonlyMap<Operation, Record<string, string> | undefined>
+  /** when each deprecated operation is gone (retirementOfOperations) */
+  retirements: ReadonlyMap<Operation, Retirement | undefined>
+  /** the time, in ms since the epoch: Date.now, or a test's clock */
+  clock: () => number
+  /** what counts the authenticated calls of an operation, by principal: for one that has a
+   * lifecycle to watch (deprecated, experimental, beta), else undefined */
+  callsOf: (operation: Operation) => ((principal: string) => void) | undefined
 }
 
 /**
@@ -39,7 +47,7 @@ export interface ContractOptions {
  * its integer parameters. It is an encapsulated context of its own, so its onRoute hook sees
  * the operations' routes only (each GET twice: HEAD is made from it).
  */
-export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, anonymous, lifecycle }: ContractOptions) {
+export default async function contractPlugin(app: FastifyInstance, { contract, handlers, authenticate, anonymous, lifecycle, retirements, clock, callsOf }: ContractOptions) {
   app.addHook('onRoute', (route) => {
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
     acceptJsonBodyOnly(route, operation, contract)
@@ -49,9 +57,16 @@ export default async function contractPlugin(app: FastifyInstance, { contract, h
     const headers = lifecycle.get(operation)
     const takesBody = (route.schema as { body?: unknown }).body !== undefined
     const integers = strictIntegers(integerParameters(operation, contract))
+    const retired = retirements.get(operation)
+    const called = callsOf(operation)
     // one hook, not one per concern: every request of the API passes here, and most are let
     // on at once (a guard's throw is Fastify's to catch, as a hook's error)
-    const admitted = (request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+    const admitted = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+      // (an operation that needs no key has no principal to count)
+      if (called !== undefined && request.principal !== '') called(request.principal)
+      // past its sunset, an authenticated request of the operation is answered 410, unread
+      const gone = retired?.(clock())
+      if (gone !== undefined) return done(gone)
       if (integers !== undefined) integers(request)
       if (takesBody) grantContinue(request, reply)
       done()

@@ -34,6 +34,9 @@ export interface Metrics {
   logLineDropped(): void
   /** webhook attempts and deliveries */
   webhooks: DispatcherMetrics
+  /** the counter of an operation's authenticated requests, for one that is deprecated,
+   * experimental or beta (its `lifecycle`): made once, then called per request */
+  lifecycleRequests(operation: string, lifecycle: string): () => void
 }
 
 
@@ -47,6 +50,8 @@ export interface Metrics {
  * - petstore_webhook_attempts_total{result}, petstore_webhook_deliveries_total{result} and
  *   petstore_webhook_oldest_pending_seconds (the lag of event deliveries, as the dispatcher last
  *   found it: a scrape asks the database nothing);
+ * - petstore_lifecycle_requests_total{operation,lifecycle}: authenticated requests of the
+ *   deprecated, experimental and beta operations (who calls them, per key: `npm run keys -- usage`);
  * - the database, read from `stats` only when scraped: PostgreSQL's pool, SQLite's group commits.
  */
 export function createMetrics(stats: () => StorageStats): Metrics {
@@ -101,6 +106,13 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     },
   })
 
+  const lifecycleRequests = new Counter({
+    name: 'petstore_lifecycle_requests_total',
+    help: 'Authenticated requests of the operations that are deprecated, experimental or beta, by operationId and lifecycle (deprecated wins over a stability level)',
+    labelNames: ['operation', 'lifecycle'] as const,
+    registers,
+  })
+
   const initial = stats()
   if (initial.pool) poolGauges(registers, () => stats().pool!)
   if (initial.commits) commitMetrics(registers, () => stats().commits!)
@@ -112,6 +124,11 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     rateLimitRefused: (reason) => refusals.inc({ reason }),
     connectionRefused: () => refusedConnections.inc(),
     logLineDropped: () => droppedLogLines.inc(),
+    lifecycleRequests(operation, lifecycle) {
+      const series = lifecycleRequests.labels({ operation, lifecycle })
+      series.inc(0)
+      return () => series.inc()
+    },
     webhooks: {
       attempted: (result) => attempts.inc({ result }),
       finished: (result) => deliveries.inc({ result }),

@@ -8,6 +8,7 @@ import { type OrderRepository, orderRepository } from './orders.js'
 import { openOutbox } from './outbox.js'
 import { type PetRepository, petRepository } from './pets.js'
 import { openSqlite } from './sqlite.js'
+import { type UsageRepository, usageRepository } from './usage.js'
 import { type WebhookRepository, webhookRepository } from './webhooks.js'
 
 export { DatabaseConfigError } from './database.js'
@@ -21,6 +22,8 @@ export interface Storage {
   webhooks: WebhookRepository
   /** the deliveries of those events still to make */
   deliveries: DeliveryQueue
+  /** who calls the deprecated and non-stable operations */
+  usage: UsageRepository
   /** what it is and where, without credentials */
   description: string
   /** resolves when the database answers a trivial statement (readiness) */
@@ -83,18 +86,21 @@ export async function openStorage(url: string, options: StorageOptions): Promise
   const outbox = await openOutbox(sql, dialect, retryPeriodMs)
   const pets = petRepository(sql, dialect, outbox)
   const orders = orderRepository(sql, dialect, outbox)
+  const usage = usageRepository(sql, dialect)
   return {
     pets,
     keys,
     orders,
     webhooks: webhookRepository(sql, dialect, outbox, retryPeriodMs),
     deliveries: deliveryQueue(sql, dialect),
+    usage,
     description,
     ping: async () => void (await sql.row('select 1')),
     stats: () => ({ pool: database.poolStats?.(), commits: pets.commitStats?.() }),
     async close() {
       orders.close()
       await keys.close()
+      await usage.close()
       await keyChanges.close()
       await database.close()
     },

@@ -165,6 +165,21 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.alterTable('webhook_events').addColumn('audience', 'text').execute()
       },
     },
+    '0009_lifecycle_usage': {
+      async up(db) {
+        // Who calls deprecated and non-stable operations: per principal (`key:12`, `env:<hex>`)
+        // and operationId, how often, first and last (ms), added to in batches (storage/usage.ts).
+        await db.schema
+          .createTable('lifecycle_usage')
+          .addColumn('principal', 'text', (c) => c.notNull())
+          .addColumn('operation', 'text', (c) => c.notNull())
+          .addColumn('calls', 'bigint', (c) => c.notNull())
+          .addColumn('first_call_at', 'bigint', (c) => c.notNull())
+          .addColumn('last_call_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('lifecycle_usage_pk', ['principal', 'operation'])
+          .execute()
+      },
+    },
   }
 }
 

@@ -1,0 +1,89 @@
+/**
+ * contract/CHANGELOG.md, the consumers' changelog, derived from the contracts: a release's entry
+ * says what changed from the release before (operations added, retired, deprecated, changed in
+ * stability, the compatible changes, and the incompatible ones the operations' lifecycle
+ * allowed), and the head of the file lists every deprecation in force, with its dates.
+ */
+import { dayOf, levelOf } from './lifecycle-policy.js'
+import { operationsOf, type ReleasedOperation } from './stability-gate.js'
+
+type Node = Record<string, any>
+
+const title = '# Changelog of the Pet Store Service API'
+const preamble = `${title}
+
+What each release of the API (its contract, \`openapi.yaml\`) changed, for its clients. Every entry is
+written by \`npm run release\` from the contracts in \`contract/released/\`; none is edited by hand.
+An experimental operation may change or go within the major version; a beta or stable one goes
+only after a deprecation and its sunset (docs/compatibility.md).`
+
+/** `getPet (GET /pets/{petId})` */
+const named = (operation: ReleasedOperation) => `\`${operation.definition.operationId ?? operation.name}\` (${operation.name})`
+
+function deprecation(operation: ReleasedOperation): string {
+  const { definition } = operation
+  const parts = [`deprecated on ${definition['x-deprecated-at']}`]
+  if (definition['x-sunset'] !== undefined) parts.push(`removed on ${definition['x-sunset']} (requests answer 410 from 00:00 UTC that day)`)
+  parts.push(definition['x-successor'] === undefined ? 'no successor' : `use \`${definition['x-successor']}\` instead`)
+  const brownouts = (definition['x-brownouts'] ?? []) as { start: string; end: string }[]
+  if (brownouts.length > 0) parts.push(`brownouts (410 already): ${brownouts.map(({ start, end }) => `${start} to ${end}`).join(', ')}`)
+  return `${named(operation)}: ${parts.join('; ')}`
+}
+
+export interface EntryInput {
+  version: string
+  /** the day of the release, YYYY-MM-DD */
+  date: string
+  /** the release before (the first release's entry: an empty document) */
+  previous: Node
+  current: Node
+  /** the compatible changes (redocly's minor ones), one line each */
+  compatible: string[]
+  /** the incompatible changes the lifecycle let through, as the gate lists them */
+  allowed: string[]
+}
+
+/** One release's entry. */
+export function entry({ version, date, previous, current, compatible, allowed }: EntryInput): string {
+  const before = new Map(operationsOf(previous).map((operation) => [operation.name, operation]))
+  const now = operationsOf(current)
+  const after = new Map(now.map((operation) => [operation.name, operation]))
+  const level = (operation: ReleasedOperation) => levelOf(operation.definition)
+  const sections: [string, string[]][] = [
+    ['Added', now.filter((operation) => !before.has(operation.name)).map((operation) => `${named(operation)}, ${level(operation)}`)],
+    ['Removed', [...before.values()].filter((operation) => !after.has(operation.name)).map((operation) => `${named(operation)}${operation.definition['x-sunset'] ? `, its sunset ${operation.definition['x-sunset']} passed` : ''}`)],
+    ['Deprecated', now.filter((operation) => operation.definition.deprecated === true && before.get(operation.name)?.definition.deprecated !== true).map(deprecation)],
+    [
+      'Stability',
+      now.flatMap((operation) => {
+        const was = before.get(operation.name)
+        return was !== undefined && level(was) !== level(operation) ? [`${named(operation)}: ${level(was)} to ${level(operation)}`] : []
+      }),
+    ],
+    ['Compatible changes', compatible],
+    ['Incompatible changes allowed by their lifecycle', allowed.map((line) => line.trim())],
+  ]
+  const body = sections
+    .filter(([, lines]) => lines.length > 0)
+    .map(([heading, lines]) => `### ${heading}\n\n${lines.map((line) => `- ${line}`).join('\n')}`)
+    .join('\n\n')
+  return `## ${version} (${date})\n\n${body || 'No change a client can see.'}\n`
+}
+
+/** Every deprecation of `current`, by sunset. */
+export function inForce(current: Node): string {
+  const deprecated = operationsOf(current)
+    .filter((operation) => operation.definition.deprecated === true)
+    .map((operation) => ({ operation, sunset: dayOf(operation.definition['x-sunset'])?.getTime() ?? Infinity }))
+    .sort((a, b) => a.sunset - b.sunset)
+    .map(({ operation }) => operation)
+  return `## Deprecations and sunsets in force\n\n${deprecated.length === 0 ? 'None.' : deprecated.map((operation) => `- ${deprecation(operation)}`).join('\n')}\n`
+}
+
+/** The changelog with `newEntry` on top of the entries of `existing`, and the deprecations in
+ * force as `current` says. */
+export function withEntry(existing: string, newEntry: string, current: Node): string {
+  const first = existing.search(/^## \d+\.\d+\.\d+ /m)
+  const entries = first === -1 ? '' : `\n${existing.slice(first)}`
+  return `${preamble}\n\n${inForce(current)}\n${newEntry}${entries}`
+}

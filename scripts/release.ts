@@ -1,0 +1,139 @@
+/**
+ * npm run release -- VERSION: makes a release of openapi.yaml (docs/compatibility.md).
+ *
+ * It refuses a version that is not above the last release, sets `info.version` (the one line,
+ * the file otherwise as written), runs the breaking-change gate on the result (a major bump
+ * needs servers ending in /v<major>, as the gate says), and only then writes openapi.yaml,
+ * contract/released/VERSION.yaml and VERSION's entry at the top of contract/CHANGELOG.md.
+ *
+ *   npm run -s release -- VERSION [--spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
+ * Exit status: 0 released; 1 refused (each reason printed), nothing written; 2 a usage error.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { parseArgs } from 'node:util'
+import { parse } from 'yaml'
+import { changelogPath, projectRoot, specPath } from '../src/paths.js'
+import { entry, withEntry } from './changelog.js'
+import { acceptedFile, type Change, checkBreaking, diff, releasedDir, whereOf } from './check-breaking.js'
+
+const versionPattern = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
+const parts = (version: string) => versionPattern.exec(version)!.slice(1).map(Number)
+const compare = (a: string, b: string) => {
+  const [x, y] = [parts(a), parts(b)]
+  return x[0]! - y[0]! || x[1]! - y[1]! || x[2]! - y[2]!
+}
+
+export interface ReleaseOptions {
+  version: string
+  spec?: string
+  released?: string
+  changelog?: string
+  accepted?: string
+  now?: Date
+}
+
+export interface ReleaseResult {
+  ok: boolean
+  lines: string[]
+}
+
+/** openapi.yaml's text with `info.version` set: the first `version:` line under `info:`. */
+export function withVersion(source: string, version: string): string {
+  const info = /^info:\n((?:[ \t].*\n|\n)*?)([ \t]+)version:[^\n]*\n/m
+  if (!info.test(source)) throw new Error('openapi.yaml has no info.version line to set')
+  return source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
+}
+
+export async function release({ version, spec = specPath, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date() }: ReleaseOptions): Promise<ReleaseResult> {
+  if (!versionPattern.test(version)) return { ok: false, lines: [`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`] }
+  const releases = readdirSync(released)
+    .map((name) => name.slice(0, -'.yaml'.length))
+    .filter((name) => versionPattern.test(name))
+    .sort(compare)
+  const last = releases.at(-1)
+  if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
+  if (compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
+
+  const source = withVersion(readFileSync(spec, 'utf8'), version)
+  const work = mkdtempSync(join(tmpdir(), 'petstore-release-'))
+  try {
+    const candidate = join(work, 'openapi.yaml')
+    writeFileSync(candidate, source)
+    const gate = await checkBreaking({ spec: candidate, released, accepted, now })
+    if (!gate.ok) return { ok: false, lines: [`release ${version} refused by the breaking-change gate:`, ...gate.lines] }
+
+    const previousFile = join(released, `${last}.yaml`)
+    const compatible = compatibleLines(await diff(previousFile, candidate))
+    // the changes the lifecycle allowed, against the last release (the gate lists them per release)
+    const allowed = lastReleaseLines(gate.lines, last)
+    const text = entry({
+      version,
+      date: now.toISOString().slice(0, 10),
+      previous: parse(readFileSync(previousFile, 'utf8')),
+      current: parse(source),
+      compatible,
+      allowed,
+    })
+    const releasedFile = join(released, `${version}.yaml`)
+    writeFileSync(spec, source)
+    writeFileSync(releasedFile, source)
+    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, parse(source)))
+    const shown = (file: string) => relative(projectRoot, file)
+    return {
+      ok: true,
+      lines: [...gate.lines, `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, and its entry in ${shown(changelog)}`],
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/**
+ * The compatible changes (rated minor), one line per place and kind: `GET /pets: added response
+ * 429; headers RateLimit, RateLimit-Policy`. A path or operation added is the entry's "Added".
+ */
+export function compatibleLines(changes: Change[]): string[] {
+  const grouped = new Map<string, Set<string>>()
+  for (const change of changes) {
+    if (change.impact !== 'minor') continue
+    const parts = change.path.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    const inOperation = parts[0] === 'paths' || parts[0] === 'webhooks'
+    if (inOperation && parts.length <= 3) continue
+    const rest = inOperation ? parts.slice(3) : parts.slice(1)
+    const what =
+      rest[0] === 'responses' && rest.length === 2 ? `response ${rest[1]}` : rest.at(-2) === 'headers' ? `header ${rest.at(-1)}` : rest.at(-2) === 'properties' ? `property ${rest.at(-1)}` : rest.join('/') || parts[0]!
+    const key = `${whereOf(change.path)}: ${change.kind}`
+    grouped.set(key, (grouped.get(key) ?? new Set()).add(what))
+  }
+  return [...grouped].map(([key, whats]) => `${key} ${[...whats].join(', ')}`)
+}
+
+/** The "allowed (...)" lines the gate printed under its line about release `last`. */
+function lastReleaseLines(lines: string[], last: string): string[] {
+  // (the gate passed: its lines are per release, oldest first, so the last block is the last release's)
+  const start = lines.findIndex((line) => line.includes(`the released ${last}`))
+  return lines.slice(start + 1).filter((line) => line.startsWith('  allowed ('))
+}
+
+if (process.argv[1] === import.meta.filename) {
+  const options = { spec: { type: 'string' }, released: { type: 'string' }, changelog: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } as const
+  let parsed
+  try {
+    parsed = parseArgs({ options, allowPositionals: true })
+    if (parsed.positionals.length !== 1) throw new Error('give one VERSION')
+  } catch (error) {
+    console.error(`release: ${(error as Error).message}\nUsage: npm run -s release -- VERSION`)
+    process.exit(2)
+  }
+  const { now, ...files } = parsed.values
+  try {
+    const result = await release({ version: parsed.positionals[0]!, ...files, ...(now !== undefined && { now: new Date(`${now}T00:00:00Z`) }) })
+    console.log(result.lines.join('\n'))
+    process.exitCode = result.ok ? 0 : 1
+  } catch (error) {
+    console.error(`release: ${(error as Error).message}`)
+    process.exitCode = 2
+  }
+}

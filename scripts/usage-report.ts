@@ -1,0 +1,57 @@
+/**
+ * `npm run -s keys -- usage [--json]`: who still calls the deprecated and non-stable operations
+ * (storage/usage.ts), one line per key and operation. A key of API_KEYS, which the store does
+ * not hold, is shown by its principal (`env:` and 12 hex digits of its SHA-256), never the key.
+ */
+import { lifecycleOf } from '../src/contract/lifecycle.js'
+import { loadContract } from '../src/contract/spec.js'
+import type { Storage } from '../src/storage/index.js'
+
+export interface UsageLine {
+  /** the key's id, or the principal of an API_KEYS key */
+  key: string
+  name: string
+  operation: string
+  /** as openapi.yaml says now: deprecated, experimental, beta, stable, or removed */
+  lifecycle: string
+  calls: number
+  firstCallAt: string
+  lastCallAt: string
+}
+
+export async function usageLines(storage: Storage): Promise<UsageLine[]> {
+  const contract = loadContract()
+  const names = new Map((await storage.keys.list()).map((key) => [`key:${key.id}`, key.name]))
+  // stored keys by id, then the API_KEYS ones (the store lists them by principal, as text)
+  const order = (principal: string) => (principal.startsWith('key:') ? Number(principal.slice(4)) : Number.POSITIVE_INFINITY)
+  const records = (await storage.usage.list()).sort((a, b) => order(a.principal) - order(b.principal) || a.principal.localeCompare(b.principal))
+  return records.map((record) => {
+    const operation = contract.operations.get(record.operation)
+    const stored = record.principal.startsWith('key:')
+    return {
+      key: stored ? record.principal.slice('key:'.length) : record.principal,
+      name: stored ? (names.get(record.principal) ?? '(deleted)') : '(API_KEYS)',
+      operation: record.operation,
+      lifecycle: operation === undefined ? 'removed' : (lifecycleOf(operation) ?? 'stable'),
+      calls: record.calls,
+      firstCallAt: record.firstCallAt.toISOString(),
+      lastCallAt: record.lastCallAt.toISOString(),
+    }
+  })
+}
+
+export async function usageCommand(storage: Storage, json: boolean, table: (rows: string[][]) => string): Promise<number> {
+  const lines = await usageLines(storage)
+  if (json) console.log(JSON.stringify(lines, null, 2))
+  else if (lines.length === 0) console.log('No calls to deprecated, experimental or beta operations recorded yet.')
+  else {
+    const second = (iso: string) => iso.replace(/\.\d+Z$/, 'Z')
+    console.log(
+      table([
+        ['key', 'name', 'operation', 'lifecycle', 'calls', 'last call'],
+        ...lines.map((line) => [line.key, line.name, line.operation, line.lifecycle, String(line.calls), second(line.lastCallAt)]),
+      ]),
+    )
+  }
+  return 0
+}

@@ -1,0 +1,104 @@
+import type { Dialect } from './database.js'
+import type { Sql } from './sql.js'
+
+/** Calls of one principal to one operation, as recorded. */
+export interface UsageRecord {
+  /** `key:<id>` (a stored key) or `env:<12 hex>` (an API_KEYS key) */
+  principal: string
+  operation: string
+  calls: number
+  firstCallAt: Date
+  lastCallAt: Date
+}
+
+/**
+ * Who still calls the deprecated and non-stable operations. A call is counted in memory (one
+ * map update on the request's path); the counts are added to the table in one transaction
+ * every `flushMs` and on close, so every instance adds its own and a restart loses nothing
+ * written.
+ */
+export interface UsageRepository {
+  /** counts one call of `operation` by `principal`, in memory */
+  note(principal: string, operation: string): void
+  /** adds the calls counted since the last flush to the table */
+  flush(): Promise<void>
+  /** every principal's calls, by principal then operation */
+  list(): Promise<UsageRecord[]>
+  close(): Promise<void>
+}
+
+/** How often the counted calls are written down. */
+export const usageFlushMs = 10_000
+
+interface Tally {
+  calls: number
+  first: number
+  last: number
+}
+
+interface UsageRow {
+  principal: string
+  operation: string
+  calls: number | string
+  first_call_at: number | string
+  last_call_at: number | string
+}
+
+export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlushMs): UsageRepository {
+  // by principal, then operation: the request's path makes no string of the two
+  let pending = new Map<string, Map<string, Tally>>()
+  const [least, greatest] = dialect === 'postgres' ? ['least', 'greatest'] : ['min', 'max']
+  const upsert = `insert into lifecycle_usage (principal, operation, calls, first_call_at, last_call_at) values ($1, $2, $3, $4, $5)
+    on conflict (principal, operation) do update set calls = lifecycle_usage.calls + excluded.calls,
+    first_call_at = ${least}(lifecycle_usage.first_call_at, excluded.first_call_at), last_call_at = ${greatest}(lifecycle_usage.last_call_at, excluded.last_call_at)`
+
+  async function flush() {
+    const batch = pending
+    pending = new Map()
+    if (batch.size === 0) return
+    try {
+      await sql.transaction(async (tx) => {
+        for (const [principal, operations] of batch) {
+          for (const [operation, { calls, first, last }] of operations) await tx.run(upsert, [principal, operation, calls, first, last])
+        }
+      })
+    } catch {
+      // the store is unavailable: keep the counts for the next try
+      for (const [principal, operations] of batch) for (const [operation, tally] of operations) add(principal, operation, tally)
+    }
+  }
+  function add(principal: string, operation: string, { calls, first, last }: Tally) {
+    let operations = pending.get(principal)
+    if (operations === undefined) pending.set(principal, (operations = new Map()))
+    const tally = operations.get(operation)
+    if (tally === undefined) operations.set(operation, { calls, first, last })
+    else {
+      tally.calls += calls
+      tally.first = Math.min(tally.first, first)
+      tally.last = Math.max(tally.last, last)
+    }
+  }
+  const flusher = setInterval(flush, flushMs).unref()
+
+  return {
+    note(principal, operation) {
+      const now = Date.now()
+      add(principal, operation, { calls: 1, first: now, last: now })
+    },
+    flush,
+    async list() {
+      const rows = await sql.rows<UsageRow>('select principal, operation, calls, first_call_at, last_call_at from lifecycle_usage order by principal, operation')
+      return rows.map((row) => ({
+        principal: row.principal,
+        operation: row.operation,
+        calls: Number(row.calls),
+        firstCallAt: new Date(Number(row.first_call_at)),
+        lastCallAt: new Date(Number(row.last_call_at)),
+      }))
+    },
+    async close() {
+      clearInterval(flusher)
+      await flush()
+    },
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The pieces of the gate and of the release that need no redocly run: the changelog's entries,
+ * the lifecycle judgements, the compatible changes' lines, the policy file.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { entry, inForce, withEntry } from '../scripts/changelog.js'
+import { readPolicy } from '../scripts/lifecycle-policy.js'
+import { compatibleLines, release } from '../scripts/release.js'
+import { judge, lifecycleBreaks, operationsOf } from '../scripts/stability-gate.js'
+
+const policy = { noticeDays: { beta: 30, stable: 180 } }
+const documentOf = (paths: Record<string, unknown>) => ({ paths })
+
+t.test('the changelog: no change, a removal, a deprecation without sunset or successor, none in force', async (t) => {
+  const old = documentOf({ '/a': { parameters: [], get: { operationId: 'getA', deprecated: true, 'x-deprecated-at': '2026-01-01', 'x-sunset': '2026-12-01' } }, '/b': { get: {} } })
+  t.equal(entry({ version: '1.0.1', date: '2026-11-25', previous: old, current: old, compatible: [], allowed: [] }), '## 1.0.1 (2026-11-25)\n\nNo change a client can see.\n')
+  const current = documentOf({ '/c': { post: { operationId: 'postC', deprecated: true, 'x-deprecated-at': '2026-11-25' } } })
+  const text = entry({ version: '1.1.0', date: '2026-11-25', previous: old, current, compatible: [], allowed: [] })
+  t.match(text, '- `getA` (GET /a), its sunset 2026-12-01 passed\n- `GET /b` (GET /b)\n')
+  t.match(text, '- `postC` (POST /c): deprecated on 2026-11-25; no successor')
+  t.match(inForce(documentOf({})), 'None.')
+  t.match(inForce(documentOf({ '/a': old.paths['/a'], '/c': current.paths['/c'] })), /`getA`.*\n- `postC`/, 'one without a sunset comes last')
+  t.match(withEntry('# old title, no entries\n', text, current), /## Deprecations and sunsets in force\n\n- `postC`.*\n\n## 1\.1\.0 \(2026-11-25\)/)
+})
+
+t.test('judgements the gate tests do not reach', async (t) => {
+  t.match(judge({ 'x-stability': 'beta', deprecated: true, 'x-sunset': '2026-01-01' }, false, policy, new Date()), { why: 'beta, deprecated without both x-deprecated-at and x-sunset' })
+  const released = operationsOf(documentOf({ '/a': { get: { deprecated: true, 'x-deprecated-at': '2026-01-01', 'x-sunset': '2027-01-01' } } }))
+  t.strictSame(lifecycleBreaks(released, operationsOf(documentOf({ '/a': { get: {} } }))), [], 'un-deprecated: no date is moved')
+})
+
+t.test('compatible changes, one line per place and kind', async (t) => {
+  const change = (path: string, kind = 'added') => ({ path, kind, impact: 'minor' as const, verdicts: [] })
+  t.strictSame(
+    compatibleLines([
+      change('#/paths/~1pets/get'),
+      change('#/paths/~1pets/get/responses/429'),
+      change('#/paths/~1pets/get/responses/200/headers/RateLimit'),
+      change('#/paths/~1pets/get/responses/200/content/application~1json/schema/properties/tag'),
+      change('#/paths/~1pets/get/parameters/2'),
+      change('#/externalDocs'),
+      { ...change('#/info'), impact: 'patch' as const },
+    ]),
+    ['GET /pets: added response 429, header RateLimit, property tag, parameters/2', 'externalDocs: added externalDocs'],
+  )
+})
+
+t.test('a release needs a release before it; the policy file is checked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-lifecycle-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  t.strictSame(await release({ version: '1.0.0', released: dir }), { ok: false, lines: [`${dir} holds no released contract to release after`] })
+  writeFileSync(join(dir, 'policy.yaml'), 'noticeDays:\n  beta: 30\n')
+  t.throws(() => readPolicy(join(dir, 'policy.yaml')), /noticeDays\.stable must be a whole number of days/)
+})

@@ -1,0 +1,121 @@
+/**
+ * npm run release -- VERSION, on copies of openapi.yaml, contract/released/ and the changelog in
+ * a temporary folder (the repository's contract/ is never touched).
+ */
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { parse, stringify } from 'yaml'
+import { releasedDir } from '../scripts/check-breaking.js'
+import { release, withVersion } from '../scripts/release.js'
+import { changelogPath, specPath } from '../src/paths.js'
+import { run } from './helpers/processes.js'
+
+t.setTimeout(300_000)
+
+/** A copy of the project's contract files; `release` of it. */
+function project(t: Test) {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-release-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const files = { spec: join(dir, 'openapi.yaml'), released: join(dir, 'released'), changelog: join(dir, 'CHANGELOG.md') }
+  cpSync(specPath, files.spec)
+  cpSync(releasedDir, files.released, { recursive: true })
+  cpSync(changelogPath, files.changelog)
+  const untouched = () => ({ spec: readFileSync(files.spec, 'utf8'), released: readdirSync(files.released).sort(), changelog: readFileSync(files.changelog, 'utf8') })
+  return { ...files, untouched, now: new Date('2026-11-25T12:00:00Z') }
+}
+
+const repoState = () => ({ spec: readFileSync(specPath, 'utf8'), released: readdirSync(releasedDir).sort(), changelog: readFileSync(changelogPath, 'utf8') })
+const before = repoState()
+
+t.test('refusals write nothing: not a version, not above the last release, a major without its segment', async (t) => {
+  const files = project(t)
+  const state = files.untouched()
+  t.strictSame(await release({ ...files, version: 'v1.1' }), { ok: false, lines: ['"v1.1" is not a version MAJOR.MINOR.PATCH'] })
+  t.strictSame(await release({ ...files, version: '1.0.0' }), { ok: false, lines: ['1.0.0 is not above the last release, 1.0.0'] })
+  t.strictSame(await release({ ...files, version: '0.9.0' }), { ok: false, lines: ['0.9.0 is not above the last release, 1.0.0'] })
+  const major = await release({ ...files, version: '2.0.0' })
+  t.notOk(major.ok)
+  t.equal(major.lines[0], 'release 2.0.0 refused by the breaking-change gate:')
+  t.match(major.lines.join('\n'), /server https:\/\/api\.petstore\.example\.com\/v1 must end in \/v2/)
+  t.strictSame(files.untouched(), state)
+})
+
+t.test('a refused change: the gate names it, nothing is written', async (t) => {
+  const files = project(t)
+  const spec = parse(readFileSync(files.spec, 'utf8'))
+  spec.components.parameters.Limit.required = true
+  writeFileSync(files.spec, stringify(spec))
+  const state = files.untouched()
+  const refused = await release({ ...files, version: '1.1.0' })
+  t.notOk(refused.ok)
+  t.match(refused.lines.join('\n'), /`limit` query parameter became required/)
+  t.strictSame(files.untouched(), state)
+})
+
+t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog entries', async (t) => {
+  const files = project(t)
+  const source = readFileSync(files.spec, 'utf8')
+  const first = await release({ ...files, version: '1.1.0' })
+  t.ok(first.ok, first.lines.join('\n'))
+  t.match(first.lines.at(-1), /^released 1\.1\.0: .*released\/1\.1\.0\.yaml, info\.version of .*openapi\.yaml, and its entry in .*CHANGELOG\.md$/)
+  const written = readFileSync(files.spec, 'utf8')
+  t.equal(written, withVersion(source, '1.1.0'), 'only info.version changed')
+  t.equal(parse(written).info.version, '1.1.0')
+  t.equal(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), written, 'the released contract is the spec')
+  const changelog = readFileSync(files.changelog, 'utf8')
+  t.match(changelog, /## 1\.1\.0 \(2026-11-25\)\n\n### Added\n\n- `listOrders` \(GET \/store\/orders\), experimental\n/)
+  t.match(changelog, /### Compatible changes\n\n(- .*\n)*- GET \/pets: added .*response 429/)
+  t.ok(changelog.indexOf('## 1.1.0') < changelog.indexOf('## 1.0.0'), 'the new entry on top of the old ones')
+  t.ok(changelog.endsWith(readFileSync(changelogPath, 'utf8').slice(readFileSync(changelogPath, 'utf8').indexOf('## 1.0.0'))), '1.0.0\'s entry kept as it was')
+
+  // 1.2.0: an experimental change, a promotion, a new deprecation with a brownout
+  const spec = parse(written)
+  const order = spec.components.schemas.Order
+  delete order.properties.placedAt
+  order.required = order.required.filter((name: string) => name !== 'placedAt')
+  spec.paths['/store/orders/{orderId}'].get['x-stability'] = 'beta'
+  Object.assign(spec.paths['/store/orders'].get, {
+    deprecated: true,
+    'x-deprecated-at': '2026-11-25',
+    'x-sunset': '2027-06-01',
+    'x-successor': 'getOrder',
+    'x-brownouts': [{ start: '2027-05-01T12:00:00Z', end: '2027-05-01T13:00:00Z' }],
+  })
+  writeFileSync(files.spec, stringify(spec))
+  const second = await release({ ...files, version: '1.2.0' })
+  t.ok(second.ok, second.lines.join('\n'))
+  const entry = readFileSync(files.changelog, 'utf8')
+  t.comment(entry.slice(0, entry.indexOf('## 1.1.0')))
+  t.match(
+    entry,
+    /## Deprecations and sunsets in force\n\n- `listOrders` \(GET \/store\/orders\): deprecated on 2026-11-25; removed on 2027-06-01 \(requests answer 410 from 00:00 UTC that day\); use `getOrder` instead; brownouts \(410 already\): 2027-05-01T12:00:00Z to 2027-05-01T13:00:00Z\n- `getPet` \(GET \/pets\/\{petId\}\): .*\n/,
+    'every deprecation in force, the nearest sunset first',
+  )
+  t.match(entry, /## 1\.2\.0 \(2026-11-25\)\n\n### Deprecated\n\n- `listOrders` .*\n\n### Stability\n\n- `getOrder` \(GET \/store\/orders\/\{orderId\}\): experimental to beta\n/)
+  t.match(entry, /### Incompatible changes allowed by their lifecycle\n\n(- allowed \(experimental\): .*\n)*- allowed \(experimental\): GET \/store\/orders: Property `placedAt` of `Order` was removed/)
+  t.ok(existsSync(join(files.released, '1.2.0.yaml')))
+})
+
+t.test('npm run release: exit 0 released, 1 refused, 2 a usage error', async (t) => {
+  const files = project(t)
+  const args = ['--spec', files.spec, '--released', files.released, '--changelog', files.changelog, '--now', '2026-11-25']
+  const usage = await run(t, 'scripts/release.ts', [])
+  t.equal(usage.code, 2)
+  t.match(usage.stderr, /give one VERSION/)
+  const refused = await run(t, 'scripts/release.ts', ['1.0.0', ...args])
+  t.equal(refused.code, 1)
+  t.equal(refused.stdout, '1.0.0 is not above the last release, 1.0.0\n')
+  const released = await run(t, 'scripts/release.ts', ['1.0.1', ...args])
+  t.equal(released.code, 0, released.stderr)
+  t.match(released.stdout, /^compatible with the released 1\.0\.0\nreleased 1\.0\.1: /)
+  writeFileSync(files.spec, 'openapi: 3.1.0\n')
+  const unreadable = await run(t, 'scripts/release.ts', ['1.0.2', ...args])
+  t.equal(unreadable.code, 2)
+  t.match(unreadable.stderr, /^release: openapi\.yaml has no info\.version line to set\n$/)
+})
+
+t.test("the repository's contract files are untouched by all of the above", async (t) => {
+  t.strictSame(repoState(), before)
+})
