@@ -494,8 +494,8 @@ export interface components {
              *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
              *     ordered), `invalid_transition` (409, the order cannot move so),
              *     `webhook_limit_reached` (409, the API key holds as many webhook
-             *     subscriptions as it may), `payload_too_large` (413),
-             *     `gone` (410, a deprecated operation past its sunset or in a brownout),
+             *     subscriptions as it may), `gone` (410, a deprecated operation past its
+             *     sunset or in a brownout), `payload_too_large` (413),
              *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
              *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
              *     `too_many_requests` (429),

@@ -2,7 +2,7 @@
  * The breaking-change gate (npm run check:breaking): edits of the released contract 1.0.0,
  * each judged by the real redocly diff. Breaking edits fail, each named; compatible ones pass.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -18,6 +18,18 @@ t.setTimeout(360_000)
 /** The released contract, as a plain object to edit. */
 type Spec = any
 const released = (): Spec => parse(readFileSync(join(releasedDir, '1.0.0.yaml'), 'utf8'))
+
+/** A folder with 1.0.0 as the only release: what the edits of 1.0.0 are judged against (a later
+ * release holds more than 1.0.0, and would take each edit's missing parts for removals). */
+const firstRelease = mkdtempSync(join(tmpdir(), 'petstore-first-release-'))
+copyFileSync(join(releasedDir, '1.0.0.yaml'), join(firstRelease, '1.0.0.yaml'))
+t.teardown(() => rmSync(firstRelease, { recursive: true, force: true }))
+
+/** What the gate says of openapi.yaml against every release of the repository, oldest first. */
+const compatibleWithEveryRelease = readdirSync(releasedDir)
+  .map((file) => file.replace(/\.yaml$/, ''))
+  .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
+  .map((version) => `compatible with the released ${version}`)
 
 function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-breaking-'))
@@ -36,7 +48,7 @@ function written(t: Test, document: Spec, name = 'openapi.yaml'): string {
 async function gate(t: Test, edit: (spec: Spec) => void, accepted: AcceptedChange[] = []) {
   const spec = released()
   edit(spec)
-  const result = await checkBreaking({ spec: written(t, spec), accepted: written(t, accepted, 'accepted.yaml') })
+  const result = await checkBreaking({ spec: written(t, spec), released: firstRelease, accepted: written(t, accepted, 'accepted.yaml') })
   t.comment(result.lines.join('\n'))
   return result
 }
@@ -47,11 +59,12 @@ const bumpMajor = (spec: Spec) => {
   for (const server of spec.servers) server.url = server.url.replace(/\/v1$/, '/v2')
 }
 
-t.test('the released contract is 1.0.0, and openapi.yaml keeps to it', async (t) => {
+t.test('the first released contract is 1.0.0, and openapi.yaml keeps to every release', async (t) => {
   t.equal(released().info.version, '1.0.0')
+  t.ok(compatibleWithEveryRelease.length >= 2, 'releases after 1.0.0 are judged too')
   const { ok, lines } = await checkBreaking()
   t.ok(ok)
-  t.match(lines, ['compatible with the released 1.0.0'])
+  t.strictSame(lines, compatibleWithEveryRelease)
 })
 
 t.test('breaking edits fail, each named', async (t) => {
@@ -243,7 +256,7 @@ t.test('a reviewed exception in the accepted changes lets that change, and only 
   writeFileSync(join(dir, 'accepted.yaml'), '# none yet\n')
   const spec = released()
   int32(spec)
-  t.notOk((await checkBreaking({ spec: written(t, spec), accepted: join(dir, 'accepted.yaml') })).ok)
+  t.notOk((await checkBreaking({ spec: written(t, spec), released: firstRelease, accepted: join(dir, 'accepted.yaml') })).ok)
 })
 
 t.test('a major change redocly gives no verdict is still reported, by its place', async (t) => {
@@ -254,22 +267,22 @@ t.test('a major change redocly gives no verdict is still reported, by its place'
 t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it cannot read', async (t) => {
   const passing = await run(t, 'scripts/check-breaking.ts')
   t.equal(passing.code, 0, passing.stderr)
-  t.equal(passing.stdout, 'compatible with the released 1.0.0\n')
+  t.equal(passing.stdout, compatibleWithEveryRelease.map((line) => `${line}\n`).join(''))
 
   const spec = released()
   spec.components.parameters.Limit.required = true
-  const failing = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec)])
+  const failing = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec), '--released', firstRelease])
   t.equal(failing.code, 1)
   t.match(failing.stdout, /`limit` query parameter became required/)
 
   spec.info.version = 'v1'
-  const unreadable = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec)])
+  const unreadable = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec), '--released', firstRelease])
   t.equal(unreadable.code, 2)
   t.match(unreadable.stderr, /^check:breaking: .*openapi\.yaml: info\.version "v1" is not a version MAJOR\.MINOR\.PATCH\n$/)
 
   const removed = released()
   delete removed.paths['/pets/{petId}']
-  t.equal((await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--now', '2030-12-05'])).code, 0, 'on the day of the sunset, getPet may go')
+  t.equal((await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--released', firstRelease, '--now', '2030-12-05'])).code, 0, 'on the day of the sunset, getPet may go')
   const badDay = await run(t, 'scripts/check-breaking.ts', ['--now', 'tomorrow'])
   t.equal(badDay.code, 2)
   t.match(badDay.stderr, /--now tomorrow is not a date YYYY-MM-DD/)

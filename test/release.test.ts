@@ -2,7 +2,7 @@
  * npm run release -- VERSION, on copies of openapi.yaml, contract/released/ and the changelog in
  * a temporary folder (the repository's contract/ is never touched).
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -14,14 +14,17 @@ import { run } from './helpers/processes.js'
 
 t.setTimeout(300_000)
 
-/** A copy of the project's contract files; `release` of it. */
+/** A copy of the project's contract files as they were when 1.0.0 was the only release (the
+ * spec as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry alone); `release` of it. */
 function project(t: Test) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-release-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const files = { spec: join(dir, 'openapi.yaml'), released: join(dir, 'released'), changelog: join(dir, 'CHANGELOG.md') }
   cpSync(specPath, files.spec)
-  cpSync(releasedDir, files.released, { recursive: true })
-  cpSync(changelogPath, files.changelog)
+  mkdirSync(files.released)
+  cpSync(join(releasedDir, '1.0.0.yaml'), join(files.released, '1.0.0.yaml'))
+  const changelog = readFileSync(changelogPath, 'utf8')
+  writeFileSync(files.changelog, changelog.slice(0, changelog.indexOf('## 1.')) + changelog.slice(changelog.indexOf('## 1.0.0')))
   const untouched = () => ({ spec: readFileSync(files.spec, 'utf8'), released: readdirSync(files.released).sort(), changelog: readFileSync(files.changelog, 'utf8') })
   return { ...files, untouched, now: new Date('2026-11-25T12:00:00Z') }
 }
