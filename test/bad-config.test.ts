@@ -142,15 +142,16 @@ t.test("a SQLite file's own folder is made when missing, and the log names the f
 t.test('better-sqlite3 built for another Node.js: one line that says what to do', async (t) => {
   // Node's own message, as it loads the addon of a node_modules installed with Node 20 under Node 22
   const loadError = new Error(
-    "The module '/srv/petstore/node_modules/better-sqlite3/build/Release/better_sqlite3.node'\n" +
+    `The module '${join(projectRoot, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node')}'\n` +
       'was compiled against a different Node.js version using\nNODE_MODULE_VERSION 115. This version of Node.js requires\n' +
       'NODE_MODULE_VERSION 127. Please try re-compiling or re-installing\nthe module (for instance, using `npm rebuild` or `npm install`).',
   )
   t.equal(
-    sqliteProblem('/tmp/any.db', loadError),
+    sqliteProblem(join(tmpdir(), 'any.db'), loadError),
     `better-sqlite3 was built for another Node.js (NODE_MODULE_VERSION 115; Node.js ${process.version} needs 127): run npm rebuild with the Node.js that runs the server`,
   )
-  t.equal(sqliteProblem('/tmp/any.db', new TypeError('something else')), 'cannot open SQLite /tmp/any.db: something else', 'anything else is said as it is')
+  const file = join(tmpdir(), 'any.db')
+  t.equal(sqliteProblem(file, new TypeError('something else')), `cannot open SQLite ${file}: something else`, 'anything else is said as it is')
 })
 
 t.test('a SQLite path to a file that is not a database', async (t) => {
