@@ -26,6 +26,8 @@ export interface BenchOptions {
   profile: boolean
   smoke: boolean
   keep: boolean
+  /** load generator and servers on the same cores, as the scheduler likes (--shared-cores) */
+  sharedCores: boolean
   /** sqlite or postgres; both when unset */
   only: 'sqlite' | 'postgres' | undefined
   /** LOG_LEVEL of the "logs on" measurements: unset is the service's default (info) */
@@ -69,6 +71,7 @@ export function readOptions(args: string[]): BenchOptions {
       skip: { type: 'string', default: '' },
       smoke: { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
+      'shared-cores': { type: 'boolean', default: false },
     },
   })
   const smoke = flags.smoke
@@ -96,6 +99,7 @@ export function readOptions(args: string[]): BenchOptions {
     profile: flags.profile,
     smoke,
     keep: flags.keep,
+    sharedCores: flags['shared-cores'],
     only: flags.only,
     logLevel: flags['log-level'],
     skipped,

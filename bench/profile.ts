@@ -8,11 +8,11 @@ import { petScenarios } from './scenarios.js'
 import { type Servers, stop } from './servers.js'
 import type { Store } from './stores.js'
 
-/** CPU profiles of getPet on SQLite: service (stored key) and peer, both without logs (the
+/** CPU profiles of getPet on `store`: service (stored key) and peer, both without logs (the
  * access log would be most of either profile), each under load for the duration of a
  * measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
 export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number }): Promise<string> {
-  const dir = join(workDir, 'profiles')
+  const dir = join(workDir, 'profiles', store.name)
   const sections: string[] = []
   const getPet = petScenarios(plan.pets)[0]!
   for (const which of ['project', 'peer'] as const) {

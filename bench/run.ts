@@ -15,7 +15,7 @@
  * of the service on a fresh SQLite file (spawn to first
  * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
  * listPets and getPet at 1,000,000 pets against 10,000, and (--profile) a CPU profile of getPet
- * on SQLite, service and peer, summarised by self time.
+ * on each store, service and peer, summarised by self time.
  *
  * Options:
  *   --duration S        seconds per measurement (5; --smoke: 0.5)
@@ -31,10 +31,12 @@
  *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 1)
  *   --rss-connections N (200)
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
- *   --profile           also CPU profiles of getPet on SQLite (service with a stored key, peer; logs off)
+ *   --profile           also CPU profiles of getPet on each store (service with a stored key, peer; logs off)
  *   --skip LIST         phases not to run, comma-separated: main, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
  *   --keep              keep the work directory (databases, logs, profiles)
+ *   --shared-cores      do not pin the load generator to core 0 and the servers to the others
+ *                       (Linux, taskset: on by default, so that the two do not take turns)
  *
  * PostgreSQL is measured when it answers at BENCH_POSTGRES_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres); databases petstore_bench* are made anew there and
@@ -48,6 +50,7 @@ import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { compare, progress } from './load.js'
 import { type BenchOptions, readOptions } from './options.js'
+import { pinCores } from './cores.js'
 import { profiles } from './profile.js'
 import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
@@ -106,6 +109,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   const cpus = os.cpus()
   const wanted = (store: 'sqlite' | 'postgres') => options.only === undefined || options.only === store
   const postgres = wanted('postgres') ? await postgresVersion() : { problem: 'not asked for (--only sqlite)' }
+  const cores = options.sharedCores ? 'load generator and servers on the same cores (--shared-cores)' : pinCores()
 
   console.log('## Pet store bench\n')
   console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)
@@ -113,7 +117,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   console.log(
     `- logs on: LOG_LEVEL ${options.logLevel ?? 'unset (the service default, info: one access-log line per request)'} for service and peers, ` +
       'their logs going to files; logs off: LOG_LEVEL=silent for both; ' +
-      `the load generator (autocannon) runs in this process, on the same machine${options.smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
+      `the load generator (autocannon) runs in this process, on the same machine; ${cores}${options.smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
   )
 
   progress('building (npm run -s build)')
@@ -152,9 +156,9 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   }
 
   if (options.profile) {
-    const store = storeList.find((s) => s.name === 'SQLite')
-    if (store === undefined) console.log('\n(profiles are taken on SQLite: not with --only postgres)')
-    else console.log(`\n### CPU profile, getPet on SQLite, logs off (self time)\n\n${await profiles(running, store, workDir, options)}`)
+    for (const store of storeList) {
+      console.log(`\n### CPU profile, getPet on ${store.name}, logs off (self time)\n\n${await profiles(running, store, workDir, options)}`)
+    }
   }
 
   const args = process.argv.slice(2)

@@ -6,6 +6,7 @@ import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { loadContract } from '../src/contract/spec.js'
 import { projectRoot } from '../src/paths.js'
+import { onServerCores } from './cores.js'
 
 /** A server under measurement: the service or a peer. */
 export interface Target {
@@ -86,7 +87,7 @@ export async function stop({ child }: { child: ChildProcess }) {
 
 /** `node ...args` from the project's folder, with `env` over ours; a child of the bench. */
 export function spawnNode(args: string[], env: NodeJS.ProcessEnv, stdio: 'ignore' | number): ChildProcess {
-  const child = spawn(process.execPath, args, { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', stdio, stdio] })
+  const child = spawn(...onServerCores(process.execPath, args), { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', stdio, stdio] })
   children.add(child)
   child.on('exit', () => children.delete(child))
   return child

@@ -95,6 +95,17 @@ t.test('PostgreSQL: a failed transaction is rolled back and its connection reuse
   })
   await t.rejects(failed, { message: 'changed my mind' })
   t.strictSame(await sql.rows('select name from items'), [], 'rolled back')
+  const unreadable = {
+    text: 'select 1',
+    row: () => {
+      throw new Error('unreadable row')
+    },
+  }
+  await t.rejects(Promise.resolve(sql.one(unreadable)), { message: 'unreadable row' }, 'a row that cannot be made rejects its statement (the process goes on)')
+  await t.rejects(sql.transaction((tx) => Promise.resolve(tx.all(unreadable))), { message: 'unreadable row' }, 'in a transaction too')
+  t.equal(await sql.run("insert into items (name) values ('c')"), 1, 'and the connection serves the next statement')
+  t.strictSame(await sql.rows('select name from items'), [{ name: 'c' }])
+  await sql.run('delete from items')
   const { pid } = (await sql.row<{ pid: number }>('select pg_backend_pid() as pid'))!
 
   const broken = sql.transaction(async (tx) => {

@@ -197,10 +197,11 @@ const watchesPerBound = 10
 export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { close(): void } {
   // Named statements: pg prepares each once per connection and then sends only its parameters.
   const names = new Map<string, string>()
-  const named = (text: string, values: readonly unknown[], rowMode?: 'array') => {
+  const named = (text: string, values: readonly unknown[], rowMode: 'array' | undefined): pg.QueryConfig => {
     let name = names.get(text)
     if (name === undefined) names.set(text, (name = `petstore_${names.size + 1}`))
-    return { name, text, values: values as unknown[], rowMode }
+    // (pg copies the config of every query, property by property: none that is not needed)
+    return rowMode === undefined ? { name, text, values: values as unknown[] } : ({ name, text, values: values as unknown[], rowMode } as pg.QueryConfig)
   }
   // connections lent out, and since when they wait for an answer (performance.now())
   const waiting = new Map<pg.ClientBase, number>()
@@ -216,36 +217,40 @@ export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { clos
     Math.max(10, answerWithinMs / watchesPerBound),
   ).unref()
 
-  /** `text` in a transaction on `client`. (By callback: see above.) */
-  const send = (client: pg.ClientBase, text: string, params: readonly unknown[] = [], rowMode?: 'array') => {
-    waiting.set(client, performance.now())
-    return new Promise<pg.QueryResult>((resolve, reject) =>
-      client.query(named(text, params, rowMode) as pg.QueryConfig, (error: Error | null, result: pg.QueryResult) =>
-        error ? reject(classifyPostgres(error)) : resolve(result),
-      ),
-    )
-  }
+  /** Sends a statement, answering by callback (see above): on the pool, or on a transaction's connection. */
+  type Send = (config: pg.QueryConfig, done: (error: Error | null, result: pg.QueryResult) => void) => void
 
-  // (pg answers by promise only)
-  const statements = (query: (text: string, params?: readonly unknown[], rowMode?: 'array') => Promise<pg.QueryResult>) =>
-    ({
-      rows: async <Row>(text: string, params?: readonly unknown[]) => (await query(text, params)).rows as Row[],
-      row: async <Row>(text: string, params?: readonly unknown[]) => (await query(text, params)).rows[0] as Row | undefined,
-      run: async (text: string, params?: readonly unknown[]) => (await query(text, params)).rowCount ?? 0,
-      all: async <Row>({ text, row }: Select<Row>, params?: readonly unknown[]) =>
-        ((await query(text, params, 'array')).rows as unknown[][]).map((values) => row(values)),
-      one: async <Row>({ text, row }: Select<Row>, params?: readonly unknown[]) => {
-        const found = (await query(text, params, 'array')).rows[0] as unknown[] | undefined
-        return found && row(found)
-      },
-    }) satisfies Statements
+  // One promise per statement, made here: what the statement's result gives, or its error classified.
+  const statements = (send: Send) => {
+    const query = <T>(text: string, params: readonly unknown[] = [], rowMode: 'array' | undefined, take: (result: pg.QueryResult) => T) =>
+      new Promise<T>((resolve, reject) =>
+        send(named(text, params, rowMode), (error, result) => {
+          if (error) return reject(classifyPostgres(error))
+          try {
+            resolve(take(result))
+          } catch (failure) {
+            reject(failure as Error)
+          }
+        }),
+      )
+    return {
+      rows: <Row>(text: string, params?: readonly unknown[]) => query(text, params, undefined, (result) => result.rows as Row[]),
+      row: <Row>(text: string, params?: readonly unknown[]) => query(text, params, undefined, (result) => result.rows[0] as Row | undefined),
+      run: (text: string, params?: readonly unknown[]) => query(text, params, undefined, (result) => result.rowCount ?? 0),
+      all: <Row>({ text, row }: Select<Row>, params?: readonly unknown[]) =>
+        query(text, params, 'array', (result) => (result.rows as unknown[][]).map((values) => row(values))),
+      one: <Row>({ text, row }: Select<Row>, params?: readonly unknown[]) =>
+        query(text, params, 'array', (result) => {
+          const found = result.rows[0] as unknown[] | undefined
+          return found && row(found)
+        }),
+    } satisfies Statements
+  }
 
   return {
     // a statement outside a transaction: on a connection of the pool, for that statement alone
     // (one that fails is not lent out again)
-    ...statements((text, params = [], rowMode) =>
-      pool.query(named(text, params, rowMode) as pg.QueryConfig).catch((error: Error) => Promise.reject(classifyPostgres(error))),
-    ),
+    ...statements((config, done) => pool.query(config, done)),
     async transaction(work) {
       let client: pg.PoolClient
       try {
@@ -253,7 +258,10 @@ export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { clos
       } catch (error) {
         throw classifyPostgres(error as Error)
       }
-      const sql = statements((text, params, rowMode) => send(client, text, params, rowMode))
+      const sql = statements((config, done) => {
+        waiting.set(client, performance.now())
+        client.query(config, done)
+      })
       try {
         await sql.run('begin')
         const result = await work(sql)
