@@ -7,7 +7,7 @@ export const scenarioNames = [...petScenarioNames, ...orderScenarioNames]
 const shortName = (name: string) => name.split(/[ ,]/)[0]!
 
 /** Phases that --skip can leave out. */
-const phases = ['main', 'webhooks', 'start', 'rss'] as const
+const phases = ['main', 'checks', 'webhooks', 'start', 'rss'] as const
 
 export interface BenchOptions {
   /** seconds per measurement */

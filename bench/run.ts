@@ -10,7 +10,9 @@
  * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
  * the access log on both sides (the default level, or --log-level) and with no log on either
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
- * interleaved rounds. Then createPet on the service without a subscription and with one (its
+ * interleaved rounds. Then the checks of roles and of order ownership, each timed alone in
+ * this process (the same read or call without the check and with it), as a share of a request's
+ * CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
  * of the service on a fresh SQLite file (spawn to first
  * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
@@ -32,7 +34,7 @@
  *   --rss-connections N (200)
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
  *   --profile           also CPU profiles of getPet on each store (service with a stored key, peer; logs off)
- *   --skip LIST         phases not to run, comma-separated: main, webhooks, start, rss (e.g. with --scale)
+ *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
  *   --keep              keep the work directory (databases, logs, profiles)
  *   --shared-cores      do not pin the load generator to core 0 and the servers to the others
@@ -50,6 +52,7 @@ import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { compare, progress } from './load.js'
 import { type BenchOptions, readOptions } from './options.js'
+import { checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores } from './cores.js'
 import { profiles } from './profile.js'
 import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
@@ -126,13 +129,27 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   const storeList: Store[] = []
   const mainRuns = !options.skipped.has('main')
   // (three servers, each with logs and without, share the pools of a store)
-  const pools = options.ordersWanted && mainRuns ? poolSize(options, 3 * logSettings.length) : undefined
+  const pools = options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? poolSize(options, 3 * logSettings.length) : undefined
   if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
   if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', 'petstore_bench', options.pets, pools))
+  const rows: Row[] = []
   if (mainRuns) {
-    const rows: Row[] = []
     for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
     console.log(`\n${mainTable(rows, options)}`)
+  }
+
+  if (!options.skipped.has('checks')) {
+    progress('checks: the role check and order ownership, timed alone')
+    const checks = [await roleCheckCost()]
+    for (const store of storeList) if (store.orders !== undefined) checks.push(...(await ownershipCosts(store)))
+    // what a request of the operation each check is on costs the service (stored key, logs off)
+    const requestCpuUs = (store: string, what: string) => {
+      const scenario = what.startsWith('role') ? 'getPet' : what.split(' ')[0]!
+      const row = rows.find((r) => r.scenario.split(/[ ,]/)[0] === scenario && r.key === 'stored key' && (store === 'any' ? r.store === storeList[0]?.name : r.store === store))
+      return row?.measured.off.project.cpuUs
+    }
+    const ownership = storeList.some((store) => store.orders !== undefined) ? '' : '\n\n(order ownership is timed when an order scenario runs: --scenarios getOrder or listOrders)'
+    console.log(`\n### What the checks cost\n\n${checksTable(checks, requestCpuUs)}${ownership}`)
   }
 
   if (!options.skipped.has('webhooks')) {

@@ -10,6 +10,8 @@ export interface Store {
   url: string
   /** a key issued by the service's key store, for the stored-key runs */
   storedKey: string
+  /** its principal (`key:<id>`), the owner of the seeded orders */
+  storedPrincipal: string
   /** the orders seeded, when the order scenarios run */
   orders?: OrderPools
 }
@@ -89,7 +91,8 @@ export function stores(workDir: string) {
     await seed(url, pets)
     // (the orders are the stored key's: it reads and moves them as their owner; the key of
     // API_KEYS is staff, see servers.ts)
-    return { name, url, storedKey, ...(poolSize !== undefined && { orders: await seedOrders(url, poolSize, `key:${record.id}`) }) }
+    const storedPrincipal = `key:${record.id}`
+    return { name, url, storedKey, storedPrincipal, ...(poolSize !== undefined && { orders: await seedOrders(url, poolSize, storedPrincipal) }) }
   }
 
   async function dropAll() {

@@ -41,10 +41,13 @@ export interface EntryInput {
   compatible: string[]
   /** the incompatible changes the lifecycle let through, as the gate lists them */
   allowed: string[]
+  /** the changes rated incompatible that were reviewed as breaking no client, each with why
+   * (contract/accepted-changes.yaml) */
+  reviewed?: string[]
 }
 
 /** One release's entry. */
-export function entry({ version, date, previous, current, compatible, allowed }: EntryInput): string {
+export function entry({ version, date, previous, current, compatible, allowed, reviewed = [] }: EntryInput): string {
   const before = new Map(operationsOf(previous).map((operation) => [operation.name, operation]))
   const now = operationsOf(current)
   const after = new Map(now.map((operation) => [operation.name, operation]))
@@ -62,6 +65,7 @@ export function entry({ version, date, previous, current, compatible, allowed }:
     ],
     ['Compatible changes', compatible],
     ['Incompatible changes allowed by their lifecycle', allowed.map((line) => line.trim())],
+    ['Changes a diff rates incompatible, which break no client', reviewed],
   ]
   const body = sections
     .filter(([, lines]) => lines.length > 0)

@@ -156,6 +156,23 @@ export function classify(changes: Change[], accepted: AcceptedChange[], lifecycl
   return found
 }
 
+/** The reviewed changes of `file` (contract/accepted-changes.yaml); an empty file holds none. */
+export const readAccepted = (file: string): AcceptedChange[] => (parse(readFileSync(file, 'utf8')) as AcceptedChange[] | null) ?? []
+
+/** The changes rated major that `accepted` lets through, one line each: where, and why no client
+ * can fail (the reason of the accepted entry, written for clients; redocly's own words can
+ * mislead there: "Authentication became required" for a role named). */
+export function reviewedLines(changes: Change[], accepted: AcceptedChange[]): string[] {
+  const lines: string[] = []
+  for (const change of changes) {
+    for (const verdict of change.verdicts) {
+      const reviewed = accepted.find(({ rule, pointer }) => rule === verdict.ruleId && pointer === verdict.location.pointer)
+      if (verdict.impact === 'major' && reviewed !== undefined) lines.push(`${whereOf(change.path)}: ${reviewed.reason.trim().replace(/\s+/g, ' ')}`)
+    }
+  }
+  return lines
+}
+
 /** The breaking changes among `changes`, less the accepted ones (every operation stable). */
 export const breakingLines = (changes: Change[], accepted: AcceptedChange[]) => classify(changes, accepted).breaking
 
@@ -178,7 +195,7 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
     .map((name) => ({ file: join(released, name), version: version(name.slice(0, -'.yaml'.length), `${relative(projectRoot, join(released, name))}: the name`) }))
     .sort((a, b) => compare(a.version, b.version))
   if (releases.length === 0) throw new Error(`${released} holds no released contract (MAJOR.MINOR.PATCH.yaml)`)
-  const acceptedChanges = (parse(readFileSync(accepted, 'utf8')) as AcceptedChange[] | null) ?? []
+  const acceptedChanges = readAccepted(accepted)
   const lifecyclePolicy = readPolicy(policy)
 
   const lines: string[] = []

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import { changelogPath, projectRoot, specPath } from '../src/paths.js'
 import { entry, withEntry } from './changelog.js'
-import { acceptedFile, type Change, checkBreaking, diff, releasedDir, whereOf } from './check-breaking.js'
+import { acceptedFile, type Change, checkBreaking, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
 
 const versionPattern = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
 const parts = (version: string) => versionPattern.exec(version)!.slice(1).map(Number)
@@ -65,21 +65,23 @@ export async function release({ version, spec = specPath, released = releasedDir
     if (!gate.ok) return { ok: false, lines: [`release ${version} refused by the breaking-change gate:`, ...gate.lines] }
 
     const previousFile = join(released, `${last}.yaml`)
-    const compatible = compatibleLines(await diff(previousFile, candidate))
+    const changes = await diff(previousFile, candidate)
+    const current = parse(source)
     // the changes the lifecycle allowed, against the last release (the gate lists them per release)
     const allowed = lastReleaseLines(gate.lines, last)
     const text = entry({
       version,
       date: now.toISOString().slice(0, 10),
       previous: parse(readFileSync(previousFile, 'utf8')),
-      current: parse(source),
-      compatible,
+      current,
+      compatible: compatibleLines(changes, current),
       allowed,
+      reviewed: reviewedLines(changes, readAccepted(accepted)),
     })
     const releasedFile = join(released, `${version}.yaml`)
     writeFileSync(spec, source)
     writeFileSync(releasedFile, source)
-    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, parse(source)))
+    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, current))
     const shown = (file: string) => relative(projectRoot, file)
     return {
       ok: true,
@@ -94,7 +96,7 @@ export async function release({ version, spec = specPath, released = releasedDir
  * The compatible changes (rated minor), one line per place and kind: `GET /pets: added response
  * 429; headers RateLimit, RateLimit-Policy`. A path or operation added is the entry's "Added".
  */
-export function compatibleLines(changes: Change[]): string[] {
+export function compatibleLines(changes: Change[], current?: Record<string, any>): string[] {
   const grouped = new Map<string, Set<string>>()
   for (const change of changes) {
     if (change.impact !== 'minor') continue
@@ -103,11 +105,24 @@ export function compatibleLines(changes: Change[]): string[] {
     if (inOperation && parts.length <= 3) continue
     const rest = inOperation ? parts.slice(3) : parts.slice(1)
     const what =
-      rest[0] === 'responses' && rest.length === 2 ? `response ${rest[1]}` : rest.at(-2) === 'headers' ? `header ${rest.at(-1)}` : rest.at(-2) === 'properties' ? `property ${rest.at(-1)}` : rest.join('/') || parts[0]!
+      rest[0] === 'responses' && rest.length === 2
+        ? `response ${rest[1]}`
+        : rest.at(-2) === 'headers'
+          ? `header ${rest.at(-1)}`
+          : rest.at(-2) === 'properties'
+            ? `property ${rest.at(-1)}`
+            : (namedItem(current, parts) ?? (rest.join('/') || parts[0]!))
     const key = `${whereOf(change.path)}: ${change.kind}`
     grouped.set(key, (grouped.get(key) ?? new Set()).add(what))
   }
   return [...grouped].map(([key, whats]) => `${key} ${[...whats].join(', ')}`)
+}
+
+/** An item of a list that has a name (a tag, a parameter), by its name: `tag orders`, not `tags/1`. */
+function namedItem(document: Record<string, any> | undefined, parts: string[]): string | undefined {
+  if (document === undefined || !/^\d+$/.test(parts.at(-1)!)) return undefined
+  const item = parts.reduce<any>((node, part) => node?.[part], document)
+  return typeof item?.name === 'string' ? `${parts.at(-2)!.replace(/s$/, '')} ${item.name}` : undefined
 }
 
 /** The "allowed (...)" lines the gate printed under its line about release `last`. */

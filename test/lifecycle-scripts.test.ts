@@ -46,6 +46,12 @@ t.test('compatible changes, one line per place and kind', async (t) => {
     ]),
     ['GET /pets: added response 429, header RateLimit, property tag, parameters/2', 'externalDocs: added externalDocs'],
   )
+  const named = { paths: { '/pets': { get: { parameters: [{}, {}, { name: 'after' }] } } }, tags: [{ name: 'pets' }, { description: 'no name' }] }
+  t.strictSame(
+    compatibleLines([change('#/paths/~1pets/get/parameters/2'), change('#/tags/0'), change('#/tags/1')], named),
+    ['GET /pets: added parameter after', 'tags: added tag pets, 1'],
+    'an item of a list by its name, where it has one',
+  )
 })
 
 t.test('a release needs a release before it; the policy file is checked', async (t) => {

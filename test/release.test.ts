@@ -70,6 +70,12 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   const changelog = readFileSync(files.changelog, 'utf8')
   t.match(changelog, /## 1\.1\.0 \(2026-11-25\)\n\n### Added\n\n- `listOrders` \(GET \/store\/orders\), experimental\n/)
   t.match(changelog, /### Compatible changes\n\n(- .*\n)*- GET \/pets: added .*response 429/)
+  t.match(changelog, '- tags: added tag store, tag webhooks\n', 'list items by their names, not their indexes')
+  t.match(
+    changelog,
+    /### Changes a diff rates incompatible, which break no client\n\n(- .*\n)*- GET \/pets: .*listPets needs pets:read, which every key issued before roles existed holds/,
+    'the roles the operations of 1.0.0 now name, with why no client fails',
+  )
   t.ok(changelog.indexOf('## 1.1.0') < changelog.indexOf('## 1.0.0'), 'the new entry on top of the old ones')
   t.ok(changelog.endsWith(readFileSync(changelogPath, 'utf8').slice(readFileSync(changelogPath, 'utf8').indexOf('## 1.0.0'))), '1.0.0\'s entry kept as it was')
 

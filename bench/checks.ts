@@ -1,0 +1,103 @@
+import type { FastifyRequest } from 'fastify'
+import { authorize } from '../src/contract/roles.js'
+import { loadContract } from '../src/contract/spec.js'
+import { openStorage } from '../src/storage/index.js'
+import { allOrders, type OrderScope } from '../src/storage/orders.js'
+import { median } from './load.js'
+import { fmt } from './report.js'
+import type { Store } from './stores.js'
+
+/** One check, timed alone: a call without it and with it, in µs, medians of interleaved batches. */
+export interface CheckRow {
+  store: string
+  what: string
+  without: number
+  with: number
+}
+
+const batches = 15
+
+/** µs per call of `without` and of `with`, each the median of `batches` batches of `calls`
+ * calls, the two interleaved batch by batch (and after a first batch each, for the JIT). */
+async function paired(calls: number, without: () => unknown, withCheck: () => unknown): Promise<{ without: number; with: number }> {
+  const batch = async (call: () => unknown) => {
+    const start = process.hrtime.bigint()
+    for (let i = 0; i < calls; i++) {
+      const answer = call()
+      if (answer instanceof Promise) await answer
+    }
+    return Number(process.hrtime.bigint() - start) / 1_000 / calls
+  }
+  await batch(without)
+  await batch(withCheck)
+  const times = { without: [] as number[], with: [] as number[] }
+  for (let i = 0; i < batches; i++) {
+    times.without.push(await batch(without))
+    times.with.push(await batch(withCheck))
+  }
+  return { without: median(times.without), with: median(times.with) }
+}
+
+/** The role check of getPet on an authenticated request (what `security` adds to each one),
+ * against authentication alone. */
+export async function roleCheckCost(): Promise<CheckRow> {
+  const contract = loadContract()
+  const operation = contract.operations.get('getPet')!
+  const request = { roles: new Set(contract.roles.defaults) } as unknown as FastifyRequest
+  let authenticated = 0
+  const authenticate = () => {
+    authenticated++
+  }
+  const checked = authorize(authenticate, operation, contract.roles.required(operation))
+  const measured = await paired(1_000_000, () => authenticate(), () => checked(request))
+  if (authenticated === 0) throw new Error('the role check was not called')
+  return { store: 'any', what: 'role check (getPet)', ...measured }
+}
+
+/**
+ * Order ownership on `store`: the reads of getOrder and listOrders (limit=20, status) as the
+ * repository makes them for store staff (every order: the statements without an owner, as before
+ * ownership) and for the key that owns the orders (the statements with it).
+ */
+export async function ownershipCosts(store: Store): Promise<CheckRow[]> {
+  const storage = await openStorage(store.url, { poolSize: 1 })
+  try {
+    const { orders } = storage
+    const readOrders = store.orders?.readOrders ?? 1
+    let next = 0
+    // the same ids for both sides: each batch starts from the same one
+    const find = (scope: OrderScope) => () => orders.find(1 + (next++ % readOrders), scope)
+    const list = (scope: OrderScope) => () => orders.list({ scope, limit: 20, status: 'delivered' })
+    // (a PostgreSQL read is a round trip, whose time moves more: more calls per batch)
+    const calls = store.name === 'SQLite' ? 20_000 : 3_000
+    const owner = store.storedPrincipal
+    return [
+      { store: store.name, what: 'getOrder read, owner condition', ...(await paired(calls, find(allOrders), find(owner))) },
+      { store: store.name, what: 'listOrders read, owner condition', ...(await paired(calls / 3, list(allOrders), list(owner))) },
+    ]
+  } finally {
+    await storage.close()
+  }
+}
+
+/** The checks' costs, in µs per call, as a share of the call, and, for the checks that run in the
+ * service's process (all but PostgreSQL's reads, which run in PostgreSQL), as a share of what a
+ * request costs the service (CPU µs per request of the operation, from the main table, where it
+ * was measured). */
+export function checksTable(rows: CheckRow[], requestCpuUs: (store: string, what: string) => number | undefined): string {
+  const lines = rows.map((row) => {
+    const added = row.with - row.without
+    const cpu = row.store === 'PostgreSQL' ? undefined : requestCpuUs(row.store, row.what)
+    const ofRequest = row.store === 'PostgreSQL' ? 'n/a (in PostgreSQL)' : cpu === undefined ? 'n/a' : `${((100 * added) / cpu).toFixed(2)}% of ${fmt(cpu, 1)} µs`
+    return `| ${row.what} | ${row.store} | ${row.without.toFixed(3)} | ${row.with.toFixed(3)} | ${added >= 0 ? '+' : ''}${added.toFixed(3)} | ${((100 * added) / row.without).toFixed(1)}% | ${ofRequest} |`
+  })
+  return [
+    'Each check timed alone in the bench process: the same call without it and with it, median of',
+    `${batches} interleaved batches. Share of a request: of the service's CPU per request (logs off,`,
+    'stored key) in the table above.',
+    '',
+    '| check | store | µs/call without | µs/call with | added µs | share of the call | share of a request |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    ...lines,
+  ].join('\n')
+}
