@@ -140,8 +140,8 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
 
   if (!options.skipped.has('checks')) {
     progress('checks: the role check and order ownership, timed alone')
-    const checks = [await roleCheckCost()]
-    for (const store of storeList) if (store.orders !== undefined) checks.push(...(await ownershipCosts(store)))
+    const checks = [await roleCheckCost(options.smoke)]
+    for (const store of storeList) if (store.orders !== undefined) checks.push(...(await ownershipCosts(store, options.smoke)))
     // what a request of the operation each check is on costs the service (stored key, logs off)
     const requestCpuUs = (store: string, what: string) => {
       const scenario = what.startsWith('role') ? 'getPet' : what.split(' ')[0]!
