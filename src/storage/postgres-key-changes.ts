@@ -8,21 +8,24 @@ const relistenMs = 1_000
  * PostgreSQL tells every instance at once: a trigger on api_keys NOTIFYs keysChannel when a key
  * is revoked or deleted, and each instance LISTENs on a connection of its own. While that
  * connection is down, a notification could be missed: every call answers true until it is back.
+ * A server that takes the connection but never answers (frozen, or a network that drops
+ * packets) holds nothing: a connection not listening within `answerWithinMs` is cut and tried
+ * again, and closing cuts one that does not end within it.
  */
-export function postgresKeyChanges(config: pg.ClientConfig): KeyChanges {
+export function postgresKeyChanges(config: pg.ClientConfig, answerWithinMs: number): KeyChanges {
   let listening = false
   let notified = false
   let closed = false
   let client: pg.Client | undefined
   let retry: NodeJS.Timeout | undefined
 
-  /** The listening connection failed or ended: forget it, and listen again in a moment. */
+  /** The listening connection failed, ended or did not answer: cut it, and listen again in a moment. */
   const lost = (which: pg.Client) => {
     if (which !== client) return
     listening = false
     client = undefined
     which.removeAllListeners().on('error', () => {})
-    void which.end().catch(() => {})
+    which.connection.stream.destroy()
     if (!closed) retry = setTimeout(listen, relistenMs).unref()
   }
   async function listen() {
@@ -31,6 +34,7 @@ export function postgresKeyChanges(config: pg.ClientConfig): KeyChanges {
     current.on('notification', () => {
       notified = true
     })
+    const bound = setTimeout(() => lost(current), answerWithinMs).unref()
     try {
       await current.connect()
       await current.query(`listen ${keysChannel}`)
@@ -38,9 +42,11 @@ export function postgresKeyChanges(config: pg.ClientConfig): KeyChanges {
       if (current === client) listening = notified = true
     } catch {
       lost(current)
+    } finally {
+      clearTimeout(bound)
     }
   }
-  const started = listen()
+  void listen()
 
   return {
     changed() {
@@ -55,11 +61,15 @@ export function postgresKeyChanges(config: pg.ClientConfig): KeyChanges {
     async close() {
       closed = true
       clearTimeout(retry)
-      await started
       const last = client
       client = undefined
       listening = false
-      await last?.removeAllListeners().on('error', () => {}).end().catch(() => {})
+      if (last === undefined) return
+      last.removeAllListeners().on('error', () => {})
+      // (a connection that answers says goodbye; one that does not is cut at the bound)
+      const cut = setTimeout(() => last.connection.stream.destroy(), answerWithinMs).unref()
+      await last.end().catch(() => {})
+      clearTimeout(cut)
     },
   }
 }

@@ -24,7 +24,7 @@ export function openPostgres(url: string, poolSize: number, timeoutMs: number): 
     sql,
     db,
     dialect: 'postgres',
-    watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }),
+    watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }, answerWithinMs),
     description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
     poolStats: () => ({ max: poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     async close() {
