@@ -7,39 +7,47 @@ import { median } from './load.js'
 import { fmt } from './report.js'
 import type { Store } from './stores.js'
 
-/** One check, timed alone: a call without it and with it, in µs. */
+/** One check, timed alone: a call of `scenario` without it and with it, in µs. */
 export interface CheckRow {
   store: string
+  /** the operation whose requests make the call (its row in the main table) */
+  scenario: string
   what: string
   without: number
   with: number
 }
 
-const batches = 15
-
-/** µs per call of `without` and of `with`, each the median of `batches` batches of `calls`
- * calls, the two interleaved batch by batch (and after a first batch each, for the JIT). */
-async function paired(calls: number, without: () => unknown, withCheck: () => unknown): Promise<{ without: number; with: number }> {
+/**
+ * µs per call of `without` and of `with`: `rounds` batches of `size` calls each, the two in turn
+ * (either one first, alternately), each the median of its batches; first a tenth of the rounds
+ * for the JIT and the caches. A batch of one call times a read (whose time moves with the store
+ * more than with anything a check adds: a median of single calls stands where a mean would not);
+ * a call of nanoseconds needs a batch of many.
+ */
+async function alternating(rounds: number, size: number, without: () => unknown, withCheck: () => unknown): Promise<{ without: number; with: number }> {
   const batch = async (call: () => unknown) => {
     const start = process.hrtime.bigint()
-    for (let i = 0; i < calls; i++) {
+    for (let i = 0; i < size; i++) {
       const answer = call()
       if (answer instanceof Promise) await answer
     }
-    return Number(process.hrtime.bigint() - start) / 1_000 / calls
+    return Number(process.hrtime.bigint() - start) / 1_000 / size
   }
-  await batch(without)
-  await batch(withCheck)
+  const calls = { without, with: withCheck }
   const times = { without: [] as number[], with: [] as number[] }
-  for (let i = 0; i < batches; i++) {
-    times.without.push(await batch(without))
-    times.with.push(await batch(withCheck))
+  const warmUp = Math.ceil(rounds / 10)
+  for (let i = 0; i < warmUp + rounds; i++) {
+    const order = i % 2 === 0 ? (['without', 'with'] as const) : (['with', 'without'] as const)
+    for (const side of order) {
+      const time = await batch(calls[side])
+      if (i >= warmUp) times[side].push(time)
+    }
   }
   return { without: median(times.without), with: median(times.with) }
 }
 
 /** The role check of getPet on an authenticated request (what `security` adds to each one),
- * against authentication alone. */
+ * against authentication alone: 15 batches of a million calls. */
 export async function roleCheckCost(smoke = false): Promise<CheckRow> {
   const contract = loadContract()
   const operation = contract.operations.get('getPet')!
@@ -49,32 +57,9 @@ export async function roleCheckCost(smoke = false): Promise<CheckRow> {
     authenticated++
   }
   const checked = authorize(authenticate, operation, contract.roles.required(operation))
-  const measured = await paired(smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request))
+  const measured = await alternating(15, smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request))
   if (authenticated === 0) throw new Error('the role check was not called')
-  return { store: 'any', what: 'role check (getPet)', ...measured }
-}
-
-/** µs per call of `without` and of `with`, each the median of `calls` calls timed one by one,
- * the two alternating (in turn first): for reads, whose time moves with the store more than
- * with anything the check adds, a median of single calls stands where a batch's mean would not. */
-async function alternating(calls: number, without: () => unknown, withCheck: () => unknown): Promise<{ without: number; with: number }> {
-  const time = async (call: () => unknown) => {
-    const start = process.hrtime.bigint()
-    const answer = call()
-    if (answer instanceof Promise) await answer
-    return Number(process.hrtime.bigint() - start) / 1_000
-  }
-  const times = { without: [] as number[], with: [] as number[] }
-  for (let i = 0; i < calls; i++) {
-    if (i % 2 === 0) {
-      times.without.push(await time(without))
-      times.with.push(await time(withCheck))
-    } else {
-      times.with.push(await time(withCheck))
-      times.without.push(await time(without))
-    }
-  }
-  return { without: median(times.without), with: median(times.with) }
+  return { store: 'any', scenario: 'getPet', what: 'role check (getPet)', ...measured }
 }
 
 /**
@@ -88,18 +73,15 @@ export async function ownershipCosts(store: Store, smoke = false): Promise<Check
     const { orders } = storage
     const readOrders = store.orders?.readOrders ?? 1
     let next = 0
-    // the same ids for both sides: each batch starts from the same one
+    // (successive ids, both sides taking them in turn)
     const find = (scope: OrderScope) => () => orders.find(1 + (next++ % readOrders), scope)
     const list = (scope: OrderScope) => () => orders.list({ scope, limit: 20, status: 'delivered' })
     // (a smoke run: enough calls to run every line)
     const calls = smoke ? 20 : store.name === 'SQLite' ? 100_000 : 20_000
     const owner = store.storedPrincipal
-    // (the first calls prepare the statements and warm the caches)
-    await alternating(calls / 10, find(allOrders), find(owner))
-    await alternating(calls / 10, list(allOrders), list(owner))
     return [
-      { store: store.name, what: 'getOrder read, owner condition', ...(await alternating(calls, find(allOrders), find(owner))) },
-      { store: store.name, what: 'listOrders read, owner condition', ...(await alternating(calls, list(allOrders), list(owner))) },
+      { store: store.name, scenario: 'getOrder', what: 'getOrder read, owner condition', ...(await alternating(calls, 1, find(allOrders), find(owner))) },
+      { store: store.name, scenario: 'listOrders', what: 'listOrders read, owner condition', ...(await alternating(calls, 1, list(allOrders), list(owner))) },
     ]
   } finally {
     await storage.close()
@@ -110,16 +92,16 @@ export async function ownershipCosts(store: Store, smoke = false): Promise<Check
  * service's process (all but PostgreSQL's reads, which run in PostgreSQL), as a share of what a
  * request costs the service (CPU µs per request of the operation, from the main table, where it
  * was measured). */
-export function checksTable(rows: CheckRow[], requestCpuUs: (store: string, what: string) => number | undefined): string {
+export function checksTable(rows: CheckRow[], requestCpuUs: (row: CheckRow) => number | undefined): string {
   const lines = rows.map((row) => {
     const added = row.with - row.without
-    const cpu = row.store === 'PostgreSQL' ? undefined : requestCpuUs(row.store, row.what)
+    const cpu = row.store === 'PostgreSQL' ? undefined : requestCpuUs(row)
     const ofRequest = row.store === 'PostgreSQL' ? 'n/a (in PostgreSQL)' : cpu === undefined ? 'n/a' : `${((100 * added) / cpu).toFixed(2)}% of ${fmt(cpu, 1)} µs`
     return `| ${row.what} | ${row.store} | ${row.without.toFixed(3)} | ${row.with.toFixed(3)} | ${added >= 0 ? '+' : ''}${added.toFixed(3)} | ${((100 * added) / row.without).toFixed(1)}% | ${ofRequest} |`
   })
   return [
     'Each check timed alone in the bench process: the same call without it and with it; the role',
-    `check as the median of ${batches} interleaved batches of a million calls, the reads as the median of`,
+    `check as the median of 15 interleaved batches of a million calls, the reads as the median of`,
     'single calls, the two alternating. Share of a request: of the service\'s CPU per request (logs',
     'off, stored key) in the table above.',
     '',

@@ -52,7 +52,7 @@ import { join } from 'node:path'
 import { projectRoot } from '../src/paths.js'
 import { compare, progress } from './load.js'
 import { type BenchOptions, readOptions } from './options.js'
-import { checksTable, ownershipCosts, roleCheckCost } from './checks.js'
+import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores } from './cores.js'
 import { profiles } from './profile.js'
 import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
@@ -143,11 +143,9 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     const checks = [await roleCheckCost(options.smoke)]
     for (const store of storeList) if (store.orders !== undefined) checks.push(...(await ownershipCosts(store, options.smoke)))
     // what a request of the operation each check is on costs the service (stored key, logs off)
-    const requestCpuUs = (store: string, what: string) => {
-      const scenario = what.startsWith('role') ? 'getPet' : what.split(' ')[0]!
-      const row = rows.find((r) => r.scenario.split(/[ ,]/)[0] === scenario && r.key === 'stored key' && (store === 'any' ? r.store === storeList[0]?.name : r.store === store))
-      return row?.measured.off.project.cpuUs
-    }
+    const requestCpuUs = (check: CheckRow) =>
+      rows.find((row) => row.scenario.split(/[ ,]/)[0] === check.scenario && row.key === 'stored key' && row.store === (check.store === 'any' ? storeList[0]?.name : check.store))
+        ?.measured.off.project.cpuUs
     const ownership = storeList.some((store) => store.orders !== undefined) ? '' : '\n\n(order ownership is timed when an order scenario runs: --scenarios getOrder or listOrders)'
     console.log(`\n### What the checks cost\n\n${checksTable(checks, requestCpuUs)}${ownership}`)
   }

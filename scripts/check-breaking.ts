@@ -130,7 +130,7 @@ export interface Findings {
  * every operation is stable and not deprecated).
  */
 export function classify(changes: Change[], accepted: AcceptedChange[], lifecycle?: LifecycleContext): Findings {
-  const isAccepted = (verdict: Verdict) => accepted.some(({ rule, pointer }) => rule === verdict.ruleId && pointer === verdict.location.pointer)
+  const isAccepted = (verdict: Verdict) => acceptedFor(verdict, accepted) !== undefined
   const found: Findings = { breaking: [], allowed: [] }
   for (const change of changes) {
     if (change.impact !== 'major') continue
@@ -156,6 +156,10 @@ export function classify(changes: Change[], accepted: AcceptedChange[], lifecycl
   return found
 }
 
+/** The entry of `accepted` that names this verdict (its rule at its pointer), if any. */
+const acceptedFor = (verdict: Verdict, accepted: AcceptedChange[]) =>
+  accepted.find(({ rule, pointer }) => rule === verdict.ruleId && pointer === verdict.location.pointer)
+
 /** The reviewed changes of `file` (contract/accepted-changes.yaml); an empty file holds none. */
 export const readAccepted = (file: string): AcceptedChange[] => (parse(readFileSync(file, 'utf8')) as AcceptedChange[] | null) ?? []
 
@@ -166,7 +170,7 @@ export function reviewedLines(changes: Change[], accepted: AcceptedChange[]): st
   const lines: string[] = []
   for (const change of changes) {
     for (const verdict of change.verdicts) {
-      const reviewed = accepted.find(({ rule, pointer }) => rule === verdict.ruleId && pointer === verdict.location.pointer)
+      const reviewed = acceptedFor(verdict, accepted)
       if (verdict.impact === 'major' && reviewed !== undefined) lines.push(`${whereOf(change.path)}: ${reviewed.reason.trim().replace(/\s+/g, ' ')}`)
     }
   }
