@@ -53,6 +53,14 @@ export interface LoadPlan {
   warmUp: number
 }
 
+/** How `compare` treats its servers between rounds. */
+export interface Processes {
+  /** each round on new processes (Target.restart), each warmed up for `plan.warmUp` seconds
+   * on its scenarios in turn: a process keeps its own speed for its whole life (10-15% apart
+   * between two starts of the same server), which rounds on one process cannot average out */
+  freshEachRound: boolean
+}
+
 /** Progress goes to stderr; the report to stdout. */
 export const progress = (line: string) => process.stderr.write(`${line}\n`)
 
@@ -126,13 +134,25 @@ export type Medians = Map<string, Map<string, Measurement>>
  * `scenariosOf` gives a target its scenarios: the same names for all, in the same order (their
  * paths may differ). Returns the medians, by scenario name and target name.
  */
-export async function compare(label: string, targets: Target[], scenariosOf: (target: Target) => Scenario[], plan: LoadPlan): Promise<Medians> {
+export async function compare(
+  label: string,
+  targets: Target[],
+  scenariosOf: (target: Target) => Scenario[],
+  plan: LoadPlan,
+  { freshEachRound }: Processes = { freshEachRound: false },
+): Promise<Medians> {
   const names = scenariosOf(targets[0]!).map((scenario) => scenario.name)
   const runs = new Map(names.map((name) => [name, new Map<string, Measurement[]>(targets.map((target) => [target.name, []]))]))
   if (plan.warmUp > 0) {
     for (const target of targets) for (const scenario of scenariosOf(target)) await load(target, [scenario], plan.warmUp, plan.connections)
   }
   for (let round = 0; round < plan.rounds; round++) {
+    if (freshEachRound && round > 0) {
+      for (const target of targets) {
+        await target.restart()
+        if (plan.warmUp > 0) await load(target, scenariosOf(target), plan.warmUp, plan.connections)
+      }
+    }
     for (const [s, name] of names.entries()) {
       const order = targets.map((_, i) => targets[(i + round) % targets.length]!)
       for (const target of order) {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
 /** The main scenarios, in the order of the table; --scenarios names them by their first word. */
@@ -51,29 +52,46 @@ function count(name: string, text: string | undefined, fallback: number): number
   return value
 }
 
+/** The options, as parseArgs reads them. */
+const flagOptions = {
+  duration: { type: 'string' },
+  rounds: { type: 'string' },
+  connections: { type: 'string', default: '50' },
+  pets: { type: 'string', default: '10000' },
+  only: { type: 'string' },
+  scenarios: { type: 'string' },
+  'log-level': { type: 'string' },
+  'cold-starts': { type: 'string' },
+  'rss-duration': { type: 'string' },
+  'rss-connections': { type: 'string', default: '200' },
+  scale: { type: 'boolean', default: false },
+  'scale-pets': { type: 'string', default: '1000000' },
+  profile: { type: 'boolean', default: false },
+  skip: { type: 'string', default: '' },
+  smoke: { type: 'boolean', default: false },
+  keep: { type: 'boolean', default: false },
+  'shared-cores': { type: 'boolean', default: false },
+  help: { type: 'boolean', default: false },
+} as const
+
+/** The options as parsed, or the one line that answers a wrong one. */
+function parse(args: string[]) {
+  try {
+    return parseArgs({ args, options: flagOptions }).values
+  } catch (error) {
+    return usage((error as Error).message)
+  }
+}
+
+
 export function readOptions(args: string[]): BenchOptions {
-  const { values: flags } = parseArgs({
-    args,
-    options: {
-      duration: { type: 'string' },
-      rounds: { type: 'string' },
-      connections: { type: 'string', default: '50' },
-      pets: { type: 'string', default: '10000' },
-      only: { type: 'string' },
-      scenarios: { type: 'string' },
-      'log-level': { type: 'string' },
-      'cold-starts': { type: 'string' },
-      'rss-duration': { type: 'string' },
-      'rss-connections': { type: 'string', default: '200' },
-      scale: { type: 'boolean', default: false },
-      'scale-pets': { type: 'string', default: '1000000' },
-      profile: { type: 'boolean', default: false },
-      skip: { type: 'string', default: '' },
-      smoke: { type: 'boolean', default: false },
-      keep: { type: 'boolean', default: false },
-      'shared-cores': { type: 'boolean', default: false },
-    },
-  })
+  const flags = parse(args)
+  if (flags.help) {
+    // the head of bench/run.ts is the manual
+    const manual = /^\/\*\*\n([\s\S]*?)\n \*\//.exec(readFileSync(new URL('run.ts', import.meta.url), 'utf8'))?.[1] ?? ''
+    console.log(manual.replace(/^ \* ?/gm, ''))
+    process.exit(0)
+  }
   const smoke = flags.smoke
   if (flags.only !== undefined && flags.only !== 'sqlite' && flags.only !== 'postgres') usage('--only takes sqlite or postgres')
   if (flags['log-level'] === 'silent') usage('--log-level sets the level of the runs with logs; those without are measured anyway')
@@ -86,8 +104,8 @@ export function readOptions(args: string[]): BenchOptions {
   for (const phase of skipped) if (!(phases as readonly string[]).includes(phase)) usage(`--skip takes ${phases.join(', ')}, not ${phase}`)
   return {
     // a smoke run proves that every part runs: half a second per measurement is enough
-    duration: count('duration', flags.duration, smoke ? 0.5 : 5),
-    rounds: Math.round(count('rounds', flags.rounds, smoke ? 1 : 3)),
+    duration: count('duration', flags.duration, smoke ? 0.5 : 3),
+    rounds: Math.round(count('rounds', flags.rounds, smoke ? 1 : 5)),
     connections: Math.round(count('connections', flags.connections, 50)),
     pets: Math.round(count('pets', flags.pets, 10_000)),
     warmUp: smoke ? 0 : 1,

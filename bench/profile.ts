@@ -8,21 +8,21 @@ import { petScenarios } from './scenarios.js'
 import { type Servers, stop } from './servers.js'
 import type { Store } from './stores.js'
 
-/** CPU profiles of getPet on `store`: service (stored key) and peer, both without logs (the
+/** CPU profiles of getPet on `store`: service (env key, stored key) and peer, all without logs (the
  * access log would be most of either profile), each under load for the duration of a
  * measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
 export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number }): Promise<string> {
   const dir = join(workDir, 'profiles', store.name)
   const sections: string[] = []
   const getPet = petScenarios(plan.pets)[0]!
-  for (const which of ['project', 'peer'] as const) {
+  for (const which of ['env', 'stored', 'peer'] as const) {
     const out = join(dir, which)
     mkdirSync(out, { recursive: true })
     const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${out}`]
     const target =
-      which === 'project'
-        ? await servers.project('profile project', store.url, 'stored', store.storedKey, 'off', nodeArgs)
-        : await servers.peer('profile peer', store.url, 'off', nodeArgs)
+      which === 'peer'
+        ? await servers.peer('profile peer', store.url, 'off', nodeArgs)
+        : await servers.project(`profile project, ${which} key`, store.url, which, store.storedKey, 'off', nodeArgs)
     progress(`profile: ${target.name}, getPet`)
     let measured: Measurement
     // the samples taken under load only, without the start-up (the profile's clock is this one)
@@ -46,7 +46,7 @@ export async function profiles(servers: Servers, store: Store, workDir: string, 
       ['bench/profile-summary.mjs', join(out, file), '--top', '20', '--from', from, '--to', to, '--requests', String(measured.answered)],
       { cwd: projectRoot, encoding: 'utf8' },
     )
-    sections.push(`#### ${which === 'project' ? 'service, stored key' : 'peer'}: ${fmt(measured.rps)} req/s while profiled (${join(out, file)})\n\n${summary}`)
+    sections.push(`#### ${which === 'peer' ? 'peer' : `service, ${which} key`}: ${fmt(measured.rps)} req/s while profiled (${join(out, file)})\n\n${summary}`)
   }
   return sections.join('\n')
 }

@@ -10,7 +10,7 @@
  * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
  * the access log on both sides (the default level, or --log-level) and with no log on either
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
- * interleaved rounds. Then the checks of roles and of order ownership, each timed alone in
+ * interleaved rounds, each round on new server processes (warmed up first). Then the checks of roles and of order ownership, each timed alone in
  * this process (the same read or call without the check and with it), as a share of a request's
  * CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
@@ -20,8 +20,8 @@
  * on each store, service and peer, summarised by self time.
  *
  * Options:
- *   --duration S        seconds per measurement (5; --smoke: 0.5)
- *   --rounds N          interleaved rounds, each figure their median (3; --smoke: 1)
+ *   --duration S        seconds per measurement (3; --smoke: 0.5)
+ *   --rounds N          interleaved rounds, each figure their median (5; --smoke: 1)
  *   --connections N     concurrent connections (50)
  *   --pets N            pets seeded (10000)
  *   --only STORE        sqlite or postgres (default both)
@@ -33,12 +33,14 @@
  *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 1)
  *   --rss-connections N (200)
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
- *   --profile           also CPU profiles of getPet on each store (service with a stored key, peer; logs off)
+ *   --profile           also CPU profiles of getPet on each store (service with each key, peer; logs off)
  *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
  *   --keep              keep the work directory (databases, logs, profiles)
- *   --shared-cores      do not pin the load generator to core 0 and the servers to the others
- *                       (Linux, taskset: on by default, so that the two do not take turns)
+ *   --shared-cores      do not pin the load generator to core 0, PostgreSQL (when on this
+ *                       machine) beside it on 2 cores or to core 1 on more, and the servers to
+ *                       the rest (Linux, taskset: on by default, so that they do not take turns)
+ *   --help              this text
  *
  * PostgreSQL is measured when it answers at BENCH_POSTGRES_URL (default
  * postgres://postgres@127.0.0.1:5432/postgres); databases petstore_bench* are made anew there and
@@ -70,7 +72,7 @@ const keyKinds = ['env', 'stored'] as const
  * for every measurement and warm-up of every target, and each connection's first request
  * (which autocannon builds ahead). */
 const poolSize = (options: BenchOptions, targets: number) =>
-  Math.ceil(6_000 * options.duration + options.connections) * targets * (options.rounds + options.warmUp)
+  Math.ceil(10_000 * (options.duration + options.warmUp) + options.connections) * targets * options.rounds
 
 /** The main scenarios asked for (--scenarios), on a store. */
 const mainScenarios = (options: BenchOptions, store: Store) =>
@@ -91,7 +93,7 @@ async function sideBySide(options: BenchOptions, running: Servers, store: Store)
     }
     const differences = await sameAnswers(targets[0]!, targets[2]!, store)
     if (differences.length > 0) progress(`  WARNING: the peer answers differently:\n    ${differences.join('\n    ')}`)
-    const medians = await compare(store.name, targets, () => mainScenarios(options, store), options)
+    const medians = await compare(store.name, targets, () => mainScenarios(options, store), options, { freshEachRound: true })
     for (const [name, pool] of Object.entries({ placeOrder: store.orders?.place, updateOrder: store.orders?.update })) {
       if (pool && pool.next > pool.ids.length) progress(`  WARNING: the ${name} pool ran out (${pool.next} of ${pool.ids.length}): the rest were answered 409`)
     }
@@ -111,8 +113,10 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   const running = servers({ workDir, envKey, logLevel: options.logLevel })
   const cpus = os.cpus()
   const wanted = (store: 'sqlite' | 'postgres') => options.only === undefined || options.only === store
+  // (cores first: the database is pinned when its version is asked)
+  const pinned = options.sharedCores ? 'load generator and servers on the same cores (--shared-cores)' : pinCores()
   const postgres = wanted('postgres') ? await postgresVersion() : { problem: 'not asked for (--only sqlite)' }
-  const cores = options.sharedCores ? 'load generator and servers on the same cores (--shared-cores)' : pinCores()
+  const cores = postgres.pinned === undefined ? pinned : `${pinned}; ${postgres.pinned}`
 
   console.log('## Pet store bench\n')
   console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)

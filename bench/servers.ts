@@ -17,6 +17,8 @@ export interface Target {
   url: string
   child: ChildProcess
   log: string
+  /** stops it and starts it again, the same server as a new process (url, child and log change) */
+  restart(): Promise<void>
 }
 
 /** Whether a server writes its access log: at the level the bench was given, or not at all. */
@@ -107,17 +109,30 @@ const staffRoles = [...loadContract().roles.catalogue.keys()].join('+')
 
 export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey: string; logLevel: string | undefined }) {
   async function start(name: string, kind: Target['kind'], args: string[], env: NodeJS.ProcessEnv, key: string): Promise<Target> {
-    const port = await freePort()
-    const log = join(workDir, `${name.replace(/[^\w.-]+/g, '_')}.${port}.log`)
-    const child = spawnNode(args, { PORT: String(port), HOST: '127.0.0.1', ...env }, openSync(log, 'w'))
-    const url = `http://127.0.0.1:${port}`
-    try {
-      await answering(`${url}/v1/pets?limit=1`, key, child)
-    } catch (error) {
-      await stop({ child })
-      throw new Error(`${name} did not start: ${(error as Error).message}\n${readFileSync(log, 'utf8').slice(-2_000)}`)
+    const launch = async () => {
+      const port = await freePort()
+      const log = join(workDir, `${name.replace(/[^\w.-]+/g, '_')}.${port}.log`)
+      const child = spawnNode(args, { PORT: String(port), HOST: '127.0.0.1', ...env }, openSync(log, 'w'))
+      const url = `http://127.0.0.1:${port}`
+      try {
+        await answering(`${url}/v1/pets?limit=1`, key, child)
+      } catch (error) {
+        await stop({ child })
+        throw new Error(`${name} did not start: ${(error as Error).message}\n${readFileSync(log, 'utf8').slice(-2_000)}`)
+      }
+      return { url, child, log }
     }
-    return { name, kind, key, url, child, log }
+    const target: Target = {
+      name,
+      kind,
+      key,
+      ...(await launch()),
+      async restart() {
+        await stop(target)
+        Object.assign(target, await launch())
+      },
+    }
+    return target
   }
 
   return {
