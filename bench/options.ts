@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util'
 
 /** The main scenarios, in the order of the table; --scenarios names them by their first word. */
 export const petScenarioNames = ['getPet', 'listPets limit=20, status', 'createPet']
-export const orderScenarioNames = ['getOrder', 'listOrders limit=20, status', 'placeOrder, Idempotency-Key', 'updateOrder']
+const orderWriteNames = ['placeOrder, Idempotency-Key', 'updateOrder']
+export const orderScenarioNames = ['getOrder', 'listOrders limit=20, status', ...orderWriteNames]
 export const scenarioNames = [...petScenarioNames, ...orderScenarioNames]
 const shortName = (name: string) => name.split(/[ ,]/)[0]!
 
@@ -36,8 +37,10 @@ export interface BenchOptions {
   skipped: Set<string>
   /** whether a main scenario was asked for (--scenarios) */
   wantedScenario(name: string): boolean
-  /** whether the stores need orders, and pools of pets and orders for the writes */
+  /** whether the stores need orders */
   ordersWanted: boolean
+  /** whether they need pools of pets and orders for the writes (placeOrder, updateOrder) */
+  orderWritesWanted: boolean
 }
 
 /** What a wrong option gets: one line, exit status 2. */
@@ -123,5 +126,6 @@ export function readOptions(args: string[]): BenchOptions {
     skipped,
     wantedScenario,
     ordersWanted: orderScenarioNames.some(wantedScenario),
+    orderWritesWanted: orderWriteNames.some(wantedScenario),
   }
 }

@@ -132,8 +132,9 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
 
   const storeList: Store[] = []
   const mainRuns = !options.skipped.has('main')
-  // (three servers, each with logs and without, share the pools of a store)
-  const pools = options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? poolSize(options, 3 * logSettings.length) : undefined
+  // (three servers, each with logs and without, share the pools of a store; reads need none)
+  const pools =
+    options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? (options.orderWritesWanted ? poolSize(options, 3 * logSettings.length) : 1) : undefined
   if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
   if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', 'petstore_bench', options.pets, pools))
   const rows: Row[] = []
