@@ -34,18 +34,16 @@ export const onServerCores = (command: string, args: string[]): [string, string[
   serverCores === undefined ? [command, args] : ['taskset', ['-c', serverCores, command, ...args]]
 
 /**
- * Pins the PostgreSQL server of `backendPid` (the process serving one of this process's
- * connections: its parent is the server's postmaster) away from the servers' cores until this
- * process exits, when this machine runs it and pinCores has pinned: each connection opened later
- * is served by a process forked from the postmaster, on its cores. So the server measured has its
- * cores to itself, as one whose database runs on another machine. Left to the scheduler, the
- * database's processes (30-40 µs of CPU a query) went to the server's core in some rounds and not
- * in others, and the same peer's getPet moved between 7.3k and 10.5k req/s from round to round.
- * Says what was done, for the report.
+ * Pins the PostgreSQL server of `postmaster` (postmasterOf) away from the servers' cores until
+ * this process exits, once pinCores has pinned: each connection opened later is served by a
+ * process forked from the postmaster, on its cores. So the server measured has its cores to
+ * itself, as one whose database runs on another machine. Left to the scheduler, the database's
+ * processes (30-40 µs of CPU a query) went to the server's core in some rounds and not in others,
+ * and the same peer's getPet moved between 7.3k and 10.5k req/s from round to round. Says what
+ * was done, for the report.
  */
-export function pinDatabase(backendPid: number | undefined): string {
+export function pinDatabase(postmaster: number | undefined): string {
   if (databaseCore === undefined) return 'PostgreSQL not pinned'
-  const postmaster = backendPid === undefined ? undefined : postgresParent(backendPid)
   if (postmaster === undefined) return 'PostgreSQL not pinned (not a process of this machine)'
   try {
     const before = /mask: ([0-9a-f]+)/.exec(execFileSync('taskset', ['-p', String(postmaster)], { encoding: 'utf8' }))?.[1]
@@ -59,8 +57,9 @@ export function pinDatabase(backendPid: number | undefined): string {
   return `PostgreSQL (postmaster ${postmaster}, the connections it serves from now on) pinned to core ${databaseCore} until the run ends`
 }
 
-/** The postmaster that forked `backendPid`, when both are PostgreSQL processes of this machine. */
-function postgresParent(backendPid: number): number | undefined {
+/** The postmaster that forked `backendPid` (a PostgreSQL backend serving a connection), when
+ * both are PostgreSQL processes of this machine. */
+export function postmasterOf(backendPid: number): number | undefined {
   try {
     const command = (pid: number) => readFileSync(`/proc/${pid}/comm`, 'utf8').trim()
     // /proc/PID/stat: pid (comm) state ppid ...; comm may hold spaces, so read after its ')'

@@ -86,7 +86,6 @@ function parse(args: string[]) {
   }
 }
 
-
 export function readOptions(args: string[]): BenchOptions {
   const flags = parse(args)
   if (flags.help) {

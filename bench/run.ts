@@ -10,9 +10,9 @@
  * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
  * the access log on both sides (the default level, or --log-level) and with no log on either
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
- * interleaved rounds, each round on new server processes (warmed up first). Then the checks of roles and of order ownership, each timed alone in
- * this process (the same read or call without the check and with it), as a share of a request's
- * CPU. Then createPet on the service without a subscription and with one (its
+ * interleaved rounds, each round on new server processes (warmed up first). Then the checks of
+ * roles and of order ownership, each timed alone in this process (the same read or call without
+ * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
  * of the service on a fresh SQLite file (spawn to first
  * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
@@ -55,7 +55,7 @@ import { projectRoot } from '../src/paths.js'
 import { compare, progress } from './load.js'
 import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
-import { pinCores } from './cores.js'
+import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
 import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
@@ -113,10 +113,10 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   const running = servers({ workDir, envKey, logLevel: options.logLevel })
   const cpus = os.cpus()
   const wanted = (store: 'sqlite' | 'postgres') => options.only === undefined || options.only === store
-  // (cores first: the database is pinned when its version is asked)
-  const pinned = options.sharedCores ? 'load generator and servers on the same cores (--shared-cores)' : pinCores()
   const postgres = wanted('postgres') ? await postgresVersion() : { problem: 'not asked for (--only sqlite)' }
-  const cores = postgres.pinned === undefined ? pinned : `${pinned}; ${postgres.pinned}`
+  const cores = options.sharedCores
+    ? 'load generator, servers and PostgreSQL on the same cores (--shared-cores)'
+    : `${pinCores()}${postgres.version === undefined ? '' : `; ${pinDatabase(postgres.postmaster)}`}`
 
   console.log('## Pet store bench\n')
   console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)

@@ -3,7 +3,7 @@ import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { loadContract } from '../src/contract/spec.js'
 import { openStorage } from '../src/storage/index.js'
-import { pinDatabase } from './cores.js'
+import { postmasterOf } from './cores.js'
 import { progress } from './load.js'
 
 export interface Store {
@@ -43,18 +43,17 @@ async function postgresAdmin(): Promise<pg.Client> {
   return client
 }
 
-/** Whether PostgreSQL answers (at BENCH_POSTGRES_URL), and its version; or why not. Pins it
- * when it runs on this machine (a loopback address) and pinCores has pinned, and says so
- * (`pinned`, see pinDatabase). */
-export async function postgresVersion(): Promise<{ version?: string; problem?: string; pinned?: string }> {
+/** Whether PostgreSQL answers (at BENCH_POSTGRES_URL), and its version; or why not. When it
+ * runs on this machine (a loopback address), its postmaster's process id (see pinDatabase). */
+export async function postgresVersion(): Promise<{ version?: string; problem?: string; postmaster?: number }> {
   try {
     const client = await postgresAdmin()
     const { rows } = await client.query<{ server_version: string; pid: number }>('select current_setting($1) as server_version, pg_backend_pid() as pid', ['server_version'])
     const local = ['127.0.0.1', 'localhost', '[::1]', ''].includes(new URL(postgresUrl).hostname)
-    // (pinned while the backend still runs: its parent is read from /proc)
-    const pinned = pinDatabase(local ? rows[0]?.pid : undefined)
+    // (read while the backend that answered still runs: its parent is the postmaster)
+    const postmaster = local ? postmasterOf(rows[0]!.pid) : undefined
     await client.end()
-    return { version: rows[0]?.server_version, pinned }
+    return { version: rows[0]?.server_version, postmaster }
   } catch (error) {
     return { problem: (error as Error).message }
   }
