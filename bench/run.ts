@@ -72,7 +72,7 @@ const keyKinds = ['env', 'stored'] as const
  * for every measurement and warm-up of every target, and each connection's first request
  * (which autocannon builds ahead). */
 const poolSize = (options: BenchOptions, targets: number) =>
-  Math.ceil(10_000 * (options.duration + options.warmUp) + options.connections) * targets * options.rounds
+  Math.ceil(15_000 * (options.duration + options.warmUp) + options.connections) * targets * options.rounds
 
 /** The main scenarios asked for (--scenarios), on a store. */
 const mainScenarios = (options: BenchOptions, store: Store) =>
