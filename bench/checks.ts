@@ -46,8 +46,11 @@ async function alternating(rounds: number, size: number, without: () => unknown,
   return { without: median(times.without), with: median(times.with) }
 }
 
+/** Batches of the role check: each of a million calls (a thousand in a smoke run). */
+const roleCheckBatches = 15
+
 /** The role check of getPet on an authenticated request (what `security` adds to each one),
- * against authentication alone: 15 batches of a million calls. */
+ * against authentication alone: roleCheckBatches batches of a million calls. */
 export async function roleCheckCost(smoke = false): Promise<CheckRow> {
   const contract = loadContract()
   const operation = contract.operations.get('getPet')!
@@ -57,7 +60,7 @@ export async function roleCheckCost(smoke = false): Promise<CheckRow> {
     authenticated++
   }
   const checked = authorize(authenticate, operation, contract.roles.required(operation))
-  const measured = await alternating(15, smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request))
+  const measured = await alternating(roleCheckBatches, smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request))
   if (authenticated === 0) throw new Error('the role check was not called')
   return { store: 'any', scenario: 'getPet', what: 'role check (getPet)', ...measured }
 }
@@ -101,7 +104,7 @@ export function checksTable(rows: CheckRow[], requestCpuUs: (row: CheckRow) => n
   })
   return [
     'Each check timed alone in the bench process: the same call without it and with it; the role',
-    `check as the median of 15 interleaved batches of a million calls, the reads as the median of`,
+    `check as the median of ${roleCheckBatches} interleaved batches of a million calls, the reads as the median of`,
     'single calls, the two alternating. Share of a request: of the service\'s CPU per request (logs',
     'off, stored key) in the table above.',
     '',

@@ -56,8 +56,9 @@ export interface LoadPlan {
 /** How `compare` treats its servers between rounds. */
 export interface Processes {
   /** each round on new processes (Target.restart), each warmed up for `plan.warmUp` seconds
-   * on its scenarios in turn: a process keeps its own speed for its whole life (10-15% apart
-   * between two starts of the same server), which rounds on one process cannot average out */
+   * on its scenarios in turn: a process keeps its own speed for its whole life (two starts of
+   * the same server 7-34% apart in CPU per request on SQLite's reads, in two runs), which
+   * rounds on one process cannot average out */
   freshEachRound: boolean
 }
 
