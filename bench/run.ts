@@ -132,9 +132,10 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
 
   const storeList: Store[] = []
   const mainRuns = !options.skipped.has('main')
-  // (three servers, each with logs and without, share the pools of a store; reads need none)
+  // (three servers, each with logs and without, share the pools of a store; reads need only the
+  // two that sameAnswers' probes take, one for the service and one for the peer)
   const pools =
-    options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? (options.orderWritesWanted ? poolSize(options, 3 * logSettings.length) : 1) : undefined
+    options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? (options.orderWritesWanted ? poolSize(options, 3 * logSettings.length) : 2) : undefined
   if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
   if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', 'petstore_bench', options.pets, pools))
   const rows: Row[] = []

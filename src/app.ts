@@ -62,6 +62,7 @@ export async function buildApp(options: AppOptions) {
   const contract = options.contract ?? loadContract()
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
+    readConnections: options.DATABASE_READ_CONNECTIONS,
     timeoutMs: options.DATABASE_TIMEOUT_MS,
     webhookRetryPeriodMs: options.WEBHOOK_RETRY_PERIOD_S * 1000,
   })

@@ -31,7 +31,13 @@ export const configSchema = Type.Object({
     default: 'sqlite:./data/petstore.db',
     description: 'sqlite:PATH, sqlite::memory: or postgres://USER:PASSWORD@HOST:PORT/DB',
   }),
-  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance' }),
+  DATABASE_POOL_SIZE: Type.Integer({ minimum: 1, maximum: 1000, default: 10, description: 'PostgreSQL connections per instance for writes and transactions' }),
+  DATABASE_READ_CONNECTIONS: Type.Integer({
+    minimum: 0,
+    maximum: 100,
+    default: 2,
+    description: 'PostgreSQL connections per instance that carry the reads, many at once on each (0: reads use the pool)',
+  }),
   API_KEYS: Type.String({
     pattern: listOf(keyEntry),
     default: '',

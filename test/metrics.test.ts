@@ -156,30 +156,41 @@ t.test('connections refused past MAX_CONNECTIONS are counted', async (t) => {
   t.equal(refused, 1)
 })
 
-t.test('PostgreSQL: pool gauges, read at scrape time; requests waiting for the one connection show', { skip: postgresMissing }, async (t) => {
+t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes waiting for the one connection show, and reads waiting for their answers', { skip: postgresMissing }, async (t) => {
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
   // (the webhook dispatcher looks for deliveries on the same pool: once a minute here, so that the
   // requests below are the only ones waiting for its connection)
-  const { metrics, send } = await served(t, { DATABASE_URL: proxy.url, DATABASE_POOL_SIZE: 1, DATABASE_TIMEOUT_MS: 3_000, WEBHOOK_POLL_MS: 60_000 })
-  await send('/v1/pets', { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: 1 }) })
+  const { metrics, send } = await served(t, {
+    DATABASE_URL: proxy.url,
+    DATABASE_POOL_SIZE: 1,
+    DATABASE_READ_CONNECTIONS: 1,
+    DATABASE_TIMEOUT_MS: 3_000,
+    WEBHOOK_POLL_MS: 60_000,
+  })
+  const rex = { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: 1 }) }
+  await send('/v1/pets', rex)
   let samples = await scrape(metrics)
   t.equal(value(samples, 'petstore_db_pool_max_connections'), 1)
   t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
   t.equal(value(samples, 'petstore_db_pool_idle_connections'), 1)
   t.equal(value(samples, 'petstore_db_pool_waiting_requests'), 0)
+  t.equal(value(samples, 'petstore_db_read_max_connections'), 1)
+  t.equal(value(samples, 'petstore_db_read_open_connections'), 1, 'opened by the check at start')
+  t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0)
   t.equal(value(samples, 'petstore_db_commits_total'), undefined, 'PostgreSQL groups commits itself')
   t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '201' }), 1)
 
-  // the database hangs: the first request holds the connection, three more wait for it
+  // the database hangs: the first create holds the connection, three more wait for it; the
+  // reads are all sent, on the one read connection, and wait for their answers
   proxy.freeze(true)
-  const stuck = Array.from({ length: 4 }, () => send('/v1/pets?limit=1'))
-  let waiting: number | undefined
-  for (let tries = 0; tries < 40 && waiting !== 3; tries++) {
+  const stuck = [...Array.from({ length: 4 }, () => send('/v1/pets', rex)), ...Array.from({ length: 2 }, () => send('/v1/pets?limit=1'))]
+  let waiting: [number | undefined, number | undefined] = [undefined, undefined]
+  for (let tries = 0; tries < 40 && !(waiting[0] === 3 && waiting[1] === 2); tries++) {
     await sleep(25)
     samples = await scrape(metrics)
-    waiting = value(samples, 'petstore_db_pool_waiting_requests')
+    waiting = [value(samples, 'petstore_db_pool_waiting_requests'), value(samples, 'petstore_db_read_unanswered_statements')]
   }
-  t.equal(waiting, 3, 'three requests wait')
+  t.strictSame(waiting, [3, 2], 'three creates wait for the connection, two reads for their answers')
   t.equal(value(samples, 'petstore_db_pool_idle_connections'), 0, 'none idle')
   t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
   const statuses = (await Promise.all(stuck)).map(({ status }) => status)
@@ -188,7 +199,10 @@ t.test('PostgreSQL: pool gauges, read at scrape time; requests waiting for the o
     `each answered 503 (${statuses})`,
   )
   proxy.freeze(false)
-  t.equal(value(await scrape(metrics), `${requests}_count`, { operation: 'listPets', status: '503' }), 4)
+  samples = await scrape(metrics)
+  t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '503' }), 4)
+  t.equal(value(samples, `${requests}_count`, { operation: 'listPets', status: '503' }), 2)
+  t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0, 'none left unanswered')
 })
 
 t.test('the metrics listener: GET and HEAD /metrics in the text format; 404 elsewhere, 405 for other methods, in the Error shape', async (t) => {

@@ -139,21 +139,34 @@ export function createMetrics(stats: () => StorageStats): Metrics {
   }
 }
 
-/** PostgreSQL's pool, as gauges read when scraped. */
+/** PostgreSQL's pool, and its pipelined connections for reads if it has them, as gauges read when scraped. */
 function poolGauges(registers: Registry[], pool: () => NonNullable<StorageStats['pool']>) {
-  const gauges = [
+  gaugesOf(registers, pool, [
     ['petstore_db_pool_max_connections', 'Connections the pool may open (DATABASE_POOL_SIZE)', 'max'],
     ['petstore_db_pool_open_connections', 'Connections open, idle or in use', 'open'],
     ['petstore_db_pool_idle_connections', 'Open connections not in use', 'idle'],
     ['petstore_db_pool_waiting_requests', 'Queries and transactions waiting for a free connection', 'waiting'],
-  ] as const
+  ])
+  if (pool().reads === undefined) return
+  gaugesOf(registers, () => pool().reads!, [
+    ['petstore_db_read_max_connections', 'Connections that carry reads, pipelined (DATABASE_READ_CONNECTIONS)', 'max'],
+    ['petstore_db_read_open_connections', 'Of those, open', 'open'],
+    ['petstore_db_read_unanswered_statements', 'Reads sent on them (or waiting for one to open), not yet answered', 'unanswered'],
+  ])
+}
+
+/** The fields of `Stats` that hold a number. */
+type NumberField<Stats> = { [Field in keyof Stats]: Stats[Field] extends number ? Field : never }[keyof Stats]
+
+/** One gauge per field of what `read` gives, read when scraped. */
+function gaugesOf<Stats>(registers: Registry[], read: () => Stats, gauges: (readonly [string, string, NumberField<Stats>])[]) {
   for (const [name, help, field] of gauges) {
     new Gauge({
       name,
       help,
       registers,
       collect() {
-        this.set(pool()[field])
+        this.set(read()[field] as number)
       },
     })
   }

@@ -6,6 +6,7 @@
 import type { Generated, Kysely } from 'kysely'
 import { configSchema } from '../config.js'
 import type { KeyChanges } from './key-changes.js'
+import type { PipelineStats } from './postgres-pipelines.js'
 import type { Sql } from './sql.js'
 
 /** The tables, as Kysely sees them. Timestamps are Unix milliseconds in both dialects. */
@@ -69,6 +70,8 @@ export interface PoolStats {
   idle: number
   /** queries and transactions waiting for a connection */
   waiting: number
+  /** the pipelined connections that carry reads, if any (DATABASE_READ_CONNECTIONS) */
+  reads?: PipelineStats
 }
 
 /** A configuration error: the process reports its message in one line and exits. */
@@ -94,6 +97,9 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
 export interface DatabaseOptions {
   /** PostgreSQL connections kept open at most */
   poolSize: number
+  /** PostgreSQL connections that carry the reads outside transactions, pipelined (0: reads on
+   * the pool; default: DATABASE_READ_CONNECTIONS's) */
+  readConnections?: number
   /** how long a statement, a connection or a wait for the write lock may take before the
    * database counts as unavailable (default: databaseTimeoutMs) */
   timeoutMs?: number
@@ -101,3 +107,6 @@ export interface DatabaseOptions {
 
 /** The default of DatabaseOptions.timeoutMs: DATABASE_TIMEOUT_MS's. */
 export const databaseTimeoutMs = configSchema.properties.DATABASE_TIMEOUT_MS.default
+
+/** The default of DatabaseOptions.readConnections: DATABASE_READ_CONNECTIONS's. */
+export const databaseReadConnections = configSchema.properties.DATABASE_READ_CONNECTIONS.default

@@ -1,5 +1,5 @@
 import { configSchema } from '../config.js'
-import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
+import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseReadConnections, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
 import { type DeliveryQueue, deliveryQueue } from './deliveries.js'
 import type { GroupCommitStats } from './group-commit.js'
 import { type KeyRepository, keyRepository } from './keys.js'
@@ -46,7 +46,7 @@ export async function openDatabase(target: DatabaseTarget, options: DatabaseOpti
   if (target.dialect === 'sqlite') return openSqlite(target.file, timeoutMs)
   // pg, and what it loads as it loads (Node's fetch), only for a server that uses it
   const { openPostgres } = await import('./postgres.js')
-  return openPostgres(target.url, options.poolSize, timeoutMs)
+  return openPostgres(target.url, { poolSize: options.poolSize, readConnections: options.readConnections ?? databaseReadConnections }, timeoutMs)
 }
 
 /** Opens the database named by `url` and checks that it answers: a wrong host, role or

@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
 import type { Database, Tables } from './database.js'
 import { postgresKeyChanges } from './postgres-key-changes.js'
+import { pipelines } from './postgres-pipelines.js'
 import { postgresSql } from './sql.js'
 
 /** int8 (bigint, ids and timestamps) as a JavaScript number: every value we store is below 2^53. */
@@ -10,14 +11,29 @@ const types = {
     oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 }
 
-export function openPostgres(url: string, poolSize: number, timeoutMs: number): Database {
+/** How every connection to `url` is made. */
+const connectionOptions = (url: string, timeoutMs: number) =>
+  ({
+    connectionString: url,
+    types,
+    // A server that drops packets (firewall, wrong host) or stops answering (frozen, overloaded)
+    // costs a request at most this long: opening a connection or waiting for a free one,
+    connectionTimeoutMillis: timeoutMs,
+    // and a statement, cancelled by the server.
+    statement_timeout: timeoutMs,
+    keepAlive: true,
+  }) satisfies pg.ClientConfig & pg.PoolConfig
+
+export function openPostgres(url: string, { poolSize, readConnections }: { poolSize: number; readConnections: number }, timeoutMs: number): Database {
   // Should the server not even answer the cancel of a statement, the wait for its answer ends a
   // second later: postgresSql watches the requests' statements; the migrations (Kysely), on a
   // pool of their own, whose connection is held as long as they take and closed once they are
   // done, have pg's query_timeout.
   const answerWithinMs = timeoutMs + 1_000
   const pool = pooled(url, poolSize, timeoutMs)
-  const sql = postgresSql(pool, answerWithinMs)
+  // reads outside transactions, many at once on each of a few connections (none: on the pool)
+  const reads = readConnections > 0 ? pipelines(connectionOptions(url, timeoutMs), readConnections, answerWithinMs) : undefined
+  const sql = postgresSql(pool, answerWithinMs, reads?.send)
   const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }) })
   const { hostname, port, pathname } = new URL(url)
   return {
@@ -26,28 +42,17 @@ export function openPostgres(url: string, poolSize: number, timeoutMs: number): 
     dialect: 'postgres',
     watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }, answerWithinMs),
     description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
-    poolStats: () => ({ max: poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    poolStats: () => ({ max: poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, ...(reads && { reads: reads.stats() }) }),
     async close() {
       sql.close()
-      await Promise.all([pool.end(), db.destroy()])
+      await Promise.all([pool.end(), reads?.close(), db.destroy()])
     },
   }
 }
 
 /** A pool of at most `max` connections to `url`. */
 function pooled(url: string, max: number, timeoutMs: number, options: pg.PoolConfig = {}): pg.Pool {
-  const pool = new pg.Pool({
-    ...options,
-    connectionString: url,
-    max,
-    types,
-    // A server that drops packets (firewall, wrong host) or stops answering (frozen, overloaded)
-    // costs a request at most this long: opening a connection or waiting for a free one,
-    connectionTimeoutMillis: timeoutMs,
-    // and a statement, cancelled by the server.
-    statement_timeout: timeoutMs,
-    keepAlive: true,
-  })
+  const pool = new pg.Pool({ ...options, ...connectionOptions(url, timeoutMs), max })
   // A connection that the server drops (restart, failover, pg_terminate_backend) emits an
   // error event, which would end the process if nothing listened: on the pool while the
   // connection is idle there (the pool discards it; the next query opens a new one), on the

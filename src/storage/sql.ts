@@ -1,6 +1,7 @@
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import type { MaybePromise } from '../maybe-async.js'
+import type { Send } from './postgres-pipelines.js'
 
 /**
  * SQL as the repositories write it: one text for both dialects, with `$1`, `$2`… placeholders,
@@ -167,7 +168,7 @@ export function sqliteSql(connection: SQLite.Database): Sql {
 const postgresUnavailable = /^(08|53|57|58|XX|28|3D000$|42501$|25006$)/
 /** Node's socket errors, and pg's own words for a connection that failed or timed out. */
 const networkTransient = /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)$/
-const pgTransientMessages = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/
+const pgTransientMessages = /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Client has encountered a connection error/
 
 export function classifyPostgres(error: Error): Error {
   const { code = '', severity } = error as { code?: string; severity?: string }
@@ -180,29 +181,36 @@ export function classifyPostgres(error: Error): Error {
   return unavailable ? new StorageUnavailable(error) : error
 }
 
+/** A statement that only reads, and takes no lock: no other statement can hold it up. */
+const readOnly = /^\s*select\b(?![\s\S]*\bfor\s+(update|no\s+key\s+update|share|key\s+share)\b)/i
+
 /** How often the answers a statement waits for are looked over, as a share of their bound. */
 const watchesPerBound = 10
 
 /**
- * SQL on a pool of PostgreSQL connections. A statement waits at most `answerWithinMs` for its
- * answer (the server cancels it sooner, at statement_timeout; this is for a server that does not
- * answer at all, frozen or cut off): then its connection is ended, and the statement fails as
- * unavailable. One timer looks over the connections lent out, each from when it was lent or its
- * last statement was sent. (pg's own query_timeout sets a timer for each query, and a client's
+ * SQL on a pool of PostgreSQL connections; given `reads`, the reads outside transactions are
+ * sent there instead (the pipelined connections of postgres-pipelines.ts, which bound their
+ * answers themselves). A statement waits at most `answerWithinMs` for its answer (the server
+ * cancels it sooner, at statement_timeout; this is for a server that does not answer at all,
+ * frozen or cut off): then its connection is ended, and the statement fails as unavailable. One
+ * timer looks over the connections lent out, each from when it was lent or its last statement
+ * was sent. (pg's own query_timeout sets a timer for each query, and a client's
  * query() answered by promise rather than by callback; both keep each request's objects alive
  * past a scavenge: under load, most of a megabyte promoted to the old generation at each one, and
  * twice the time in garbage collection. So no query sets a timer, statements outside
  * transactions go through pool.query, and those of a transaction are sent with a callback.)
  */
-export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { close(): void } {
+export function postgresSql(pool: pg.Pool, answerWithinMs: number, reads?: Send): Sql & { close(): void } {
   // Named statements: pg prepares each once per connection and then sends only its parameters.
-  const names = new Map<string, string>()
-  const named = (text: string, values: readonly unknown[], rowMode: 'array' | undefined): pg.QueryConfig => {
-    let name = names.get(text)
-    if (name === undefined) names.set(text, (name = `petstore_${names.size + 1}`))
-    // (pg copies the config of every query, property by property: none that is not needed)
-    return rowMode === undefined ? { name, text, values: values as unknown[] } : ({ name, text, values: values as unknown[], rowMode } as pg.QueryConfig)
+  const names = new Map<string, { name: string; read: boolean }>()
+  const statementOf = (text: string) => {
+    let found = names.get(text)
+    if (found === undefined) names.set(text, (found = { name: `petstore_${names.size + 1}`, read: readOnly.test(text) }))
+    return found
   }
+  // (pg copies the config of every query, property by property: none that is not needed)
+  const configOf = (name: string, text: string, values: readonly unknown[], rowMode: 'array' | undefined): pg.QueryConfig =>
+    rowMode === undefined ? { name, text, values: values as unknown[] } : ({ name, text, values: values as unknown[], rowMode } as pg.QueryConfig)
   // connections lent out, and since when they wait for an answer (performance.now())
   const waiting = new Map<pg.ClientBase, number>()
   pool.on('acquire', (client) => waiting.set(client, performance.now()))
@@ -217,22 +225,22 @@ export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { clos
     Math.max(10, answerWithinMs / watchesPerBound),
   ).unref()
 
-  /** Sends a statement, answering by callback (see above): on the pool, or on a transaction's connection. */
-  type Send = (config: pg.QueryConfig, done: (error: Error | null, result: pg.QueryResult) => void) => void
-
-  // One promise per statement, made here: what the statement's result gives, or its error classified.
-  const statements = (send: Send) => {
+  // One promise per statement, made here: what the statement's result gives, or its error
+  // classified. `send` sends it (answering by callback, see above), `sendRead` if it only reads:
+  // on the pool or the pipelined connections, or both on a transaction's connection.
+  const statements = (send: Send, sendRead: Send) => {
     const query = <T>(text: string, params: readonly unknown[] = [], rowMode: 'array' | undefined, take: (result: pg.QueryResult) => T) =>
-      new Promise<T>((resolve, reject) =>
-        send(named(text, params, rowMode), (error, result) => {
+      new Promise<T>((resolve, reject) => {
+        const { name, read } = statementOf(text)
+        ;(read ? sendRead : send)(configOf(name, text, params, rowMode), (error, result) => {
           if (error) return reject(classifyPostgres(error))
           try {
             resolve(take(result))
           } catch (failure) {
             reject(failure as Error)
           }
-        }),
-      )
+        })
+      })
     return {
       rows: <Row>(text: string, params?: readonly unknown[]) => query(text, params, undefined, (result) => result.rows as Row[]),
       row: <Row>(text: string, params?: readonly unknown[]) => query(text, params, undefined, (result) => result.rows[0] as Row | undefined),
@@ -247,10 +255,11 @@ export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { clos
     } satisfies Statements
   }
 
+  // a statement outside a transaction: on a connection of the pool, for that statement alone
+  // (one that fails is not lent out again)
+  const onPool: Send = (config, done) => pool.query(config, done)
   return {
-    // a statement outside a transaction: on a connection of the pool, for that statement alone
-    // (one that fails is not lent out again)
-    ...statements((config, done) => pool.query(config, done)),
+    ...statements(onPool, reads ?? onPool),
     async transaction(work) {
       let client: pg.PoolClient
       try {
@@ -258,10 +267,11 @@ export function postgresSql(pool: pg.Pool, answerWithinMs: number): Sql & { clos
       } catch (error) {
         throw classifyPostgres(error as Error)
       }
-      const sql = statements((config, done) => {
+      const onClient: Send = (config, done) => {
         waiting.set(client, performance.now())
         client.query(config, done)
-      })
+      }
+      const sql = statements(onClient, onClient)
       try {
         await sql.run('begin')
         const result = await work(sql)
