@@ -55,6 +55,11 @@ t.test('reads go on the pipelined connections, at most their number; writes, loc
   const locked = await sql.row<{ pid: number }>('select pg_backend_pid() as pid from items where id = 1 for update')
   t.equal(locked!.pid, pooled, 'a read that locks is on the pool (it could wait, and hold up the reads behind it)')
   t.strictSame(await sql.rows('select name from items order by id'), [{ name: 'a' }, { name: 'b' }], 'a read sees what was written before it')
+
+  await reads.close()
+  t.strictSame(reads.stats(), { max: 2, open: 0, unanswered: 0 }, 'closed: none open')
+  t.match(await failure(Promise.resolve(sql.row(pid))), { message: /after they were closed/ }, 'a read after close fails, and opens nothing')
+  t.equal(reads.stats().open, 0)
 })
 
 t.test('a read that fails fails alone: the ones sent with it are answered', { skip: postgresMissing }, async (t) => {

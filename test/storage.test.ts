@@ -175,8 +175,8 @@ t.test('a SQLite file is opened in WAL mode with synchronous=FULL', async (t) =>
   t.strictSame(synchronous, [{ synchronous: 2 }], '2 is FULL: every commit is fsynced')
 })
 
-/** The app's pool connections to its database (the backends serving them), ours and the one
- * listening for key revocations excepted. */
+/** The app's pool and read connections to its database (the backends serving them), ours and
+ * the one listening for key revocations excepted. */
 async function backends(url: string): Promise<number> {
   const { rows } = await query(
     url,
@@ -208,11 +208,11 @@ const rex = { name: 'Rex', categoryId: 1 }
 
 t.test('PostgreSQL ends the idle connections of a running app: no request fails', { skip: postgresMissing }, async (t) => {
   const url = await freshPostgres(t)
-  const app = await build(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: 2 })
+  const app = await build(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: 2, DATABASE_READ_CONNECTIONS: 1 })
   // two at once, so that the pool holds two connections
   await Promise.all([1, 2].map(() => call(t, app, { method: 'POST', url: '/v1/pets', payload: rex })))
-  t.equal(await backends(url), 2, 'two idle connections in the pool')
-  t.equal(await terminateBackends(url), 3, 'the two, and the one listening for key revocations')
+  t.equal(await backends(url), 3, 'two idle connections in the pool, and the read connection (opened by the check at start)')
+  t.equal(await terminateBackends(url), 4, 'the three, and the one listening for key revocations')
   await waitFor(async () => (await backends(url)) === 0, 'the backends to end')
   // Had an error event found no listener, this process (the tests' own) would have ended here.
   for (let i = 0; i < 5; i++) {
@@ -228,7 +228,7 @@ t.test('PostgreSQL ends the idle connections of a running app: no request fails'
 t.test('PostgreSQL ends the connections of an app under load: only the requests on them fail, with 503', { skip: postgresMissing }, async (t) => {
   const url = await freshPostgres(t)
   const poolSize = 4
-  const app = await build(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: poolSize })
+  const app = await build(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: poolSize, DATABASE_READ_CONNECTIONS: 1 })
   const statuses = new Map<number, number>()
   const created: number[] = []
   let stop = false
@@ -246,8 +246,8 @@ t.test('PostgreSQL ends the connections of an app under load: only the requests 
   for (let round = 1; round <= 3; round++) {
     await waitFor(async () => created.length >= 60 * round, 'creates between terminations')
     const ended = await terminateBackends(url)
-    // the pool's, and the one listening for key revocations
-    t.ok(ended >= 1 && ended <= poolSize + 1, `round ${round}: the pool had at most DATABASE_POOL_SIZE connections`)
+    // the pool's, the read connection, and the one listening for key revocations
+    t.ok(ended >= 1 && ended <= poolSize + 2, `round ${round}: at most DATABASE_POOL_SIZE + DATABASE_READ_CONNECTIONS connections, and the listener`)
     terminated += ended
   }
   await waitFor(async () => created.length >= 240, 'creates after the last termination')

@@ -210,6 +210,8 @@ t.test('the database gone mid-delivery: the delivery is made again once it is ba
   const { id, secret } = await subscribed(t, server, receiver.url)
   await createPet(t, server)
   await receiver.waitFor(1)
+  // (the dispatcher reads the lag right after its claim: it is known before the database goes)
+  await until('the lag known', async () => ((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0 ? true : undefined))
   await proxy.down()
   release!()
   await until('both warnings', async () =>

@@ -31,6 +31,9 @@ interface Line {
   since: number
 }
 
+/** Answers `done` with `error`, as pg answers a statement that failed (with no result). */
+const fail = (done: Parameters<Send>[1], error: Error) => done(error, undefined as unknown as pg.QueryResult)
+
 /** How often the lines with unanswered statements are looked over, as a share of their bound. */
 const watchesPerBound = 10
 
@@ -76,7 +79,7 @@ export function pipelines(config: pg.ClientConfig, count: number, answerWithinMs
       // (a refused connection fails what waited for it with the server's own reason: 28000...)
       if (error) {
         drop()
-        for (const [, done] of queued) done(error, undefined as unknown as pg.QueryResult)
+        for (const [, done] of queued) fail(done, error)
         return
       }
       line.open = true
@@ -107,8 +110,11 @@ export function pipelines(config: pg.ClientConfig, count: number, answerWithinMs
     Math.max(10, answerWithinMs / watchesPerBound),
   ).unref()
 
+  let closed = false
   return {
     send(statement, done) {
+      // (as pg-pool does once ended: no connection is opened again, which would keep the process alive)
+      if (closed) return fail(done, new Error('Cannot use the read connections after they were closed'))
       let slot = 0
       let least = Infinity
       for (let i = 0; i < count; i++) {
@@ -126,8 +132,10 @@ export function pipelines(config: pg.ClientConfig, count: number, answerWithinMs
       unanswered: lines.reduce((sum, line) => sum + (line === undefined ? 0 : line.unanswered + line.queued.length), 0),
     }),
     async close() {
+      closed = true
       clearInterval(watch)
       await Promise.all(lines.map((line) => line?.client.end()))
+      lines.fill(undefined)
     },
   }
 }

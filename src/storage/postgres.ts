@@ -26,9 +26,10 @@ const connectionOptions = (url: string, timeoutMs: number) =>
 
 export function openPostgres(url: string, { poolSize, readConnections }: { poolSize: number; readConnections: number }, timeoutMs: number): Database {
   // Should the server not even answer the cancel of a statement, the wait for its answer ends a
-  // second later: postgresSql watches the requests' statements; the migrations (Kysely), on a
-  // pool of their own, whose connection is held as long as they take and closed once they are
-  // done, have pg's query_timeout.
+  // second later: postgresSql watches the requests' statements on the pool, the read
+  // connections watch their own; the migrations (Kysely), on a pool of their own, whose
+  // connection is held as long as they take and closed once they are done, have pg's
+  // query_timeout.
   const answerWithinMs = timeoutMs + 1_000
   const pool = pooled(url, poolSize, timeoutMs)
   // reads outside transactions, many at once on each of a few connections (none: on the pool)
