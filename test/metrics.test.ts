@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import { Gauge } from 'prom-client'
 import { build, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
-import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { sleep } from './helpers/concurrency.js'
 import { startServer, within } from './helpers/processes.js'
 
@@ -203,6 +203,18 @@ t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes
   t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '503' }), 4)
   t.equal(value(samples, `${requests}_count`, { operation: 'listPets', status: '503' }), 2)
   t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0, 'none left unanswered')
+})
+
+t.test('PostgreSQL with DATABASE_READ_CONNECTIONS=0: reads use the pool, and there are no read gauges', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  const { metrics, send } = await served(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: 1, DATABASE_READ_CONNECTIONS: 0, WEBHOOK_POLL_MS: 60_000 })
+  t.equal((await send('/v1/pets?limit=1')).status, 200)
+  const samples = await scrape(metrics)
+  t.equal(value(samples, 'petstore_db_pool_open_connections'), 1, 'the read was made on the pool')
+  t.equal(value(samples, 'petstore_db_read_max_connections'), undefined)
+  t.equal(value(samples, 'petstore_db_read_open_connections'), undefined)
+  const { rows } = await query(url, "select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query not ilike 'listen %'")
+  t.equal(rows[0].n, 1, 'one connection: the pool’s')
 })
 
 t.test('the metrics listener: GET and HEAD /metrics in the text format; 404 elsewhere, 405 for other methods, in the Error shape', async (t) => {
