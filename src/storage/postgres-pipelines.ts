@@ -121,7 +121,10 @@ export function pipelines(config: pg.ClientConfig, count: number, answerWithinMs
       for (let i = 0; i < count; i++) {
         const line = lines[i]
         const load = line === undefined ? 0 : line.unanswered + line.queued.length
-        if (load < least) [slot, least] = [i, load]
+        if (load < least) {
+          slot = i
+          least = load
+        }
       }
       const line = lines[slot] ?? open(slot)
       if (line.open) submit(line, statement, done)
