@@ -15,22 +15,26 @@ export type ConnectionLimits = Pick<
  * a type, nor anything in between keep an answer meant for one client. */
 export const protectiveHeaders = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-store' } as const
 
+/** How often Node looks for expired requests (by default every 30 s, far past the limits). */
+const connectionsCheckingIntervalMs = 1_000
+
 /**
  * Fastify's and Node's options for the HTTP server. Every phase of a request is bounded: the
  * headers must arrive within HEADERS_TIMEOUT_MS and the whole request within REQUEST_TIMEOUT_MS
  * (Node answers 408 through clientErrorHandler), a body may not pause longer than
- * BODY_IDLE_TIMEOUT_MS (json-body.ts), and a connection silent as long as a whole request
+ * BODY_IDLE_TIMEOUT_MS (json-body.ts), and a connection silent longer than a whole request
  * (a client that does not read its answer) is closed.
  */
 export function serverOptions(limits: ConnectionLimits): Partial<FastifyHttpOptions<Server>> {
   return {
     requestTimeout: limits.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: limits.KEEP_ALIVE_TIMEOUT_MS,
-    connectionTimeout: limits.REQUEST_TIMEOUT_MS,
+    // Past the request's limit by two of Node's checks: the check that answers 408 comes first,
+    // even on a busy event loop, and a silent connection is never cut without its answer.
+    connectionTimeout: limits.REQUEST_TIMEOUT_MS + 2 * connectionsCheckingIntervalMs,
     http: {
       headersTimeout: limits.HEADERS_TIMEOUT_MS,
-      // Node looks for expired requests this often (by default every 30 s, far past the limits)
-      connectionsCheckingInterval: 1_000,
+      connectionsCheckingInterval: connectionsCheckingIntervalMs,
       // Node would answer a request without Host itself, with an empty 400; requestChecks does
       requireHostHeader: false,
     },
