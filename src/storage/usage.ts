@@ -83,7 +83,13 @@ export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlush
   return {
     note(principal, operation) {
       const now = Date.now()
-      add(principal, operation, { calls: 1, first: now, last: now })
+      // (a call of a principal and operation already counted, the usual case, makes no object)
+      const tally = pending.get(principal)?.get(operation)
+      if (tally === undefined) add(principal, operation, { calls: 1, first: now, last: now })
+      else {
+        tally.calls++
+        tally.last = Math.max(tally.last, now)
+      }
     },
     flush,
     async list() {
