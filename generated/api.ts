@@ -163,6 +163,9 @@ export interface paths {
          *     with a user name or password in it. A host name that does not resolve is refused
          *     too.
          *
+         *     **Which events it may take.** The key must hold the roles each event names in
+         *     `x-roles` under `webhooks`; else `403` (code `forbidden`).
+         *
          *     An API key may hold `WEBHOOK_MAX_PER_KEY` subscriptions (10 unless the operator
          *     says otherwise); past that, `409` (code `webhook_limit_reached`).
          *
@@ -2008,6 +2011,11 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            /**
+             * @description The API key is valid but lacks `webhooks:write` (answered before the body is
+             *     looked at), or lacks the roles an event named in `events` needs (its `x-roles`
+             *     under `webhooks`; answered once the body is valid). Code `forbidden`.
+             */
             403: components["responses"]["Forbidden"];
             408: components["responses"]["RequestTimeout"];
             /**

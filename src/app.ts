@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
-import { anyOf, bearerAuth, staticKey, staticKeys, storedKeys } from './auth/bearer.js'
+import { anyOf, bearerAuth, staticKey, staticKeys, staticPrincipals, storedKeys } from './auth/bearer.js'
+import { principalRoles } from './auth/principals.js'
 import { type Config, ConfigError } from './config.js'
 import { generatedCompilers } from './contract/compilers.js'
 import docs, { docsPath } from './contract/docs.js'
@@ -22,6 +23,7 @@ import { changelogPath } from './paths.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
+import { eventWithheld } from './webhooks/entitled.js'
 import { webhookHandlers } from './webhooks/handlers.js'
 
 /** The longest a start waits for Redis to connect; past it the server starts, counting alone. */
@@ -152,9 +154,16 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
 
   // the events the changes record, sent to their subscriptions (src/webhooks/)
   const webhookPolicy = { allowHttp: options.WEBHOOK_ALLOW_HTTP, allowPrivate: options.WEBHOOK_ALLOW_PRIVATE }
+  const rolesNow = principalRoles(staticPrincipals(apiKeys, contract.roles.defaults), storage.keys)
   const dispatcher = startDispatcher(
     storage.deliveries,
-    { policy: webhookPolicy, timeoutMs: options.WEBHOOK_TIMEOUT_MS, retryBaseMs: options.WEBHOOK_RETRY_BASE_MS, pollMs: options.WEBHOOK_POLL_MS },
+    {
+      policy: webhookPolicy,
+      timeoutMs: options.WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: options.WEBHOOK_RETRY_BASE_MS,
+      pollMs: options.WEBHOOK_POLL_MS,
+      withheld: (owner, type) => eventWithheld(owner, type, rolesNow, contract.roles.ofEvent(type)),
+    },
     app.log,
     app.metrics.webhooks,
   )
@@ -196,6 +205,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
         webhookUrl: (webhookId) => contract.urlOf('getWebhook', { webhookId }),
         deliveriesUrl: (webhookId) => contract.urlOf('listWebhookDeliveries', { webhookId }),
         dueNow: dispatcher.wake,
+        eventRoles: contract.roles.ofEvent,
       }),
     },
     authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(apiKeys, contract.roles.defaults), storedKeys(storage.keys)))),

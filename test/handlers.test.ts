@@ -21,6 +21,7 @@ const hooks = webhookHandlers({} as WebhookRepository, {
   webhookUrl: (id) => `/v1/webhooks/${id}`,
   deliveriesUrl: (id) => `/v1/webhooks/${id}/deliveries`,
   dueNow: () => {},
+  eventRoles: () => [],
 })
 
 t.test('there is exactly one handler per operation of openapi.yaml', async (t) => {

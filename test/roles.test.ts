@@ -98,6 +98,12 @@ t.test('editing security in a copy of the spec changes what the server lets thro
   t.equal(half.json.message, 'This API key lacks the role pets:read, which createPet needs')
 })
 
+/** An edit of the spec: the x-roles of the event order.placed set to `roles`. */
+const eventRoles = (roles: unknown) => (document: OpenAPIV3.Document) => {
+  const webhooks = (document as unknown as { webhooks: Record<string, { post: Record<string, unknown> }> }).webhooks
+  webhooks['order.placed']!.post['x-roles'] = roles
+}
+
 t.test('a spec whose roles cannot be enforced is refused at startup, saying why', async (t) => {
   t.throws(
     () => editedContract((document) => void (document.paths['/pets']!.get!.security = [{ bearerAuth: ['pets:reed'] }])),
@@ -116,6 +122,17 @@ t.test('a spec whose roles cannot be enforced is refused at startup, saying why'
     /openapi.yaml: listPets needs pets:read, which bearerAuth's x-roles does not list/,
     'a spec without a catalogue names roles no key can hold',
   )
+  t.throws(() => editedContract(eventRoles(['orders:reed'])), /openapi.yaml: the event order.placed needs orders:reed, which bearerAuth's x-roles does not list/)
+  t.throws(() => editedContract(eventRoles('orders:read')), /openapi.yaml: x-roles of the event order.placed must be a list of role names/)
+  t.throws(() => editedContract(eventRoles([1])), /must be a list of role names/)
+})
+
+t.test('the roles each event needs, from its x-roles under webhooks: those of the operations that read what it carries', async (t) => {
+  const { roles } = loadContract()
+  t.strictSame(['pet.created', 'pet.status_changed', 'order.placed', 'order.status_changed'].map(roles.ofEvent), [['pets:read'], ['pets:read'], ['orders:read'], ['orders:read']])
+  t.strictSame(editedContract(eventRoles(undefined)).roles.ofEvent('order.placed'), [], 'an event that names none needs none')
+  t.strictSame(roles.ofEvent('pet.deleted'), [], 'nor does one the spec lacks')
+  t.strictSame(editedContract((document) => void delete (document as { webhooks?: unknown }).webhooks).roles.ofEvent('pet.created'), [], 'nor any, in a spec without webhooks')
 })
 
 t.test('an operation whose security names no role lets every valid key in', async (t) => {

@@ -331,6 +331,7 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
       pollMs: 20,
       forgetEveryMs: 20,
       resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
+      withheld: async () => undefined,
     },
     (await build(t, { logger })).log,
     { attempted: (result) => attempted.push(result), finished: () => {}, pending: () => {} },
@@ -384,6 +385,7 @@ t.test('a host that cannot be resolved now is a 503 at createWebhook, not a refu
     webhookUrl: String,
     deliveriesUrl: String,
     dueNow: () => {},
+    eventRoles: () => [],
     resolve: async () => Promise.reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' })),
   })
   const request = { body: { url: 'https://hooks.example/x', events: ['pet.created'] }, principal: 'key:1' } as unknown as FastifyRequest<never>

@@ -250,6 +250,60 @@ function webhooksOn(name: string, store: Store) {
     t.equal((await subscribe(t, server, 'https://93.184.215.14/c', ['pet.created'], otherKey)).status, 201, 'the limit is per key')
   })
 
+  t.test(`${name}: a key must hold the roles of each event it subscribes to (x-roles): 403 otherwise, nothing stored`, async (t) => {
+    const petsOnly = 'pets-only-key-4c1a'
+    const server = await app(t, store, { API_KEYS: [testKey, `${petsOnly}:pets:read+webhooks:read+webhooks:write`] })
+    const refused = await subscribe(t, server, 'https://93.184.215.14/hooks', ['pet.created', 'order.placed'], petsOnly)
+    t.equal(refused.status, 403)
+    t.strictSame(refused.json, { code: 'forbidden', message: 'This API key lacks the role orders:read, which the event order.placed needs', status: 403 })
+    t.strictSame((await call(t, server, { url: '/v1/webhooks', key: petsOnly })).json, [], 'nothing was created')
+    // the body is checked first: an event that is not one is a 400, whatever the roles
+    t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', ['order.deleted'], petsOnly)).status, 400)
+    t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', ['pet.created', 'pet.status_changed'], petsOnly)).status, 201, 'the events its roles cover')
+    t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', allEvents)).status, 201, 'a key with every default role takes them all')
+  })
+
+  t.test(`${name}: a subscription whose key loses an event's role, or is revoked, is sent nothing more: its deliveries fail unsent, saying why`, async (t) => {
+    const server = await app(t, store)
+    const receiver = await startReceiver(t)
+    const { key, record } = await server.storage.keys.issue('client', server.contract.roles.defaults)
+    const created = (await subscribe(t, server, receiver.url, ['pet.created'], key)).json
+    await newPet(t, server, 'Seen')
+    await receiver.waitFor(1)
+    const deliveries = async () => (await server.storage.webhooks.deliveries(`key:${record.id}`, created.id, { limit: 10 }))!
+    const ended = async (count: number) => {
+      for (let i = 0; i < 200; i++) {
+        const list = await deliveries()
+        if (list.length === count && list.every((delivery) => delivery.status !== 'pending')) return list
+        await sleep(20)
+      }
+      throw new Error(`${count} deliveries did not end`)
+    }
+
+    t.equal(await server.storage.keys.setRoles(record.id, ['webhooks:read', 'webhooks:write']), 'updated')
+    await newPet(t, server, 'Unseen')
+    const lost = (await ended(2))[1]
+    t.match(lost, { status: 'failed', attempts: 0, lastError: 'not sent: the API key of this subscription no longer holds pets:read, which pet.created needs' })
+    const listed = await call(t, server, { url: `/v1/webhooks/${created.id}/deliveries`, key })
+    t.equal(listed.status, 200, 'its key still sees why')
+    t.equal(listed.json[1].lastError, lost!.lastError)
+
+    t.equal(await server.storage.keys.setRoles(record.id, server.contract.roles.defaults), 'updated')
+    await newPet(t, server, 'Seen again')
+    await receiver.waitFor(2)
+
+    t.equal(await server.storage.keys.revoke(record.id), 'revoked')
+    await newPet(t, server, 'Unseen again')
+    const revoked = (await ended(4))[3]
+    t.match(revoked, { status: 'failed', attempts: 0, lastError: /no longer accepted \(revoked, or removed from API_KEYS\)/ })
+    await sleep(100)
+    t.strictSame(
+      receiver.deliveries.map((delivery) => JSON.parse(delivery.body).data.name),
+      ['Seen', 'Seen again'],
+      'the receiver got only what the key could see',
+    )
+  })
+
   t.test(`${name}: a rotated secret: both sign for the overlap, and the new one alone after it`, async (t) => {
     const server = await app(t, store)
     const receiver = await startReceiver(t)

@@ -29,6 +29,9 @@ export interface Roles {
   seeEveryOrder: readonly string[]
   /** what `operation` needs, read from its `security` (or the document's) */
   required(operation: Operation): RoleRequirement
+  /** what a key needs to receive the event `type`: the `x-roles` of its entry under
+   * `webhooks` (none when it names none) */
+  ofEvent(type: string): readonly string[]
   /** the names of `roles` that are not in the catalogue */
   unknown(roles: readonly string[]): string[]
 }
@@ -52,12 +55,21 @@ export function rolesOf({ document, operations }: Pick<Contract, 'document' | 'o
     if (missing.length > 0) throw new Error(`openapi.yaml: ${operation.id} needs ${missing.join(', ')}, which ${scheme}'s x-roles does not list`)
     requirements.set(operation, requirement)
   }
+  const events = new Map<string, readonly string[]>()
+  for (const [type, pathItem] of Object.entries((document as { webhooks?: Record<string, unknown> }).webhooks ?? {})) {
+    const roles = (pathItem as { post: { 'x-roles'?: unknown } }).post['x-roles'] ?? []
+    if (!Array.isArray(roles) || roles.some((role) => typeof role !== 'string')) throw new Error(`openapi.yaml: x-roles of the event ${type} must be a list of role names`)
+    const missing = unknown(roles)
+    if (missing.length > 0) throw new Error(`openapi.yaml: the event ${type} needs ${missing.join(', ')}, which ${scheme}'s x-roles does not list`)
+    events.set(type, roles)
+  }
   return {
     catalogue,
     defaults: [...catalogue].filter(([, role]) => role.default).map(([name]) => name),
     seeEveryOrder: [...catalogue].filter(([, role]) => role.seesEveryOrder === true).map(([name]) => name),
     // (every operation of the contract is in the map)
     required: (operation) => requirements.get(operation)!,
+    ofEvent: (type) => events.get(type) ?? [],
     unknown,
   }
 }

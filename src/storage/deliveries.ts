@@ -12,6 +12,8 @@ export interface Claimed {
   /** no retry is due after this (ms since the epoch) */
   giveUpAt: number
   url: string
+  /** the principal of the subscription's key */
+  owner: string
   /** the secrets that sign it: the current one first, then the previous one while it overlaps */
   secrets: string[]
   event: { id: number; type: EventType; occurredAt: number; fields: string }
@@ -25,6 +27,8 @@ export interface Outcome {
   error?: string | undefined
   /** when to try again; undefined to stop (it succeeded, or the retry period is over) */
   nextAttemptAt?: number | undefined
+  /** ended without a request (its key may not receive it): not counted as an attempt */
+  withheld?: boolean
 }
 
 /** How long finished deliveries are kept (openapi.yaml: listWebhookDeliveries). */
@@ -46,10 +50,11 @@ export interface DeliveryQueue {
   forgetFinished(before: number): Promise<void>
 }
 
-const claimedOf = ([deliveryId, attempts, giveUpAt, url, secret, previous, previousExpiresAt, eventId, type, occurredAt, fields]: [
+const claimedOf = ([deliveryId, attempts, giveUpAt, url, owner, secret, previous, previousExpiresAt, eventId, type, occurredAt, fields]: [
   number,
   number,
   number,
+  string,
   string,
   string,
   string | null,
@@ -63,11 +68,12 @@ const claimedOf = ([deliveryId, attempts, giveUpAt, url, secret, previous, previ
   attempts,
   giveUpAt,
   url,
+  owner,
   secrets: previous !== null && previousExpiresAt! > Date.now() ? [secret, previous] : [secret],
   event: { id: eventId, type, occurredAt, fields },
 })
 const claimedBy = select(
-  `select d.id, d.attempts, d.give_up_at, s.url, s.secret, s.previous_secret, s.previous_secret_expires_at, e.id, e.type, e.occurred_at, e.fields
+  `select d.id, d.attempts, d.give_up_at, s.url, s.owner, s.secret, s.previous_secret, s.previous_secret_expires_at, e.id, e.type, e.occurred_at, e.fields
    from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id join webhook_events e on e.id = d.event_id
    where d.lease_owner = $1 order by d.id`,
   claimedOf,
@@ -93,15 +99,15 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       return claimed === 0 ? [] : sql.all(claimedBy, [lease])
     },
 
-    async settle(lease, deliveryId, { status, error, nextAttemptAt }) {
+    async settle(lease, deliveryId, { status, error, nextAttemptAt, withheld = false }) {
       const state = error === undefined ? 'succeeded' : nextAttemptAt === undefined ? 'failed' : 'pending'
       await write(async (tx) => {
         await tx.run(
           `update webhook_deliveries
-           set status = $3, attempts = attempts + 1, last_status = $4, last_error = $5, next_attempt_at = $6,
+           set status = $3, attempts = attempts + $8, last_status = $4, last_error = $5, next_attempt_at = $6,
                finished_at = $7, lease_owner = null, lease_until = null
            where id = $1 and lease_owner = $2`,
-          [deliveryId, lease, state, status ?? null, error ?? null, nextAttemptAt ?? null, state === 'pending' ? null : Date.now()],
+          [deliveryId, lease, state, status ?? null, error ?? null, nextAttemptAt ?? null, state === 'pending' ? null : Date.now(), withheld ? 0 : 1],
         )
       })
     },

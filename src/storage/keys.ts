@@ -40,6 +40,8 @@ export interface KeyRepository {
   /** gives an active key these roles instead of its own, on every instance from its next
    * request on; 'not found' for an unknown key, 'revoked' for a revoked one */
   setRoles(id: number, roles: readonly string[]): Promise<'updated' | 'revoked' | 'not found'>
+  /** the roles of the active key `id`, read now; undefined for a revoked or unknown key */
+  activeRoles(id: number): Promise<ReadonlySet<string> | undefined>
   /** the grant of the active key whose SHA-256 (hashKey) this is, or undefined; notes the use.
    * A key it has seen is answered at once, not by a promise: a read's path awaits nothing for it. */
   authenticate(digest: string): Grant | Promise<Grant | undefined>
@@ -188,6 +190,11 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
       }
       const row = await sql.row('select id from api_keys where id = $1', [id])
       return row === undefined ? 'not found' : 'revoked'
+    },
+
+    async activeRoles(id) {
+      const row = await sql.row<{ roles: string }>('select roles from api_keys where id = $1 and revoked_at is null', [id])
+      return row && new Set(rolesOf(row.roles))
     },
 
     authenticate: (digest) => known(digest) ?? lookUp(digest),

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { redactUrl } from '../http/redact.js'
 import type { Claimed, DeliveryQueue, Outcome } from '../storage/deliveries.js'
+import type { EventType } from '../storage/outbox.js'
 import { keepFinishedMs } from '../storage/deliveries.js'
 import { type Answer, post } from './send.js'
 import { signedHeaders } from './signing.js'
@@ -33,6 +34,9 @@ export interface DispatcherOptions {
   /** how often finished deliveries past their keeping are deleted */
   forgetEveryMs?: number
   resolve?: Resolve
+  /** why the key of a subscription (its principal, `owner`) may not receive an event of `type`
+   * now, or undefined when it may: asked before each attempt */
+  withheld: (owner: string, type: EventType) => Promise<string | undefined>
 }
 
 /** The longest wait between two attempts. */
@@ -68,7 +72,7 @@ export interface Dispatcher {
  * takes over a lease that an instance which died left behind.
  */
 export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions, log: FastifyBaseLogger, metrics: DispatcherMetrics): Dispatcher {
-  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, forgetEveryMs = 10 * 60 * 1000, resolve = systemResolve } = options
+  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, forgetEveryMs = 10 * 60 * 1000, resolve = systemResolve, withheld } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
   // time to resolve, attempt (timeoutMs) and write the outcome down, with room to spare
@@ -81,6 +85,13 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   let looking: Promise<void> | undefined
 
   async function attempt(lease: string, claimed: Claimed) {
+    const reason = await withheld(claimed.owner, claimed.event.type)
+    if (reason !== undefined) {
+      // ended without a request: retrying would not make the key hold its roles again
+      log.info({ deliveryId: claimed.deliveryId, reason }, 'webhook delivery withheld')
+      metrics.finished('failed')
+      return queue.settle(lease, claimed.deliveryId, { error: reason, withheld: true })
+    }
     const answer = await send(claimed)
     if (closed) return // cut short by close: the delivery is given back, as it was
     const result: AttemptResult = 'status' in answer ? (answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'rejected') : answer.error

@@ -17,6 +17,8 @@ export interface WebhookHandlerOptions {
   deliveriesUrl: (webhookId: number) => string
   /** a delivery was made due: look for it now */
   dueNow: () => void
+  /** the roles a key needs to receive an event of `type` (openapi.yaml: its x-roles) */
+  eventRoles: (type: string) => readonly string[]
   resolve?: Resolve
 }
 
@@ -26,10 +28,14 @@ const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${web
  * its own API key (its principal). Reads answer at once when the repository does. */
 export function webhookHandlers(
   webhooks: WebhookRepository,
-  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, resolve = systemResolve }: WebhookHandlerOptions,
+  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, resolve = systemResolve }: WebhookHandlerOptions,
 ): HandlersOf<'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries' | 'redeliverWebhook'> {
   return {
     async createWebhook(request, reply) {
+      for (const type of request.body.events) {
+        const lacking = eventRoles(type).filter((role) => !request.roles.has(role))
+        if (lacking.length > 0) throw new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which the event ${type} needs`)
+      }
       await checkTarget(request.body.url, policy, resolve)
       const secret = newSecret()
       const outcome = await webhooks.create(request.principal, request.body, secret, maxPerKey)
