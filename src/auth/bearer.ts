@@ -125,25 +125,29 @@ export function staticKey(entry: string): StaticKey {
   return colon === -1 ? { key: entry } : { key: entry.slice(0, colon), roles: entry.slice(colon + 1).split('+') }
 }
 
-/** The principal of a key of API_KEYS, from its SHA-256: a stable name that is not the secret. */
-const staticPrincipal = (digest: string) => `env:${digest.slice(0, 12)}`
+/** The grant of each key of API_KEYS, by the key's SHA-256: its principal (`env:` and the
+ * hash's first 12 hex digits, a stable name that is not the secret) and its roles (`defaults`
+ * when it names none). */
+function staticGrants(keys: readonly StaticKey[], defaults: readonly string[]): Map<string, Grant> {
+  return new Map(
+    keys.map(({ key, roles = defaults }) => {
+      const digest = hashKey(key)
+      return [digest, { principal: `env:${digest.slice(0, 12)}`, roles: new Set(roles) }] as const
+    }),
+  )
+}
 
 /** Keys given in the environment, each with its roles (`defaults` when it names none). Looked
  * up by SHA-256: what a guess costs in time depends on its hash, which tells nothing of the keys. */
 export function staticKeys(keys: readonly StaticKey[], defaults: readonly string[]): KeyCheck {
-  const grants = new Map(
-    keys.map(({ key, roles = defaults }) => {
-      const digest = hashKey(key)
-      return [digest, { principal: staticPrincipal(digest), roles: new Set(roles) }] as const
-    }),
-  )
+  const grants = staticGrants(keys, defaults)
   const check = (digest: string) => grants.get(digest)
   return keyCheck(check, check)
 }
 
 /** The roles each key of API_KEYS holds, by its principal. */
 export function staticPrincipals(keys: readonly StaticKey[], defaults: readonly string[]): ReadonlyMap<string, ReadonlySet<string>> {
-  return new Map(keys.map(({ key, roles = defaults }) => [staticPrincipal(hashKey(key)), new Set(roles)]))
+  return new Map([...staticGrants(keys, defaults).values()].map(({ principal, roles }) => [principal, roles]))
 }
 
 /** Keys issued with `npm run keys`, kept in the store (known at once: those in use, cached). */

@@ -6,7 +6,7 @@ import type { KeyRepository } from '../storage/keys.js'
 export type PrincipalRoles = (principal: string) => Promise<ReadonlySet<string> | undefined>
 
 /** `key:<id>` is asked of the key store at each call (a revocation or a change of roles made on
- * any instance counts at once); `env:…` is one of `staticPrincipals` (staticPrincipals in bearer.ts). */
+ * any instance counts at once); `env:…` is looked up in `staticPrincipals` (bearer.ts). */
 export function principalRoles(staticPrincipals: ReadonlyMap<string, ReadonlySet<string>>, keys: Pick<KeyRepository, 'activeRoles'>): PrincipalRoles {
   return async (principal) => {
     const stored = /^key:(\d+)$/.exec(principal)

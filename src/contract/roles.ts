@@ -85,6 +85,9 @@ function meets(held: ReadonlySet<string>, requirement: RoleRequirement): boolean
   return false
 }
 
+/** The roles of `needed` that `held` lacks, in the order `needed` names them. */
+export const lackingRoles = (held: ReadonlySet<string>, needed: readonly string[]): string[] => needed.filter((role) => !held.has(role))
+
 /** A request's hook that lets it on, at once or by a promise, or refuses it by throwing. */
 type Guard<Args extends unknown[]> = (request: FastifyRequest, ...rest: Args) => MaybePromise<void>
 
@@ -97,7 +100,7 @@ export function authorize<Args extends unknown[]>(authenticate: Guard<Args>, ope
   if (requirement.every((roles) => roles.length === 0)) return authenticate
   const check = (request: FastifyRequest) => {
     if (!meets(request.roles, requirement)) {
-      const lacking = requirement[0]!.filter((role) => !request.roles.has(role))
+      const lacking = lackingRoles(request.roles, requirement[0]!)
       throw new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which ${operation.id} needs`)
     }
   }

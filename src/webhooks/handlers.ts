@@ -1,4 +1,5 @@
 import type { HandlersOf } from '../contract/operations.js'
+import { lackingRoles } from '../contract/roles.js'
 import { ApiError, retryAfterSeconds } from '../errors.js'
 import { pageOf } from '../http/pagination.js'
 import { andThen } from '../maybe-async.js'
@@ -33,7 +34,7 @@ export function webhookHandlers(
   return {
     async createWebhook(request, reply) {
       for (const type of request.body.events) {
-        const lacking = eventRoles(type).filter((role) => !request.roles.has(role))
+        const lacking = lackingRoles(request.roles, eventRoles(type))
         if (lacking.length > 0) throw new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which the event ${type} needs`)
       }
       await checkTarget(request.body.url, policy, resolve)
