@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 import { load, type Measurement, progress } from './load.js'
 import { fmt } from './report.js'
 import { petScenarios } from './scenarios.js'

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
 import { loadContract } from '../src/contract/spec.js'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 import { onServerCores } from './cores.js'
 
 /** A server under measurement: the service or a peer. */

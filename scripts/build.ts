@@ -33,7 +33,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build, type BuildOptions, type Plugin } from 'esbuild'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 
 const require = createRequire(import.meta.url)
 

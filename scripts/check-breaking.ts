@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { parseArgs, promisify } from 'node:util'
 import { parse } from 'yaml'
-import { projectRoot, specPath } from '../src/paths.js'
+import { projectRoot, specPath } from '../src/core/paths.js'
 import { type LifecyclePolicy, policyFile, readPolicy } from './lifecycle-policy.js'
 import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 

@@ -11,7 +11,7 @@
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
 import { loadContract } from '../src/contract/spec.js'
-import { reportFailure } from '../src/failure.js'
+import { reportFailure } from '../src/core/failure.js'
 import { openStorage, type Storage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
 import { usageCommand } from './usage-report.js'

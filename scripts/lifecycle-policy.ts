@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 
 /** contract/lifecycle-policy.yaml: the notice periods, reviewed like code. */
 export const policyFile = join(projectRoot, 'contract', 'lifecycle-policy.yaml')

@@ -4,7 +4,7 @@
  * are applied under a lock, in one transaction, each exactly once.
  */
 import { loadConfig } from '../src/config.js'
-import { reportFailure } from '../src/failure.js'
+import { reportFailure } from '../src/core/failure.js'
 import { connect } from '../src/storage/index.js'
 import { migrate } from '../src/storage/migrations.js'
 

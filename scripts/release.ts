@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
-import { changelogPath, projectRoot, specPath } from '../src/paths.js'
+import { changelogPath, projectRoot, specPath } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
 import { acceptedFile, type Change, checkBreaking, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
 

@@ -3,8 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { issueFirstKey } from './auth/first-key.js'
 import { loadConfig } from './config.js'
-import { reportFailure } from './failure.js'
-import { logDestination } from './log-destination.js'
+import { reportFailure } from './core/failure.js'
+import { logDestination } from './ops/log-destination.js'
 import { drain, onStopSignals, stopSignals } from './shutdown.js'
 
 /**

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 import { warmUp } from '../scripts/build.js'
 import { processBound, run, within } from './helpers/processes.js'
 

@@ -13,7 +13,7 @@ import t from 'tap'
 import ts from 'typescript'
 import { parse } from 'yaml'
 import { apiTypes } from '../scripts/generate.js'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 import { mapping } from '../src/storage/columns.js'
 
 const repositories = ['src/storage/pets.ts', 'src/storage/orders.ts']

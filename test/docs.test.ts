@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
-import { specPath } from '../src/paths.js'
+import { specPath } from '../src/core/paths.js'
 import { build, call } from './helpers/app.js'
 
 t.test('the spec is published without a key: the YAML byte for byte, the same document as JSON', async (t) => {

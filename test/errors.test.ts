@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { errorStatus } from '../src/errors.js'
+import { errorStatus } from '../src/core/errors.js'
 import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
 import { loadContract } from '../src/contract/spec.js'
 import { build, call, testKey } from './helpers/app.js'

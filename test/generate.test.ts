@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { filesIn, generate, parsedSpec } from '../scripts/generate.js'
-import { generatedDir } from '../src/paths.js'
+import { generatedDir } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
 t.test('generated/ is exactly what openapi.yaml produces (the drift check)', async (t) => {

@@ -215,7 +215,7 @@ t.test('sunsets and brownouts the server cannot honour are refused at start, nam
 
 t.test('the changelog is served without a key, as Markdown, and the spec links it', async (t) => {
   const { readFileSync } = await import('node:fs')
-  const { changelogPath } = await import('../src/paths.js')
+  const { changelogPath } = await import('../src/core/paths.js')
   const app = await build(t)
   const response = await app.inject({ url: '/v1/changelog' })
   t.equal(response.statusCode, 200)

@@ -6,7 +6,7 @@ import fs, { mkdtempSync, openSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { logDestination } from '../src/log-destination.js'
+import { logDestination } from '../src/ops/log-destination.js'
 
 t.test('lines that come faster than one write can take are all written, whole and in order', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-log-')), 'log')

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { findProjectRoot, projectRoot, specPath } from '../src/paths.js'
+import { findProjectRoot, projectRoot, specPath } from '../src/core/paths.js'
 
 t.test('the project root is the folder with package.json and openapi.yaml', async (t) => {
   t.ok(existsSync(join(projectRoot, 'package.json')))

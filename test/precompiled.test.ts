@@ -6,7 +6,7 @@ import t from 'tap'
 import { configValidator } from '../src/config.js'
 import { loadContract, parsedSpecModule } from '../src/contract/spec.js'
 import { loadPrecompiled, Validator } from '../src/contract/spec-validator.js'
-import { specPath } from '../src/paths.js'
+import { specPath } from '../src/core/paths.js'
 
 // What `npm run generate` compiles ahead of the start (generated/openapi.cjs, openapi-schema.cjs,
 // config.cjs) is used when it matches, gives the same answers as compiling at start, and is

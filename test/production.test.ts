@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { type AddressInfo, connect, createServer } from 'node:net'
 import { delimiter, dirname, join } from 'node:path'
 import t, { type Test } from 'tap'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 import { sleep } from './helpers/concurrency.js'
 import { within } from './helpers/processes.js'
 

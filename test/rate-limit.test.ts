@@ -4,7 +4,7 @@
  * Several instances sharing Redis, and Redis failing: test/redis-limits.test.ts.
  */
 import t from 'tap'
-import { errorStatus, fitMessage, messageMaxLength } from '../src/errors.js'
+import { errorStatus, fitMessage, messageMaxLength } from '../src/core/errors.js'
 import { Counter } from '../src/limits/counter.js'
 import { clientAddress, clientsBound, rateLimitHeaders } from '../src/limits/rate-limit.js'
 import { build, call, testKey } from './helpers/app.js'

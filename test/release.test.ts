@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { releasedDir } from '../scripts/check-breaking.js'
 import { release, withVersion } from '../scripts/release.js'
-import { changelogPath, specPath } from '../src/paths.js'
+import { changelogPath, specPath } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
 t.setTimeout(300_000)

@@ -11,7 +11,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { projectRoot } from '../src/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 import { build, testKey } from './helpers/app.js'
 import { within } from './helpers/processes.js'
 

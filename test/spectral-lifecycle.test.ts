@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { parse, stringify } from 'yaml'
-import { projectRoot, specPath } from '../src/paths.js'
+import { projectRoot, specPath } from '../src/core/paths.js'
 
 t.setTimeout(300_000)
 t.jobs = 2

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import type { FastifyRequest } from 'fastify'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { occurrences } from '../http/raw-headers.js'
 import { type Grant, hashKey, type KeyRepository } from '../storage/keys.js'
 

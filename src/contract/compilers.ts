@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { StandaloneValidator } from '@fastify/ajv-compiler'
 import { StandaloneSerializer } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyServerOptions } from 'fastify'
-import { generatedDir } from '../paths.js'
+import { generatedDir } from '../core/paths.js'
 
 /** What Fastify tells a compiler about the schema it wants compiled. */
 export interface RouteSchemaKey {

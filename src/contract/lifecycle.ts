@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import type { Contract, Operation } from './spec.js'
 
 /** Stability markers an operation may carry (`x-stability`); none means stable. */

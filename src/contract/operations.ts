@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { operations } from '../../generated/api.js'
 import type { BodyDefaults } from '../../generated/body-defaults.js'
 import type { QueryDefaults } from '../../generated/query-defaults.js'
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 
 /** The operations of openapi.yaml's paths, by operationId: those the server serves. (Those of
  * its `webhooks` are in `operations` too, but the server sends them; generate lists only the

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import type { Retirement } from './lifecycle.js'
 import type { OperationHandlers } from './operations.js'
 import { integerParameters, strictIntegers } from './parameters.js'

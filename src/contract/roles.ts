@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
-import { ApiError } from '../errors.js'
-import type { MaybePromise } from '../maybe-async.js'
+import { ApiError } from '../core/errors.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import type { Contract, Operation } from './spec.js'
 
 /** A role of the catalogue, as openapi.yaml describes it. */

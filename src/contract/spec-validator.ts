@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
-import { generatedDir, loadGenerated } from '../paths.js'
+import { generatedDir, loadGenerated } from '../core/paths.js'
 
 /**
  * fastify-openapi-glue checks the spec against the OpenAPI meta-schema at every start, with a

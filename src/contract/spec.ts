@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parse } from 'yaml'
-import { generatedDir, loadGenerated, specPath } from '../paths.js'
+import { generatedDir, loadGenerated, specPath } from '../core/paths.js'
 import { type Roles, rolesOf } from './roles.js'
 
 /** An operation's object as written in the spec, with its `x-*` extensions. */

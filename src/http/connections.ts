@@ -2,7 +2,7 @@ import { type IncomingMessage, type Server, STATUS_CODES, type ServerResponse } 
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify'
 import type { Config } from '../config.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { linger } from './linger.js'
 
 /** The limits a connection lives under, from the configuration. */

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import { docsPath, publishedSpecPaths } from '../contract/docs.js'
 import type { Contract } from '../contract/spec.js'
-import { ApiError, retryAfterSeconds } from '../errors.js'
+import { ApiError, retryAfterSeconds } from '../core/errors.js'
 import { StorageUnavailable } from '../storage/sql.js'
 import { bodyStillArriving, closeAfterAnswer } from './linger.js'
 

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import type { IncomingMessage } from 'node:http'
 import type { FastifyRequest } from 'fastify'
 import secureJson from 'secure-json-parse'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { unsupportedMediaType } from './error-handler.js'
 import { declaresBody } from './linger.js'
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import type { Contract } from '../contract/spec.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { protectiveHeaders } from './connections.js'
 import { closeAfterAnswer, declaresBody } from './linger.js'
 import { occurrences } from './raw-headers.js'

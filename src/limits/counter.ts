@@ -1,5 +1,5 @@
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible'
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import type { SharedStore } from './shared-store.js'
 
 /** A quota of requests per fixed window, counted per client of one kind. */

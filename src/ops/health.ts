@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { ApiError, retryAfterSeconds } from '../errors.js'
+import { ApiError, retryAfterSeconds } from '../core/errors.js'
 
 /** A readiness probe is answered within this long at most (or DATABASE_TIMEOUT_MS, if shorter):
  * an orchestrator's probe gives up after 1 s by default (Kubernetes' timeoutSeconds). */

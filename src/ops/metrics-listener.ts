@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { collectDefaultMetrics, Registry } from 'prom-client'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { protectiveHeaders } from '../http/connections.js'
 
 export interface MetricsListenOptions {

@@ -1,8 +1,8 @@
 import { hash } from 'node:crypto'
 import type { HandlersOf } from '../contract/operations.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { pageOf } from '../http/pagination.js'
-import { andThen } from '../maybe-async.js'
+import { andThen } from '../core/maybe-async.js'
 import type { FastifyRequest } from 'fastify'
 import { allOrders, type OrderRepository, type OrderScope } from '../storage/orders.js'
 

@@ -1,7 +1,7 @@
 import type { HandlersOf } from '../contract/operations.js'
-import { ApiError } from '../errors.js'
+import { ApiError } from '../core/errors.js'
 import { pageOf } from '../http/pagination.js'
-import { andThen } from '../maybe-async.js'
+import { andThen } from '../core/maybe-async.js'
 import type { PetRepository } from '../storage/pets.js'
 
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and

@@ -1,4 +1,4 @@
-import { andThen, type MaybePromise } from '../maybe-async.js'
+import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import type { Dialect } from './database.js'
 import { transactions } from './group-commit.js'
 import type { EventType } from './outbox.js'

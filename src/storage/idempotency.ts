@@ -1,4 +1,4 @@
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import type { Sql, Statements } from './sql.js'
 
 /** How long a key is remembered after its first use (openapi.yaml: Idempotency-Key). */

@@ -1,5 +1,5 @@
 import type { webhooks } from '../../generated/api.js'
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import type { Dialect } from './database.js'
 import type { Sql, Statements } from './sql.js'
 

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/api.js'
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import { mapping } from './columns.js'
 import type { Dialect } from './database.js'
 import { type GroupCommitStats, groupCommit } from './group-commit.js'

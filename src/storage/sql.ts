@@ -1,6 +1,6 @@
 import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
-import type { MaybePromise } from '../maybe-async.js'
+import type { MaybePromise } from '../core/maybe-async.js'
 import type { Send } from './postgres-pipelines.js'
 
 /**

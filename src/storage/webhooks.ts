@@ -1,5 +1,5 @@
 import type { components } from '../../generated/api.js'
-import { andThen, type MaybePromise } from '../maybe-async.js'
+import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import type { Dialect } from './database.js'
 import type { EventType, Outbox } from './outbox.js'
 import { type Sql, type Statements, select } from './sql.js'

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { projectRoot } from '../../src/paths.js'
+import { projectRoot } from '../../src/core/paths.js'
 
 /** How long a process may take: seconds under the TypeScript loader, tens on a busy machine. */
 export const processBound = 60_000

@@ -1,6 +1,6 @@
-import { ConfigError } from './config.js'
-import { DatabaseConfigError } from './storage/index.js'
-import { MigrationError } from './storage/migrations.js'
+import { ConfigError } from '../config.js'
+import { DatabaseConfigError } from '../storage/index.js'
+import { MigrationError } from '../storage/migrations.js'
 
 /** The system calls of listening whose failures a setting causes: a port in use or not
  * allowed, an address not of this host (listen), a host name that does not resolve. */
