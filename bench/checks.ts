@@ -1,8 +1,7 @@
 import type { FastifyRequest } from 'fastify'
-import { authorize } from '../src/contract/roles.js'
-import { loadContract } from '../src/contract/spec.js'
+import { allOrders, authorize, type OrderScope } from '../src/auth/access.js'
+import { loadContract } from '../src/contract/load.js'
 import { openStorage } from '../src/storage/index.js'
-import { allOrders, type OrderScope } from '../src/storage/orders.js'
 import { median } from './load.js'
 import { fmt } from './report.js'
 import type { Store } from './stores.js'
@@ -59,8 +58,8 @@ export async function roleCheckCost(smoke = false): Promise<CheckRow> {
   const authenticate = () => {
     authenticated++
   }
-  const checked = authorize(authenticate, operation, contract.roles.required(operation))
-  const measured = await alternating(roleCheckBatches, smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request))
+  const checked = authorize(authenticate, operation)
+  const measured = await alternating(roleCheckBatches, smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request, undefined as never))
   if (authenticated === 0) throw new Error('the role check was not called')
   return { store: 'any', scenario: 'getPet', what: 'role check (getPet)', ...measured }
 }

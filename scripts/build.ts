@@ -17,7 +17,7 @@
  * still served from node_modules (swaggerUiFolders).
  * generated/ is read at run time, as before.
  *
- * fastify-openapi-glue gets src/contract/spec-validator.ts in place of
+ * fastify-openapi-glue gets src/http/spec-validator.ts in place of
  * @seriousme/openapi-schema-validator: the same validator, with the meta-schema compiled by
  * `npm run generate` instead of at every start.
  */
@@ -59,7 +59,7 @@ const swaggerUiFolders: Plugin = {
 const precompiledSpecValidator: Plugin = {
   name: 'precompiled-spec-validator',
   setup(builder) {
-    const replacement = fileURLToPath(new URL('../src/contract/spec-validator.ts', import.meta.url))
+    const replacement = fileURLToPath(new URL('../src/http/spec-validator.ts', import.meta.url))
     builder.onResolve({ filter: /^@seriousme\/openapi-schema-validator$/ }, ({ importer }) =>
       /[\\/]fastify-openapi-glue[\\/]/.test(importer) ? { path: replacement } : undefined,
     )

@@ -4,7 +4,6 @@
  * stability, the compatible changes, and the incompatible ones the operations' lifecycle
  * allowed), and the head of the file lists every deprecation in force, with its dates.
  */
-import { dayOf, levelOf } from './lifecycle-policy.js'
 import { operationsOf, type ReleasedOperation } from './stability-gate.js'
 
 type Node = Record<string, any>
@@ -18,15 +17,17 @@ An experimental operation may change or go within the major version; a beta or s
 only after a deprecation and its sunset (docs/compatibility.md).`
 
 /** `getPet (GET /pets/{petId})` */
-const named = (operation: ReleasedOperation) => `\`${operation.definition.operationId ?? operation.name}\` (${operation.name})`
+const named = (operation: ReleasedOperation) => `\`${operation.id}\` (${operation.name})`
+
+const day = (date: Date | undefined) => date?.toISOString().slice(0, 10)
+const instant = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z')
 
 function deprecation(operation: ReleasedOperation): string {
-  const { definition } = operation
-  const parts = [`deprecated on ${definition['x-deprecated-at']}`]
-  if (definition['x-sunset'] !== undefined) parts.push(`removed on ${definition['x-sunset']} (requests answer 410 from 00:00 UTC that day)`)
-  parts.push(definition['x-successor'] === undefined ? 'no successor' : `use \`${definition['x-successor']}\` instead`)
-  const brownouts = (definition['x-brownouts'] ?? []) as { start: string; end: string }[]
-  if (brownouts.length > 0) parts.push(`brownouts (410 already): ${brownouts.map(({ start, end }) => `${start} to ${end}`).join(', ')}`)
+  const { at, sunset, successor, brownouts = [] } = operation.lifecycle.deprecation ?? {}
+  const parts = [`deprecated on ${day(at)}`]
+  if (sunset !== undefined) parts.push(`removed on ${day(sunset)} (requests answer 410 from 00:00 UTC that day)`)
+  parts.push(successor === undefined ? 'no successor' : `use \`${successor}\` instead`)
+  if (brownouts.length > 0) parts.push(`brownouts (410 already): ${brownouts.map(({ start, end }) => `${instant(start)} to ${instant(end)}`).join(', ')}`)
   return `${named(operation)}: ${parts.join('; ')}`
 }
 
@@ -51,11 +52,17 @@ export function entry({ version, date, previous, current, compatible, allowed, r
   const before = new Map(operationsOf(previous).map((operation) => [operation.name, operation]))
   const now = operationsOf(current)
   const after = new Map(now.map((operation) => [operation.name, operation]))
-  const level = (operation: ReleasedOperation) => levelOf(operation.definition)
+  const level = (operation: ReleasedOperation) => operation.lifecycle.level
+  const deprecated = (operation: ReleasedOperation | undefined) => operation?.lifecycle.deprecation !== undefined
   const sections: [string, string[]][] = [
     ['Added', now.filter((operation) => !before.has(operation.name)).map((operation) => `${named(operation)}, ${level(operation)}`)],
-    ['Removed', [...before.values()].filter((operation) => !after.has(operation.name)).map((operation) => `${named(operation)}${operation.definition['x-sunset'] ? `, its sunset ${operation.definition['x-sunset']} passed` : ''}`)],
-    ['Deprecated', now.filter((operation) => operation.definition.deprecated === true && before.get(operation.name)?.definition.deprecated !== true).map(deprecation)],
+    [
+      'Removed',
+      [...before.values()]
+        .filter((operation) => !after.has(operation.name))
+        .map((operation) => `${named(operation)}${operation.lifecycle.deprecation?.sunset ? `, its sunset ${day(operation.lifecycle.deprecation.sunset)} passed` : ''}`),
+    ],
+    ['Deprecated', now.filter((operation) => deprecated(operation) && !deprecated(before.get(operation.name))).map(deprecation)],
     [
       'Stability',
       now.flatMap((operation) => {
@@ -77,8 +84,8 @@ export function entry({ version, date, previous, current, compatible, allowed, r
 /** Every deprecation of `current`, by sunset. */
 export function inForce(current: Node): string {
   const deprecated = operationsOf(current)
-    .filter((operation) => operation.definition.deprecated === true)
-    .map((operation) => ({ operation, sunset: dayOf(operation.definition['x-sunset'])?.getTime() ?? Infinity }))
+    .filter((operation) => operation.lifecycle.deprecation !== undefined)
+    .map((operation) => ({ operation, sunset: operation.lifecycle.deprecation!.sunset?.getTime() ?? Infinity }))
     .sort((a, b) => a.sunset - b.sunset)
     .map(({ operation }) => operation)
   return `## Deprecations and sunsets in force\n\n${deprecated.length === 0 ? 'None.' : deprecated.map((operation) => `- ${deprecation(operation)}`).join('\n')}\n`

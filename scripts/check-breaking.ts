@@ -13,8 +13,10 @@
  * Stability levels (x-stability) temper the rule, each operation by the level it was released
  * at (stability-gate.ts): an experimental operation may change in any way, a beta or stable one
  * may go once a release deprecated it with a sunset that has passed, after the notice period
- * of contract/lifecycle-policy.yaml. A change to a component is judged by its users: it passes
- * only if each of them lets it. Demoting an operation, or moving its sunset earlier, breaks.
+ * of openapi.yaml's x-service.lifecycle.noticeDays. A change to a component is judged by its
+ * users: it passes only if each of them lets it. Demoting an operation, or moving its sunset
+ * earlier, breaks. A lifecycle marker or version segment the contract model refuses is refused
+ * here with its words (src/contract/), as the server and the lint refuse it.
  *
  *   npm run -s check:breaking [-- --spec FILE --released DIR --accepted FILE --now YYYY-MM-DD]
  * Exit status: 0 compatible; 1 a breaking change or a version rule broken (each named);
@@ -24,11 +26,16 @@ import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { dirname, join, relative } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { parseArgs, promisify } from 'node:util'
 import { parse } from 'yaml'
+import type { OpenAPIV3 } from 'openapi-types'
+import type { Lifecycle, NoticeDays } from '../src/contract/lifecycle.js'
+import { readContract } from '../src/contract/model.js'
+import { keysOf } from '../src/contract/pointer.js'
+import { describe } from '../src/contract/problems.js'
+import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
-import { type LifecyclePolicy, policyFile, readPolicy } from './lifecycle-policy.js'
 import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')
@@ -58,32 +65,29 @@ export interface AcceptedChange {
   reason: string
 }
 
+/** What the gate found against one release of the major version. */
+export interface ReleaseFindings extends Findings {
+  version: string
+}
+
 export interface GateResult {
   ok: boolean
   /** what to print: the version checks, then every breaking change, one a line */
   lines: string[]
+  /** the findings against each release of the major version, oldest first */
+  releases: ReleaseFindings[]
 }
-
-type Version = [number, number, number]
-const versionPattern = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
 
 /** MAJOR.MINOR.PATCH as numbers; `what` names the text in the error (a file and a field). */
 function version(text: unknown, what: string): Version {
-  const match = versionPattern.exec(String(text))
-  if (match === null) throw new Error(`${what} ${JSON.stringify(text)} is not a version MAJOR.MINOR.PATCH`)
-  return [Number(match[1]), Number(match[2]), Number(match[3])]
-}
-
-const compare = (a: Version, b: Version) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]
-
-interface Document {
-  info: { version: unknown }
-  servers?: { url: string }[]
+  const parsed = parseVersion(text)
+  if (parsed === undefined) throw new Error(`${what} ${JSON.stringify(text)} is not a version MAJOR.MINOR.PATCH`)
+  return parsed
 }
 
 /** "GET /pets" for a change inside an operation, else the top-level part ("servers", "info"). */
 export function whereOf(pointer: string): string {
-  const [section, path, method] = pointer.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+  const [section, path, method] = keysOf(pointer)
   if (section !== 'paths') return section!
   return method === undefined ? path! : `${method.toUpperCase()} ${path}`
 }
@@ -111,9 +115,9 @@ export async function diff(base: string, revision: string): Promise<Change[]> {
 export interface LifecycleContext {
   /** the operations of the release compared with */
   base: ReleasedOperation[]
-  /** each operation as the latest release of the major version that has it describes it */
-  latest: Map<string, Record<string, any>>
-  policy: LifecyclePolicy
+  /** each operation's lifecycle as the latest release of the major version that has it describes it */
+  latest: Map<string, Lifecycle>
+  noticeDays: NoticeDays
   now: Date
 }
 
@@ -144,7 +148,7 @@ export function classify(changes: Change[], accepted: AcceptedChange[], lifecycl
     const operations = lifecycle ? touched(lifecycle.base, change.path, findings.map((finding) => finding.location.pointer)) : []
     const judgements = operations.map((operation) =>
       // a removal takes away the operation at or under the removed place
-      judge(lifecycle!.latest.get(operation.name)!, change.kind === 'removed' && operation.pointer.startsWith(change.path), lifecycle!.policy, lifecycle!.now),
+      judge(lifecycle!.latest.get(operation.name)!, change.kind === 'removed' && operation.pointer.startsWith(change.path), lifecycle!.noticeDays, lifecycle!.now),
     )
     if (judgements.length > 0 && judgements.every((judgement) => judgement.allowed !== undefined)) {
       found.allowed.push(`  allowed (${[...new Set(judgements.map((judgement) => judgement.allowed))].join('; ')}): ${line}`)
@@ -177,30 +181,24 @@ export function reviewedLines(changes: Change[], accepted: AcceptedChange[]): st
   return lines
 }
 
-/** The breaking changes among `changes`, less the accepted ones (every operation stable). */
-export const breakingLines = (changes: Change[], accepted: AcceptedChange[]) => classify(changes, accepted).breaking
-
 export interface GateOptions {
   spec?: string
   released?: string
   accepted?: string
-  /** contract/lifecycle-policy.yaml */
-  policy?: string
   /** the day it is: whether a sunset has passed (by default, now) */
   now?: Date
 }
 
 /** Checks `spec` against every released contract, as CI does. */
-export async function checkBreaking({ spec = specPath, released = releasedDir, accepted = acceptedFile, policy = policyFile, now = new Date() }: GateOptions = {}): Promise<GateResult> {
-  const document = parse(readFileSync(spec, 'utf8')) as Document
+export async function checkBreaking({ spec = specPath, released = releasedDir, accepted = acceptedFile, now = new Date() }: GateOptions = {}): Promise<GateResult> {
+  const document = parse(readFileSync(spec, 'utf8')) as OpenAPIV3.Document
   const current = version(document.info.version, `${relative(projectRoot, spec)}: info.version`)
   const releases = readdirSync(released)
     .filter((name) => name.endsWith('.yaml'))
     .map((name) => ({ file: join(released, name), version: version(name.slice(0, -'.yaml'.length), `${relative(projectRoot, join(released, name))}: the name`) }))
-    .sort((a, b) => compare(a.version, b.version))
+    .sort((a, b) => compareVersions(a.version, b.version))
   if (releases.length === 0) throw new Error(`${released} holds no released contract (MAJOR.MINOR.PATCH.yaml)`)
   const acceptedChanges = readAccepted(accepted)
-  const lifecyclePolicy = readPolicy(policy)
 
   const lines: string[] = []
   let ok = true
@@ -209,28 +207,28 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
     lines.push(line)
   }
   const latest = releases.at(-1)!
-  const named = (v: Version) => v.join('.')
-  if (compare(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
+  const named = versionText
+  if (compareVersions(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
 
-  // the version segment of the base address follows the major version, in both directions
-  const segment = `/v${current[0]}`
-  for (const { url } of document.servers ?? []) {
-    if (!url.replace(/\/$/, '').endsWith(segment)) fail(`server ${url} must end in ${segment}: the version segment is the major version of info.version ${named(current)}`)
-  }
+  // the lifecycle markers and the version segment, refused as the server refuses them
+  const { contract, problems } = readContract(document, { file: basename(spec) })
+  for (const problem of problems) if (problem.rule === 'lifecycle' || problem.rule === 'version') fail(`${contract.file}: ${describe(problem)}`)
 
   const sameMajor = releases.filter((release) => release.version[0] === current[0])
   if (current[0] > latest.version[0]) {
     lines.push(`info.version ${named(current)} starts major version ${current[0]}: breaking changes to ${named(latest.version)} are allowed`)
   }
-  const documents = new Map(sameMajor.map((release) => [release, parse(readFileSync(release.file, 'utf8')) as Record<string, any>]))
+  const operations = new Map(sameMajor.map((release) => [release, operationsOf(parse(readFileSync(release.file, 'utf8')) as Record<string, any>)]))
   // each operation as the latest release that has it says: its level, its deprecation
-  const latestOf = new Map<string, Record<string, any>>()
-  for (const release of sameMajor) for (const operation of operationsOf(documents.get(release)!)) latestOf.set(operation.name, operation.definition)
-  const revision = operationsOf(document)
+  const latestOf = new Map<string, Lifecycle>()
+  for (const release of sameMajor) for (const operation of operations.get(release)!) latestOf.set(operation.name, operation.lifecycle)
+  const revision = operationsOf(document as unknown as Record<string, any>)
+  const findings: ReleaseFindings[] = []
   for (const release of sameMajor) {
-    const base = operationsOf(documents.get(release)!)
-    const { breaking, allowed } = classify(await diff(release.file, spec), acceptedChanges, { base, latest: latestOf, policy: lifecyclePolicy, now })
+    const base = operations.get(release)!
+    const { breaking, allowed } = classify(await diff(release.file, spec), acceptedChanges, { base, latest: latestOf, noticeDays: contract.service.noticeDays, now })
     breaking.push(...lifecycleBreaks(base, revision))
+    findings.push({ version: named(release.version), breaking, allowed })
     if (breaking.length === 0) {
       lines.push(`compatible with the released ${named(release.version)}${allowed.length > 0 ? `; ${allowed.length} change(s) allowed by their operations' lifecycle:` : ''}`, ...allowed)
       continue
@@ -241,7 +239,7 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
     lines.push(...breaking)
     if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
   }
-  return { ok, lines }
+  return { ok, lines, releases: findings }
 }
 
 if (process.argv[1] === import.meta.filename) {

@@ -10,7 +10,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/config.js'
-import { loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
 import { reportFailure } from '../src/core/failure.js'
 import { openStorage, type Storage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
@@ -70,7 +70,7 @@ function parseCommand(args: string[]): Command | 'help' | 'roles' {
   if (operands.length !== (takesId ? 1 : 0)) throw new UsageError(takesId ? `${command} takes one ID` : `${command} takes no arguments`)
   const unknown = roles.unknown(role ?? [])
   if (unknown.length > 0) {
-    throw new UsageError(`unknown role ${unknown.map((name) => JSON.stringify(name)).join(', ')}: the roles are ${[...roles.catalogue.keys()].join(', ')}`)
+    throw new UsageError(`unknown role ${unknown.map((name) => JSON.stringify(name)).join(', ')}: the roles are ${[...roles.roles.keys()].join(', ')}`)
   }
 
   if (command === 'list') return list
@@ -113,7 +113,7 @@ const list: Command = async (keys) => {
 
 /** The catalogue: each role, whether a key gets it by default, and what it lets a key do. */
 function listRoles(): number {
-  const rows = [...roles.catalogue].map(([name, role]) => [name, role.default ? 'yes' : 'no', role.description.replace(/\s+/g, ' ').trim()])
+  const rows = [...roles.roles].map(([name, role]) => [name, role.default ? 'yes' : 'no', role.description.replace(/\s+/g, ' ').trim()])
   console.log(table([['role', 'default', 'lets a key'], ...rows]))
   return 0
 }

@@ -14,16 +14,13 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
+import { keysOf } from '../src/contract/pointer.js'
+import { compareVersions, parseVersion } from '../src/contract/version.js'
 import { changelogPath, projectRoot, specPath } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
 import { acceptedFile, type Change, checkBreaking, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
 
-const versionPattern = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/
-const parts = (version: string) => versionPattern.exec(version)!.slice(1).map(Number)
-const compare = (a: string, b: string) => {
-  const [x, y] = [parts(a), parts(b)]
-  return x[0]! - y[0]! || x[1]! - y[1]! || x[2]! - y[2]!
-}
+const compare = (a: string, b: string) => compareVersions(parseVersion(a)!, parseVersion(b)!)
 
 export interface ReleaseOptions {
   version: string
@@ -47,10 +44,10 @@ export function withVersion(source: string, version: string): string {
 }
 
 export async function release({ version, spec = specPath, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date() }: ReleaseOptions): Promise<ReleaseResult> {
-  if (!versionPattern.test(version)) return { ok: false, lines: [`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`] }
+  if (parseVersion(version) === undefined) return { ok: false, lines: [`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`] }
   const releases = readdirSync(released)
     .map((name) => name.slice(0, -'.yaml'.length))
-    .filter((name) => versionPattern.test(name))
+    .filter((name) => parseVersion(name) !== undefined)
     .sort(compare)
   const last = releases.at(-1)
   if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
@@ -67,8 +64,8 @@ export async function release({ version, spec = specPath, released = releasedDir
     const previousFile = join(released, `${last}.yaml`)
     const changes = await diff(previousFile, candidate)
     const current = parse(source)
-    // the changes the lifecycle allowed, against the last release (the gate lists them per release)
-    const allowed = lastReleaseLines(gate.lines, last)
+    // the changes the lifecycle allowed, against the last release
+    const allowed = gate.releases.find((findings) => findings.version === last)?.allowed ?? []
     const text = entry({
       version,
       date: now.toISOString().slice(0, 10),
@@ -100,7 +97,7 @@ export function compatibleLines(changes: Change[], current?: Record<string, any>
   const grouped = new Map<string, Set<string>>()
   for (const change of changes) {
     if (change.impact !== 'minor') continue
-    const parts = change.path.replace(/^#\//, '').split('/').map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    const parts = keysOf(change.path)
     const inOperation = parts[0] === 'paths' || parts[0] === 'webhooks'
     if (inOperation && parts.length <= 3) continue
     const rest = inOperation ? parts.slice(3) : parts.slice(1)
@@ -123,13 +120,6 @@ function namedItem(document: Record<string, any> | undefined, parts: string[]): 
   if (document === undefined || !/^\d+$/.test(parts.at(-1)!)) return undefined
   const item = parts.reduce<any>((node, part) => node?.[part], document)
   return typeof item?.name === 'string' ? `${parts.at(-2)!.replace(/s$/, '')} ${item.name}` : undefined
-}
-
-/** The "allowed (...)" lines the gate printed under its line about release `last`. */
-function lastReleaseLines(lines: string[], last: string): string[] {
-  // (the gate passed: its lines are per release, oldest first, so the last block is the last release's)
-  const start = lines.findIndex((line) => line.includes(`the released ${last}`))
-  return lines.slice(start + 1).filter((line) => line.startsWith('  allowed ('))
 }
 
 if (process.argv[1] === import.meta.filename) {

@@ -2,26 +2,32 @@
  * What the breaking-change gate asks of an operation's lifecycle (docs/compatibility.md): which
  * operations a change of redocly diff touches, at what level each was released, and whether
  * that level lets the change through within the major version. Also the lifecycle changes
- * redocly does not see: a demotion, a sunset moved earlier.
+ * redocly does not see: a demotion, a sunset moved earlier. Every lifecycle is read by the
+ * contract model (src/contract/lifecycle.ts).
  */
-import { dayMs, dayOf, type LifecyclePolicy, type Level, levelOf, rank } from './lifecycle-policy.js'
+import { dayMs, type Lifecycle, type NoticeDays, rank } from '../src/contract/lifecycle.js'
+import { readContract } from '../src/contract/model.js'
+import { keysOf } from '../src/contract/pointer.js'
+import type { OpenAPIV3 } from 'openapi-types'
 
 type Node = Record<string, any>
 export interface ReleasedOperation {
   /** `GET /pets/{petId}`, or `WEBHOOK pet.created` */
   name: string
+  /** its operationId, or the event's type */
+  id: string
   /** its JSON pointer in the document, `#/paths/~1pets~1{petId}/get` */
   pointer: string
-  definition: Node
+  lifecycle: Lifecycle
   /** the components (`#/components/schemas/Pet`) it reaches, through $refs */
   uses: Set<string>
 }
 
-const httpMethods = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'])
-const escape = (part: string) => part.replaceAll('~', '~0').replaceAll('/', '~1')
-
-/** Every operation of a document, its paths' and its webhooks', with the components it uses. */
+/** Every operation of a document, its paths' and its webhooks', with its lifecycle as the
+ * contract model reads it (a released document under the rules of its day: problems are not
+ * the gate's to judge in it) and the components it uses. */
 export function operationsOf(document: Node): ReleasedOperation[] {
+  const { contract } = readContract(document as OpenAPIV3.Document)
   const reached = new Map<string, Set<string>>()
   const refsIn = (node: unknown, into: Set<string>) => {
     if (typeof node !== 'object' || node === null) return
@@ -40,24 +46,26 @@ export function operationsOf(document: Node): ReleasedOperation[] {
     if (known) return known
     const found = new Set<string>()
     reached.set(component, found)
-    const [, , kind, name] = component.split('/')
-    refsIn(document.components?.[kind!]?.[name!.replaceAll('~1', '/').replaceAll('~0', '~')], found)
+    const [, kind, name] = keysOf(component)
+    refsIn(document.components?.[kind!]?.[name!], found)
     return found
   }
-  const operations: ReleasedOperation[] = []
-  for (const section of ['paths', 'webhooks'] as const) {
-    for (const [path, item] of Object.entries<Node>(document[section] ?? {})) {
-      for (const [method, definition] of Object.entries<Node>(item)) {
-        if (!httpMethods.has(method)) continue
-        const uses = new Set<string>()
-        refsIn(definition, uses)
-        refsIn(item.parameters, uses)
-        const name = section === 'paths' ? `${method.toUpperCase()} ${path}` : `WEBHOOK ${path}`
-        operations.push({ name, pointer: `#/${section}/${escape(path)}/${method}`, definition, uses })
-      }
-    }
+  const used = (definition: unknown, pathItem: Node | undefined) => {
+    const uses = new Set<string>()
+    refsIn(definition, uses)
+    refsIn(pathItem?.parameters, uses)
+    return uses
   }
-  return operations
+  return [
+    ...[...contract.operations.values()].map(({ id, method, path, pointer, definition, lifecycle }) => ({
+      name: `${method} ${path}`,
+      id,
+      pointer,
+      lifecycle,
+      uses: used(definition, document.paths?.[path]),
+    })),
+    ...[...contract.events.values()].map(({ type, pointer, definition, lifecycle }) => ({ name: `WEBHOOK ${type}`, id: type, pointer, lifecycle, uses: used(definition, undefined) })),
+  ]
 }
 
 /** The operations a change touches: those at or under its place, and the users of the
@@ -79,41 +87,39 @@ export interface Judgement {
   why?: string
 }
 
+const day = (date: Date) => date.toISOString().slice(0, 10)
+
 /**
  * Whether a change (a removal or not) of one operation may pass within the major version:
- * `released` is the operation as the latest release that has it describes it.
+ * `released` is the lifecycle of the operation as the latest release that has it describes it.
  */
-export function judge(released: Node, removal: boolean, policy: LifecyclePolicy, now: Date): Judgement {
-  const level = levelOf(released)
+export function judge(released: Lifecycle, removal: boolean, noticeDays: NoticeDays, now: Date): Judgement {
+  const { level, deprecation } = released
   if (level === 'experimental') return { allowed: 'experimental' }
   if (level === 'stable' && !removal) return {}
-  if (released.deprecated !== true) return { why: `${level}: only a released deprecation with a passed sunset lets it go` }
-  const deprecatedAt = dayOf(released['x-deprecated-at'])
-  const sunset = dayOf(released['x-sunset'])
-  if (deprecatedAt === undefined || sunset === undefined) return { why: `${level}, deprecated without both x-deprecated-at and x-sunset` }
-  const notice = policy.noticeDays[level]
-  if (sunset.getTime() - deprecatedAt.getTime() < notice * dayMs) {
-    return { why: `${level}: its sunset ${released['x-sunset']} was less than ${notice} days after its deprecation ${released['x-deprecated-at']}` }
+  if (deprecation === undefined) return { why: `${level}: only a released deprecation with a passed sunset lets it go` }
+  if (deprecation.at === undefined || deprecation.sunset === undefined) return { why: `${level}, deprecated without both x-deprecated-at and x-sunset` }
+  const notice = noticeDays[level]
+  if (deprecation.sunset.getTime() - deprecation.at.getTime() < notice * dayMs) {
+    return { why: `${level}: its sunset ${day(deprecation.sunset)} was less than ${notice} days after its deprecation ${day(deprecation.at)}` }
   }
-  if (now < sunset) return { why: `${level}, deprecated, but its sunset ${released['x-sunset']} has not passed` }
-  return { allowed: `${level}, sunset ${released['x-sunset']} passed` }
+  if (now < deprecation.sunset) return { why: `${level}, deprecated, but its sunset ${day(deprecation.sunset)} has not passed` }
+  return { allowed: `${level}, sunset ${day(deprecation.sunset)} passed` }
 }
 
 /** Demotions and sunsets moved earlier, from `released` to `revision`: one line each. */
 export function lifecycleBreaks(released: ReleasedOperation[], revision: ReleasedOperation[]): string[] {
-  const now = new Map(revision.map((operation) => [operation.name, operation.definition]))
-  return released.flatMap(({ name, definition }) => {
-    const current = now.get(name)
-    if (current === undefined) return []
-    const was: Level = levelOf(definition)
-    const is: Level = levelOf(current)
+  const now = new Map(revision.map((operation) => [operation.name, operation.lifecycle]))
+  return released.flatMap(({ name, lifecycle: was }) => {
+    const is = now.get(name)
+    if (is === undefined) return []
     const lines: string[] = []
-    if (rank(is) < rank(was)) lines.push(`  ${name}: demoted from ${was} to ${is} (x-stability)`)
+    if (rank(is.level) < rank(was.level)) lines.push(`  ${name}: demoted from ${was.level} to ${is.level} (x-stability)`)
     // (an experimental operation promised no date)
-    const sunset = dayOf(definition['x-sunset'])
-    if (was !== 'experimental' && definition.deprecated === true && sunset !== undefined) {
-      const moved = current.deprecated === true ? dayOf(current['x-sunset']) : undefined
-      if (moved !== undefined && moved < sunset) lines.push(`  ${name}: x-sunset moved earlier, from ${definition['x-sunset']} to ${current['x-sunset']}: clients were promised that date`)
+    const promised = was.deprecation?.sunset
+    const moved = is.deprecation?.sunset
+    if (was.level !== 'experimental' && promised !== undefined && moved !== undefined && moved < promised) {
+      lines.push(`  ${name}: x-sunset moved earlier, from ${day(promised)} to ${day(moved)}: clients were promised that date`)
     }
     return lines
   })

@@ -3,8 +3,8 @@
  * (storage/usage.ts), one line per key and operation. A key of API_KEYS, which the store does
  * not hold, is shown by its principal (`env:` and 12 hex digits of its SHA-256), never the key.
  */
-import { lifecycleOf } from '../src/contract/lifecycle.js'
-import { loadContract } from '../src/contract/spec.js'
+import { storedKeyIdOf, storedKeyPrincipal } from '../src/auth/access.js'
+import { loadContract } from '../src/contract/load.js'
 import type { Storage } from '../src/storage/index.js'
 
 export interface UsageLine {
@@ -21,18 +21,18 @@ export interface UsageLine {
 
 export async function usageLines(storage: Storage): Promise<UsageLine[]> {
   const contract = loadContract()
-  const names = new Map((await storage.keys.list()).map((key) => [`key:${key.id}`, key.name]))
+  const names = new Map((await storage.keys.list()).map((key) => [storedKeyPrincipal(key.id), key.name]))
   // stored keys by id, then the API_KEYS ones (the store lists them by principal, as text)
-  const order = (principal: string) => (principal.startsWith('key:') ? Number(principal.slice(4)) : Number.POSITIVE_INFINITY)
+  const order = (principal: string) => storedKeyIdOf(principal) ?? Number.POSITIVE_INFINITY
   const records = (await storage.usage.list()).sort((a, b) => order(a.principal) - order(b.principal) || a.principal.localeCompare(b.principal))
   return records.map((record) => {
     const operation = contract.operations.get(record.operation)
-    const stored = record.principal.startsWith('key:')
+    const id = storedKeyIdOf(record.principal)
     return {
-      key: stored ? record.principal.slice('key:'.length) : record.principal,
-      name: stored ? (names.get(record.principal) ?? '(deleted)') : '(API_KEYS)',
+      key: id === undefined ? record.principal : String(id),
+      name: id === undefined ? '(API_KEYS)' : (names.get(record.principal) ?? '(deleted)'),
       operation: record.operation,
-      lifecycle: operation === undefined ? 'removed' : (lifecycleOf(operation) ?? 'stable'),
+      lifecycle: operation === undefined ? 'removed' : (operation.lifecycle.label ?? 'stable'),
       calls: record.calls,
       firstCallAt: record.firstCallAt.toISOString(),
       lastCallAt: record.lastCallAt.toISOString(),

@@ -1,36 +1,29 @@
 import { readFileSync } from 'node:fs'
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
-import { anyOf, bearerAuth, staticKey, staticKeys, staticPrincipals, storedKeys } from './auth/bearer.js'
-import { principalRoles } from './auth/principals.js'
-import { type Config, ConfigError } from './config.js'
-import { generatedCompilers } from './contract/compilers.js'
-import docs, { docsPath } from './contract/docs.js'
-import { lifecycleOf, lifecycleOfOperations, retirementOfOperations } from './contract/lifecycle.js'
-import contractPlugin from './contract/plugin.js'
-import { type Contract, loadContract } from './contract/spec.js'
-import { ApiError } from './core/errors.js'
-import { guardServer, openConnections, protectiveHeaders, serverOptions } from './http/connections.js'
-import { registerCors } from './http/cors.js'
-import { errorHandler, notFoundHandler, unavailableLog } from './http/error-handler.js'
-import { jsonBodyParser, otherMediaTypes } from './http/json-body.js'
-import { redactUrl } from './http/redact.js'
-import { requestHooks } from './http/request-hooks.js'
-import { RateLimits } from './limits/rate-limit.js'
-import health from './ops/health.js'
-import metrics, { observeUnrouted } from './ops/metrics.js'
-import { orderHandlers, orderScope } from './orders/handlers.js'
+import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
+import access from './auth/plugin.js'
+import { type StaticKey, staticKey } from './auth/bearer.js'
+import type { Config } from './config.js'
+import { loadContract } from './contract/load.js'
+import type { Contract } from './contract/model.js'
 import { changelogPath } from './core/paths.js'
-import { petHandlers } from './pets/handlers.js'
+import docs from './docs/plugin.js'
+import { generatedCompilers } from './http/compilers.js'
+import { protectiveHeaders, serverOptions } from './http/connections.js'
+import cors from './http/cors.js'
+import { errorHandler } from './http/error-handler.js'
+import { lifecycleHeaders } from './http/lifecycle-headers.js'
+import operations from './http/operations.js'
+import http from './http/plugin.js'
+import { redactUrl } from './http/redact.js'
+import rateLimits from './limits/plugin.js'
+import health from './ops/health.js'
+import { lifecycleCalls } from './ops/lifecycle-calls.js'
+import metrics from './ops/metrics.js'
+import orders from './orders/plugin.js'
+import pets from './pets/plugin.js'
 import { openStorage, type Storage } from './storage/index.js'
-import { startDispatcher } from './webhooks/dispatcher.js'
-import { eventWithheld } from './webhooks/entitled.js'
-import { webhookHandlers } from './webhooks/handlers.js'
-
-/** The longest a start waits for Redis to connect; past it the server starts, counting alone. */
-const redisConnectBoundMs = 2_000
-
-/** Request bodies above this size are refused with 413 (openapi.yaml says 16 KiB). */
-const bodyLimit = 16 * 1024
+import storagePlugin from './storage/plugin.js'
+import webhooks from './webhooks/plugin.js'
 
 export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT' | 'METRICS_HOST'> {
   /** pino options beside the level, e.g. a destination stream */
@@ -43,18 +36,10 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   clock?: () => number
 }
 
-/** One access-log line per request, when it is answered ("request completed", with the
- * method, URL, status and time); Fastify's default adds a second line as each request arrives. */
-class AccessLog extends LogController {
-  override incomingRequest() {}
-}
-
 declare module 'fastify' {
   interface FastifyInstance {
-    storage: Storage
+    /** the contract the app serves (src/contract/model.ts) */
     contract: Contract
-    /** the rate limits; their `refused` event fires for every 429 (see RateLimitEvents) */
-    rateLimits: RateLimits
   }
 }
 
@@ -67,6 +52,7 @@ export async function buildApp(options: AppOptions) {
     readConnections: options.DATABASE_READ_CONNECTIONS,
     timeoutMs: options.DATABASE_TIMEOUT_MS,
     webhookRetryPeriodMs: options.WEBHOOK_RETRY_PERIOD_S * 1000,
+    idempotencyWindowMs: contract.service.limits.idempotencyKeyHours * 3_600_000,
   })
   try {
     return await assemble(contract, storage, options)
@@ -76,23 +62,51 @@ export async function buildApp(options: AppOptions) {
   }
 }
 
+/** The plugins of the service, in order: each feature declares what it needs of those before it. */
 async function assemble(contract: Contract, storage: Storage, options: AppOptions) {
   const apiKeys = options.API_KEYS.map(staticKey)
-  for (const { roles = [] } of apiKeys) {
-    const unknown = contract.roles.unknown(roles)
-    if (unknown.length > 0) {
-      throw new ConfigError(`invalid configuration: API_KEYS names the role ${unknown.join(', ')}, which is not one of ${[...contract.roles.catalogue.keys()].join(', ')}`)
-    }
-  }
+  const app = Fastify(fastifyOptions(contract, options, apiKeys))
+  app.decorate('contract', contract)
+  // operating it first: each route counts its own requests
+  await app.register(metrics)
+  await app.register(storagePlugin, { storage })
+  await app.register(http, { ...options, bodyIdleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS })
+  await app.register(rateLimits, options)
+  await app.register(access, { apiKeys })
+  await app.register(cors, { origins: options.CORS_ORIGINS })
+  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
+  await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
+  await app.register(pets)
+  await app.register(orders)
+  await app.register(webhooks, options)
+  await app.register(operations, {
+    contract,
+    handlers: { ...app.petOperations, ...app.orderOperations, ...app.webhookOperations },
+    guardOf: app.access.guardOf,
+    clock: options.clock ?? Date.now,
+    callsOf: lifecycleCalls(app.metrics, storage.usage),
+  })
+  return app
+}
+
+/** One access-log line per request, when it is answered ("request completed", with the
+ * method, URL, status and time); Fastify's default adds a second line as each request arrives. */
+class AccessLog extends LogController {
+  override incomingRequest() {}
+}
+
+/** Fastify's options: the log, the HTTP server's limits, the compilers from generated/, and the
+ * way out of errors met before routing. */
+function fastifyOptions(contract: Contract, options: AppOptions, apiKeys: readonly StaticKey[]): FastifyServerOptions {
   const secrets = apiKeys.map(({ key }) => key)
-  const lifecycle = lifecycleOfOperations(contract, docsPath(contract))
   // the access-log line of a request of a deprecated, experimental or beta operation says so
-  const lifecycleLabels = new Map([...contract.operations.values()].map((operation) => [operation.id, lifecycleOf(operation)]))
   const lifecycleField = (reply: FastifyReply) => {
-    const label = lifecycleLabels.get((reply.request.routeOptions.schema as { operationId?: string } | undefined)?.operationId as string)
+    const operationId = (reply.request.routeOptions.schema as { operationId?: string } | undefined)?.operationId
+    const label = operationId === undefined ? undefined : contract.operations.get(operationId)?.lifecycle.label
     return label === undefined ? undefined : { lifecycle: label }
   }
-  const app = Fastify({
+  const lifecycle = new Map([...contract.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, contract)]))
+  return {
     logger: {
       level: options.LOG_LEVEL,
       // the key is the one secret a request carries; it is never written down
@@ -109,7 +123,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     // (one, with its request id, costs a µs per request)
     ...(options.LOG_LEVEL === 'silent' && { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     ...serverOptions(options),
-    bodyLimit,
+    bodyLimit: contract.service.limits.requestBodyBytes,
     // a path parameter too long for the router would be a 404 without a word; let validation say why
     routerOptions: { maxParamLength: 16 * 1024 },
     // errors Fastify meets before routing (a malformed URL) leave through the same door as all
@@ -117,7 +131,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     frameworkErrors: (error, request, reply) => {
       const operation = contract.operationAt(request.method, request.url.split('?')[0]!)
       reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)) })
-      observeUnrouted(reply)
+      request.server.metrics.observeUnrouted(reply)
       return errorHandler(error, request, reply)
     },
     // requests that arrive while the server drains are answered, not refused with a 503
@@ -127,101 +141,5 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
     // the client's address (for its rate limit) from X-Forwarded-For, when set by these proxies only
     trustProxy: options.TRUST_PROXY.length > 0 ? options.TRUST_PROXY : false,
     schemaController: options.schemaController ?? generatedCompilers(),
-  })
-  guardServer(app.server, app.log, options)
-  app.decorate('connections', openConnections(app.server))
-  app.decorate('storage', storage)
-  app.decorate('contract', contract)
-  app.decorateRequest('principal', '')
-  // (set by authentication with the key's own set; none on operations that need no key)
-  app.decorateRequest('roles', null as unknown as ReadonlySet<string>)
-  app.decorate('reportUnavailable', unavailableLog(app.log))
-  const rateLimits = await RateLimits.open(options, app.log, redisConnectBoundMs)
-  app.decorate('rateLimits', rateLimits)
-  app.addHook('onClose', () => {
-    rateLimits.close()
-    return storage.close()
-  })
-
-  // JSON only, read by one parser that knows the limits: any other body is a 415.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit, idleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS }))
-  app.addContentTypeParser('*', otherMediaTypes)
-  requestHooks(app, contract)
-  // operating it: request metrics (before any route: each route counts its own requests)
-  await app.register(metrics)
-  rateLimits.on('refused', (policy) => app.metrics.rateLimitRefused(policy))
-
-  // the events the changes record, sent to their subscriptions (src/webhooks/)
-  const webhookPolicy = { allowHttp: options.WEBHOOK_ALLOW_HTTP, allowPrivate: options.WEBHOOK_ALLOW_PRIVATE }
-  const rolesNow = principalRoles(staticPrincipals(apiKeys, contract.roles.defaults), storage.keys)
-  const dispatcher = startDispatcher(
-    storage.deliveries,
-    {
-      policy: webhookPolicy,
-      timeoutMs: options.WEBHOOK_TIMEOUT_MS,
-      retryBaseMs: options.WEBHOOK_RETRY_BASE_MS,
-      pollMs: options.WEBHOOK_POLL_MS,
-      withheld: (owner, type) => eventWithheld(owner, type, rolesNow, contract.roles.ofEvent(type)),
-    },
-    app.log,
-    app.metrics.webhooks,
-  )
-  // (onClose hooks run last registered first: it stops before the storage it writes to closes)
-  app.addHook('onClose', () => dispatcher.close())
-
-  const notFound = notFoundHandler(contract)
-  // A request no operation serves is a 404 or 405, whatever Fastify finds wrong with its body
-  // (an unreadable request, our own ApiError, stays what it is). No route counts it: it is
-  // counted here.
-  app.setErrorHandler<FastifyError | ApiError>((error, request, reply) => {
-    if (!request.is404) return errorHandler(error, request, reply)
-    observeUnrouted(reply)
-    return error instanceof ApiError ? errorHandler(error, request, reply) : notFound(request, reply)
-  })
-  app.setNotFoundHandler((request, reply) => {
-    observeUnrouted(reply)
-    return notFound(request, reply)
-  })
-  await registerCors(app, contract, options.CORS_ORIGINS, notFound)
-
-  // health probes (src/ops/)
-  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
-
-  await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
-  await app.register(contractPlugin, {
-    contract,
-    handlers: {
-      ...petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets'), petUrl: (petId) => contract.urlOf('getPet', { petId }) }),
-      ...orderHandlers(storage.orders, {
-        ordersUrl: contract.urlOf('listOrders'),
-        orderUrl: (orderId) => contract.urlOf('getOrder', { orderId }),
-        scopeOf: orderScope(contract.roles.seeEveryOrder),
-      }),
-      ...webhookHandlers(storage.webhooks, {
-        policy: webhookPolicy,
-        maxPerKey: options.WEBHOOK_MAX_PER_KEY,
-        secretOverlapMs: options.WEBHOOK_SECRET_OVERLAP_S * 1000,
-        webhookUrl: (webhookId) => contract.urlOf('getWebhook', { webhookId }),
-        deliveriesUrl: (webhookId) => contract.urlOf('listWebhookDeliveries', { webhookId }),
-        dueNow: dispatcher.wake,
-        eventRoles: contract.roles.ofEvent,
-      }),
-    },
-    authenticate: rateLimits.around(bearerAuth(anyOf(staticKeys(apiKeys, contract.roles.defaults), storedKeys(storage.keys)))),
-    anonymous: rateLimits.anonymous,
-    lifecycle,
-    retirements: retirementOfOperations(contract),
-    clock: options.clock ?? Date.now,
-    callsOf(operation) {
-      const label = lifecycleOf(operation)
-      if (label === undefined) return undefined
-      const counted = app.metrics.lifecycleRequests(operation.id, label)
-      return (principal) => {
-        counted()
-        storage.usage.note(principal, operation.id)
-      }
-    },
-  })
-  return app
+  }
 }

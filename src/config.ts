@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { type Static, Type } from '@sinclair/typebox'
 import { Ajv, type Options, type ValidateFunction } from 'ajv'
+import { OperatorError } from './core/errors.js'
 import { generatedDir, loadGenerated } from './core/paths.js'
 
 /** A token68 (RFC 7235): what a client can send after `Bearer `. */
@@ -139,7 +140,7 @@ type Lists = 'API_KEYS' | 'CORS_ORIGINS' | 'TRUST_PROXY'
 export type Config = Omit<Static<typeof configSchema>, Lists> & Record<Lists, string[]>
 
 /** A bad setting: the process reports it in one line and exits. */
-export class ConfigError extends Error {}
+export class ConfigError extends OperatorError {}
 
 /**
  * How the environment is read (env-schema's way): text is coerced to the schema's types,

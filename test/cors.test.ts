@@ -7,7 +7,7 @@ import { createServer } from 'node:http'
 import { chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { allowedRequestHeaders, documentedHeaders, preflightMaxAgeS } from '../src/http/cors.js'
-import { loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
 import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 

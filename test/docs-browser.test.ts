@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { chromium } from 'playwright-core'
 import t from 'tap'
-import { loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
 import { build, testKey } from './helpers/app.js'
 
 /** Debian's Chromium (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1. */

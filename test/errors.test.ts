@@ -2,7 +2,7 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { errorStatus } from '../src/core/errors.js'
 import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
-import { loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
 import { build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 

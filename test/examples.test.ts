@@ -5,7 +5,8 @@
  */
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
-import { deref, loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
+import { deref } from '../src/contract/pointer.js'
 import { build, call } from './helpers/app.js'
 
 const contract = loadContract()

@@ -1,6 +1,6 @@
 import t from 'tap'
-import type { OperationHandlers } from '../src/contract/operations.js'
-import { loadContract } from '../src/contract/spec.js'
+import type { OperationHandlers } from '../src/http/handlers.js'
+import { loadContract } from '../src/contract/load.js'
 import { orderHandlers } from '../src/orders/handlers.js'
 import { petHandlers } from '../src/pets/handlers.js'
 import type { OrderRepository } from '../src/storage/orders.js'

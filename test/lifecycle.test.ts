@@ -1,6 +1,7 @@
 import t from 'tap'
 import { lifecycleHeaders } from '../src/contract/lifecycle.js'
-import { type OperationDefinition, loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
+import { type OperationDefinition } from '../src/contract/model.js'
 import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 

@@ -7,7 +7,8 @@
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { pipelines } from '../src/storage/postgres-pipelines.js'
-import { postgresSql, StorageUnavailable } from '../src/storage/sql.js'
+import { StorageUnavailable } from '../src/core/errors.js'
+import { postgresSql } from '../src/storage/sql.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { freshPostgres, freshRole, postgresMissing, query } from './helpers/postgres.js'
 

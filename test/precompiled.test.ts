@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { configValidator } from '../src/config.js'
-import { loadContract, parsedSpecModule } from '../src/contract/spec.js'
-import { loadPrecompiled, Validator } from '../src/contract/spec-validator.js'
+import { loadContract, parsedSpecModule } from '../src/contract/load.js'
+import { loadPrecompiled, Validator } from '../src/http/spec-validator.js'
 import { specPath } from '../src/core/paths.js'
 
 // What `npm run generate` compiles ahead of the start (generated/openapi.cjs, openapi-schema.cjs,

@@ -10,7 +10,8 @@
  */
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
-import { deref, loadContract } from '../src/contract/spec.js'
+import { loadContract } from '../src/contract/load.js'
+import { deref } from '../src/contract/pointer.js'
 import { build, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'

@@ -2,9 +2,8 @@ import type { Socket } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import { ApiError } from '../core/errors.js'
 import { occurrences } from '../http/raw-headers.js'
-import { type Grant, hashKey, type KeyRepository } from '../storage/keys.js'
-
-export type { Grant } from '../storage/keys.js'
+import { type Grant, staticKeyPrincipal } from './access.js'
+import { hashKey } from './secrets.js'
 
 /** Who a key, given as its SHA-256 (hashKey), belongs to (its principal) and the roles it
  * holds, or undefined when it is not accepted: at once when known without asking a store, else
@@ -24,18 +23,6 @@ export interface Authenticate {
 }
 
 const keyCheck = (check: (digest: string) => ReturnType<KeyCheck>, known: KeyCheck['known']): KeyCheck => Object.assign(check, { known })
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The API key the request was authenticated with, as a stable name that is not the secret:
-     * `key:<id>` for a stored key, `env:<first 12 hex digits of its hash>` for an API_KEYS one.
-     * Empty on operations that need no key. What is kept per client is kept under it. */
-    principal: string
-    /** The roles of that key (openapi.yaml's x-roles), as it holds them now; null on
-     * operations that need no key. */
-    roles: ReadonlySet<string>
-  }
-}
 
 const realm = 'Bearer realm="petstore"'
 
@@ -132,7 +119,7 @@ function staticGrants(keys: readonly StaticKey[], defaults: readonly string[]): 
   return new Map(
     keys.map(({ key, roles = defaults }) => {
       const digest = hashKey(key)
-      return [digest, { principal: `env:${digest.slice(0, 12)}`, roles: new Set(roles) }] as const
+      return [digest, { principal: staticKeyPrincipal(digest), roles: new Set(roles) }] as const
     }),
   )
 }
@@ -150,8 +137,16 @@ export function staticPrincipals(keys: readonly StaticKey[], defaults: readonly 
   return new Map([...staticGrants(keys, defaults).values()].map(({ principal, roles }) => [principal, roles]))
 }
 
+/** The key store, as authentication asks it (storage/keys.ts's KeyRepository). */
+export interface StoredKeys {
+  /** the grant of an active key by its SHA-256, at once when known, else by a promise */
+  authenticate(digest: string): Grant | Promise<Grant | undefined>
+  /** the same, from what is known without a query: undefined for any other */
+  known(digest: string): Grant | undefined
+}
+
 /** Keys issued with `npm run keys`, kept in the store (known at once: those in use, cached). */
-export function storedKeys(keys: KeyRepository): KeyCheck {
+export function storedKeys(keys: StoredKeys): KeyCheck {
   return keyCheck(
     (digest) => keys.authenticate(digest),
     (digest) => keys.known(digest),

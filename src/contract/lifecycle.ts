@@ -1,117 +1,170 @@
-import { ApiError } from '../core/errors.js'
-import type { Contract, Operation } from './spec.js'
-
-/** Stability markers an operation may carry (`x-stability`); none means stable. */
-const stabilities = new Set(['experimental', 'beta'])
-
-/** What the metrics and the usage records call an operation's lifecycle: `deprecated` (whatever
- * its level), `experimental` or `beta`; undefined for a stable operation in good standing. */
-export function lifecycleOf({ definition }: Operation): 'deprecated' | 'experimental' | 'beta' | undefined {
-  if (definition.deprecated === true) return 'deprecated'
-  const stability = definition['x-stability']
-  return stability === 'experimental' || stability === 'beta' ? stability : undefined
-}
-
-/** lifecycleHeaders of every operation of the contract, made once. */
-export function lifecycleOfOperations(contract: Contract, docsPath: string): ReadonlyMap<Operation, Record<string, string> | undefined> {
-  return new Map([...contract.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, contract, docsPath)]))
-}
-
 /**
- * The response headers that announce an operation's lifecycle, built once at startup from its
- * entry in openapi.yaml: `deprecated`, `x-deprecated-at`, `x-sunset`, `x-successor` and
- * `x-stability`. An operation that has none of them gets no headers (undefined).
+ * The lifecycle an operation or event declares (docs/compatibility.md): its stability level
+ * (`x-stability`), and for a deprecated operation when it was deprecated, when it goes, what
+ * replaces it and its brownouts. Read here and nowhere else: the server, the breaking-change
+ * gate, the changelog and the lint all ask this module, so a marker is refused by all of them
+ * with the same words.
  */
-export function lifecycleHeaders(
-  operation: Operation,
-  contract: Contract,
-  docsPath: string,
-): Record<string, string> | undefined {
-  const definition = operation.definition
-  const headers: Record<string, string> = {}
-  const where = `openapi.yaml: operation ${operation.id}`
+import type { Problems } from './problems.js'
 
-  const stability = definition['x-stability']
-  if (stability !== undefined) {
-    if (!stabilities.has(stability as string)) {
-      throw new Error(`${where}: x-stability must be one of ${[...stabilities].join(', ')}, not ${JSON.stringify(stability)}`)
-    }
-    headers['API-Stability'] = stability as string
-  }
+/** Stability levels, least stable first; `stable` is the level of an operation without a marker. */
+export const levels = ['experimental', 'beta', 'stable'] as const
+export type Level = (typeof levels)[number]
 
-  if (definition.deprecated === true) {
-    const deprecatedAt = dateOf(definition['x-deprecated-at'], `${where}: x-deprecated-at`)
-    headers.Deprecation = `@${deprecatedAt.getTime() / 1000}`
-    const links = [`<${docsPath}>; rel="deprecation"; type="text/html"`]
+export const rank = (level: Level) => levels.indexOf(level)
 
-    if (definition['x-sunset'] !== undefined) {
-      const sunset = dateOf(definition['x-sunset'], `${where}: x-sunset`)
-      if (sunset < deprecatedAt) throw new Error(`${where}: x-sunset is earlier than x-deprecated-at`)
-      headers.Sunset = sunset.toUTCString()
-    }
-    if (definition['x-successor'] !== undefined) {
-      const successor = contract.operations.get(definition['x-successor'] as string)
-      if (!successor) throw new Error(`${where}: x-successor names no operation: ${String(definition['x-successor'])}`)
-      links.unshift(`<${contract.basePath}${successor.path}>; rel="successor-version"`)
-    }
-    headers.Link = links.join(', ')
-  }
+/** How the lifecycle of an operation is labelled in metrics and usage records: deprecated
+ * (whatever its level), experimental or beta; undefined for a stable one in good standing. */
+export type LifecycleLabel = 'deprecated' | 'experimental' | 'beta'
 
-  return Object.keys(headers).length > 0 ? headers : undefined
+/** A UTC interval before the sunset during which a deprecated operation already answers 410. */
+export interface Brownout {
+  /** ms since the epoch; the end excluded */
+  start: number
+  end: number
+  /** the end as the spec writes it */
+  endText: string
 }
 
-/** Whether a deprecated operation is gone at an instant (ms since the epoch): the `gone` error
- * to answer with, or undefined while it still works. */
-export type Retirement = (now: number) => ApiError | undefined
-
-/** The retirement of every operation that has one (a sunset or brownouts), made once. */
-export function retirementOfOperations(contract: Contract): ReadonlyMap<Operation, Retirement | undefined> {
-  return new Map([...contract.operations.values()].map((operation) => [operation, retirement(operation, contract)]))
+/** (A date is undefined only in a document read with problems: one the server would not serve.) */
+export interface Deprecation {
+  /** `x-deprecated-at`: midnight UTC of that day */
+  at?: Date
+  /** `x-sunset`: midnight UTC of the day the operation is gone */
+  sunset?: Date
+  /** `x-successor`: the operationId that replaces it */
+  successor?: string
+  /** `x-successor-reason`: why none does */
+  successorReason?: string
+  brownouts: readonly Brownout[]
 }
 
-/**
- * From `x-sunset` (00:00 UTC) on, and within each of its `x-brownouts` (`{start, end}`, RFC 3339
- * date-times in UTC, the end excluded, all before the sunset), a deprecated operation is gone.
- */
-export function retirement(operation: Operation, contract: Contract): Retirement | undefined {
-  const definition = operation.definition
-  const where = `openapi.yaml: operation ${operation.id}`
-  const brownouts = (definition['x-brownouts'] ?? []) as { start?: unknown; end?: unknown }[]
-  if (definition.deprecated !== true || definition['x-sunset'] === undefined) {
-    if (brownouts.length > 0) throw new Error(`${where}: x-brownouts needs deprecated: true and an x-sunset`)
-    return undefined
-  }
-  const sunsetDay = String(definition['x-sunset'])
-  const sunset = dateOf(sunsetDay, `${where}: x-sunset`).getTime()
-  const intervals = brownouts.map(({ start, end }, index) => {
-    const [from, to] = [instantOf(start, `${where}: x-brownouts[${index}].start`), instantOf(end, `${where}: x-brownouts[${index}].end`)]
-    if (!(from < to && to <= sunset)) throw new Error(`${where}: x-brownouts[${index}] must end after it starts, and by the sunset`)
-    return [from, to, String(end)] as const
-  })
-  const successorId = definition['x-successor'] as string | undefined
-  const successor = successorId === undefined ? '' : `: use ${successorId}, ${contract.operations.get(successorId)!.method} ${contract.basePath}${contract.operations.get(successorId)!.path}`
-  return (now) => {
-    if (now >= sunset) return new ApiError('gone', `${operation.id} was removed on ${sunsetDay} (its sunset)${successor}`)
-    for (const [from, to, end] of intervals) {
-      if (now >= from && now < to) return new ApiError('gone', `${operation.id} is unavailable until ${end}, a brownout before its removal on ${sunsetDay}${successor}`)
-    }
-    return undefined
-  }
+export interface Lifecycle {
+  level: Level
+  deprecation?: Deprecation
+  label?: LifecycleLabel
 }
 
-/** An RFC 3339 date-time in UTC (`2030-11-01T14:00:00Z`), as ms since the epoch. */
-function instantOf(value: unknown, what: string): number {
+/** The least days from deprecation to sunset, by level (`x-service.lifecycle.noticeDays`). */
+export type NoticeDays = Record<Exclude<Level, 'experimental'>, number>
+
+export const dayMs = 86_400_000
+
+/** An RFC 3339 full-date (`2030-12-05`) as midnight UTC, or undefined when it is not one (the
+ * round trip refuses other shapes and impossible days, 2030-02-31). */
+export function dayOf(value: unknown): Date | undefined {
+  if (typeof value !== 'string') return undefined
+  const date = new Date(`${value}T00:00:00Z`)
+  return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value ? undefined : date
+}
+
+/** An RFC 3339 date-time in UTC (`2030-11-01T14:00:00Z`) as ms since the epoch, or undefined. */
+export function instantOf(value: unknown): number | undefined {
   const at = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(value) ? Date.parse(value) : Number.NaN
-  if (Number.isNaN(at)) throw new Error(`${what} must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not ${JSON.stringify(value)}`)
-  return at
+  return Number.isNaN(at) ? undefined : at
 }
 
-/** An RFC 3339 full-date (`2030-12-05`), as midnight UTC. */
-function dateOf(value: unknown, what: string): Date {
-  const date = new Date(`${String(value)}T00:00:00Z`)
-  // the round trip rejects other shapes and impossible days (2030-02-31)
-  if (Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value) {
-    throw new Error(`${what} must be a date written YYYY-MM-DD, not ${JSON.stringify(value)}`)
+/** The level a definition declares; an unknown one is reported, and read as stable (the
+ * strictest: nothing is let through on a typo). */
+function levelOf(definition: Record<string, unknown>, at: readonly (string | number)[], where: string, problems: Problems): Level {
+  const stability = definition['x-stability']
+  if (stability === undefined) return 'stable'
+  if (stability === 'experimental' || stability === 'beta') return stability
+  problems.add('lifecycle', [...at, 'x-stability'], where, `x-stability ${JSON.stringify(stability)} is not a level: experimental or beta (none means stable)`)
+  return 'stable'
+}
+
+const deprecationMarkers = ['x-deprecated-at', 'x-sunset', 'x-successor', 'x-successor-reason', 'x-brownouts'] as const
+
+/**
+ * The lifecycle of an operation (or event) `definition`, at `at` in the document, `where` for
+ * people. What is malformed is added to `problems` and read as leniently as it can be (a
+ * released contract is read too, under the rules of its day). `noticeDays`, when given, is the
+ * least notice a deprecation must give.
+ */
+export function readLifecycle(
+  definition: Record<string, unknown>,
+  at: readonly (string | number)[],
+  where: string,
+  problems: Problems,
+  noticeDays?: NoticeDays,
+): Lifecycle {
+  const level = levelOf(definition, at, where, problems)
+  if (definition.deprecated !== true) {
+    // a marker the server would not act on is refused, not ignored
+    for (const marker of deprecationMarkers) {
+      if (definition[marker] !== undefined) problems.add('lifecycle', [...at, marker], where, `${marker} needs deprecated: true`)
+    }
+    return { level, ...(level !== 'stable' && { label: level }) }
   }
-  return date
+  const deprecatedAt = dayOf(definition['x-deprecated-at'])
+  if (deprecatedAt === undefined) {
+    const value = definition['x-deprecated-at']
+    problems.add('lifecycle', [...at, 'x-deprecated-at'], where, `a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD${value === undefined ? '' : `, not ${JSON.stringify(value)}`}`)
+  }
+  const sunset = dayOf(definition['x-sunset'])
+  if (sunset === undefined) {
+    const value = definition['x-sunset']
+    problems.add('lifecycle', [...at, 'x-sunset'], where, `a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD${value === undefined ? '' : `, not ${JSON.stringify(value)}`}`)
+  }
+  if (deprecatedAt !== undefined && sunset !== undefined) {
+    if (sunset < deprecatedAt) problems.add('lifecycle', [...at, 'x-sunset'], where, `x-sunset ${definition['x-sunset']} is earlier than x-deprecated-at ${definition['x-deprecated-at']}`)
+    const notice = level === 'experimental' || noticeDays === undefined ? 0 : noticeDays[level]
+    if (sunset.getTime() - deprecatedAt.getTime() < notice * dayMs) {
+      problems.add('lifecycle', 
+        [...at, 'x-sunset'],
+        where,
+        `x-sunset ${definition['x-sunset']} is less than ${notice} days (the ${level} notice period, x-service.lifecycle.noticeDays) after x-deprecated-at ${definition['x-deprecated-at']}`,
+      )
+    }
+  }
+  const successor = definition['x-successor']
+  const successorReason = definition['x-successor-reason']
+  if (successor !== undefined && typeof successor !== 'string') problems.add('lifecycle', [...at, 'x-successor'], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`)
+  if (successor === undefined && (typeof successorReason !== 'string' || successorReason.trim() === '')) {
+    problems.add('lifecycle', at, where, 'a deprecated operation names its x-successor (an operationId), or says in x-successor-reason why there is none')
+  }
+  const deprecation: Deprecation = {
+    ...(deprecatedAt !== undefined && { at: deprecatedAt }),
+    ...(sunset !== undefined && { sunset }),
+    ...(typeof successor === 'string' && { successor }),
+    ...(typeof successorReason === 'string' && { successorReason }),
+    brownouts: brownoutsOf(definition['x-brownouts'], sunset, [...at, 'x-brownouts'], where, problems),
+  }
+  return { level, deprecation, label: 'deprecated' }
+}
+
+/** `x-brownouts`: `{start, end}` UTC date-times, each ending after it starts and by the sunset. */
+function brownoutsOf(value: unknown, sunset: Date | undefined, at: readonly (string | number)[], where: string, problems: Problems): Brownout[] {
+  if (value === undefined) return []
+  if (!Array.isArray(value)) {
+    problems.add('lifecycle', at, where, 'x-brownouts must be a list of {start, end}')
+    return []
+  }
+  return value.flatMap((brownout: { start?: unknown; end?: unknown } | null, index) => {
+    const [start, end] = [instantOf(brownout?.start), instantOf(brownout?.end)]
+    for (const [field, instant] of [['start', start] as const, ['end', end] as const]) {
+      if (instant === undefined) {
+        problems.add('lifecycle', [...at, index, field], where, `x-brownouts[${index}].${field} must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not ${JSON.stringify(brownout?.[field])}`)
+      }
+    }
+    if (start === undefined || end === undefined) return []
+    if (!(start < end && (sunset === undefined || end <= sunset.getTime()))) {
+      problems.add('lifecycle', [...at, index], where, `x-brownouts[${index}] must end after it starts, and by the sunset`)
+      return []
+    }
+    return [{ start, end, endText: String(brownout!.end) }]
+  })
+}
+
+/** When a deprecated operation is gone at an instant (ms since the epoch): why, in words, or
+ * undefined while it still works. From its sunset (00:00 UTC) on, and within its brownouts. */
+export function goneAt(operationId: string, { deprecation }: Lifecycle, now: number, successorText: string): string | undefined {
+  if (deprecation?.sunset === undefined) return undefined
+  const sunsetDay = deprecation.sunset.toISOString().slice(0, 10)
+  if (now >= deprecation.sunset.getTime()) return `${operationId} was removed on ${sunsetDay} (its sunset)${successorText}`
+  for (const { start, end, endText } of deprecation.brownouts) {
+    if (now >= start && now < end) return `${operationId} is unavailable until ${endText}, a brownout before its removal on ${sunsetDay}${successorText}`
+  }
+  return undefined
 }

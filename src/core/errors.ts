@@ -1,6 +1,3 @@
-/** Seconds a client is asked to wait (Retry-After) before trying again after a 503. */
-export const retryAfterSeconds = 5
-
 /**
  * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
  * Error body. openapi.yaml lists the same codes (Error.code, x-extensible-enum); a test holds the
@@ -51,11 +48,11 @@ export function fitMessage(message: string): string {
   return `${printable.slice(0, messageMaxLength - 1).replace(/[\uD800-\uDBFF]$/, '')}…`
 }
 
-/** An error a handler or hook means to send as it is. */
-export class ApiError extends Error {
+/** An error a handler or hook means to send as it is; `C` its code, for the handlers' types. */
+export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
   readonly status: number
   constructor(
-    readonly code: ErrorCode,
+    readonly code: C,
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
@@ -65,5 +62,20 @@ export class ApiError extends Error {
 
   get body(): ErrorBody {
     return { code: this.code, message: this.message, status: this.status }
+  }
+}
+
+/** A failure a setting or the environment causes, which the operator fixes (a bad setting, a
+ * database that cannot be reached, a contract the server refuses): a command reports it in its
+ * own words alone, without a stack. */
+export class OperatorError extends Error {}
+
+/**
+ * The database cannot serve the request now (down, unreachable, frozen, busy, out of disk), but
+ * may again: the client is told to retry (503), the operator is told the cause (`cause`).
+ */
+export class StorageUnavailable extends Error {
+  constructor(cause: Error) {
+    super(`the database is unavailable: ${cause.message}`, { cause })
   }
 }

@@ -1,6 +1,4 @@
-import { ConfigError } from '../config.js'
-import { DatabaseConfigError } from '../storage/index.js'
-import { MigrationError } from '../storage/migrations.js'
+import { OperatorError } from './errors.js'
 
 /** The system calls of listening whose failures a setting causes: a port in use or not
  * allowed, an address not of this host (listen), a host name that does not resolve. */
@@ -12,10 +10,6 @@ const listenCalls = new Set(['listen', 'getaddrinfo'])
  * anything else is a bug, reported whole, with its stack.
  */
 export function reportFailure(command: string, error: Error): void {
-  const known =
-    error instanceof ConfigError ||
-    error instanceof DatabaseConfigError ||
-    error instanceof MigrationError ||
-    listenCalls.has((error as NodeJS.ErrnoException).syscall ?? '')
+  const known = error instanceof OperatorError || listenCalls.has((error as NodeJS.ErrnoException).syscall ?? '')
   console.error(known ? `${command}: ${error.message}` : error)
 }

@@ -1,9 +1,9 @@
 import cors, { type FastifyCorsOptions } from '@fastify/cors'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
 import type { OpenAPIV3 } from 'openapi-types'
-import { publishedSpecPaths } from '../contract/docs.js'
-import { parametersOf } from '../contract/parameters.js'
-import { type Contract, deref } from '../contract/spec.js'
+import type { Contract } from '../contract/model.js'
+import { deref } from '../contract/pointer.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,9 +11,6 @@ declare module 'fastify' {
     corsPreflightEnabled: boolean
   }
 }
-
-/** How long a browser may reuse a preflight answer, in seconds. */
-export const preflightMaxAgeS = 600
 
 /** The request headers a browser page may send beyond the CORS-safelisted ones, those that
  * every operation may take: the key and the body's type. */
@@ -33,17 +30,13 @@ const readableAnyway = new Set(['cache-control', 'content-language', 'content-le
  * what it serves there. Every other request is as without CORS: an OPTIONS request that is not
  * such a preflight is the 404 or 405 it was, answered before its body is read.
  */
-export async function registerCors(
-  app: FastifyInstance,
-  contract: Contract,
-  origins: readonly string[],
-  notFound: (request: FastifyRequest, reply: FastifyReply) => unknown,
-): Promise<void> {
+async function corsPlugin(app: FastifyInstance, { origins }: { origins: readonly string[] }): Promise<void> {
   if (origins.length === 0) return
+  const { contract, notFound } = app
   const anyOrigin = origins.includes('*')
   const exposedHeaders = documentedHeaders(contract).join(', ')
   const allowedHeaders = allowedRequestHeaders(contract).join(', ')
-  const published = new Set(Object.values(publishedSpecPaths(contract)))
+  const published = new Set([contract.service.paths.json, contract.service.paths.yaml])
   const methodsAt = (path: string) => (published.has(path) ? ['GET', 'HEAD'] : contract.methodsAt(path))
 
   const optionsFor = (request: FastifyRequest): FastifyCorsOptions => {
@@ -61,7 +54,7 @@ export async function registerCors(
       methods,
       allowedHeaders,
       exposedHeaders,
-      maxAge: preflightMaxAgeS,
+      maxAge: contract.service.limits.preflightMaxAgeSeconds,
       credentials: false,
     }
   }
@@ -78,7 +71,7 @@ export async function registerCors(
 export function allowedRequestHeaders(contract: Contract): string[] {
   const names = new Map(alwaysAllowed.map((name) => [name.toLowerCase(), name]))
   for (const operation of contract.operations.values()) {
-    for (const { in: where, name } of parametersOf(operation, contract)) if (where === 'header') names.set(name.toLowerCase(), name)
+    for (const { in: where, name } of operation.parameters) if (where === 'header') names.set(name.toLowerCase(), name)
   }
   return [...names.values()].sort()
 }
@@ -97,3 +90,5 @@ export function documentedHeaders({ document, operations }: Contract): string[] 
   }
   return [...names.values()].sort()
 }
+
+export default fp(corsPlugin, { name: 'cors', fastify: '5.x', dependencies: ['http'], decorators: { fastify: ['contract'] } })

@@ -1,8 +1,6 @@
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
-import { docsPath, publishedSpecPaths } from '../contract/docs.js'
-import type { Contract } from '../contract/spec.js'
-import { ApiError, retryAfterSeconds } from '../core/errors.js'
-import { StorageUnavailable } from '../storage/sql.js'
+import type { Contract } from '../contract/model.js'
+import { ApiError, StorageUnavailable } from '../core/errors.js'
 import { bodyStillArriving, closeAfterAnswer } from './linger.js'
 
 interface ValidationIssue {
@@ -45,11 +43,11 @@ export const unsupportedMediaType = (request: FastifyRequest) =>
   new ApiError('unsupported_media_type', `Unsupported media type ${JSON.stringify(request.headers['content-type'] ?? 'none')}: send application/json`)
 
 /** Any error, ours or Fastify's, as one of the catalogue's. */
-export function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
+function toApiError(error: FastifyError | ApiError, request: FastifyRequest): ApiError {
   if (error instanceof ApiError) return error
   if (error instanceof StorageUnavailable) {
     return new ApiError('unavailable', 'The service is unavailable for a moment: try again later', {
-      'Retry-After': String(retryAfterSeconds),
+      'Retry-After': String(request.server.contract.service.limits.unavailableRetryAfterSeconds),
     })
   }
   if (error.validation) {
@@ -119,7 +117,7 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
  * that names the methods it takes (RFC 9110). The root, where a person is likely to look
  * first, is a 404 that says where the API and its documentation are. */
 export function notFoundHandler(contract: Contract) {
-  const atRoot = `: the API is under ${contract.basePath}; its documentation is at ${docsPath(contract)} and its contract at ${publishedSpecPaths(contract).yaml}`
+  const atRoot = `: the API is under ${contract.basePath}; its documentation is at ${contract.service.paths.docs} and its contract at ${contract.service.paths.yaml}`
   return (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0]!
     const allowed = contract.methodsAt(path)?.join(', ')

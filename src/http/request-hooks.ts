@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { FastifyInstance } from 'fastify'
-import type { Contract } from '../contract/spec.js'
+import type { Contract } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import { protectiveHeaders } from './connections.js'
 import { closeAfterAnswer, declaresBody } from './linger.js'
@@ -20,7 +20,7 @@ declare module 'fastify' {
 export function requestHooks(app: FastifyInstance, contract: Contract): void {
   app.decorate('draining', false)
   // the methods whose requests' bodies the server reads: those of the spec's operations that take one
-  const readsBody = new Set([...contract.operations.values()].filter((operation) => operation.definition.requestBody !== undefined).map(({ method }) => method))
+  const readsBody = new Set([...contract.operations.values()].filter((operation) => operation.takesBody).map(({ method }) => method))
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(protectiveHeaders)

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config.js'
-import { ApiError, retryAfterSeconds } from '../core/errors.js'
+import { ApiError } from '../core/errors.js'
 
 /** A readiness probe is answered within this long at most (or DATABASE_TIMEOUT_MS, if shorter):
  * an orchestrator's probe gives up after 1 s by default (Kubernetes' timeoutSeconds). */
@@ -14,9 +14,6 @@ export interface HealthOptions {
   logLevel: Config['LOG_LEVEL']
 }
 
-/** Where orchestrators and load balancers ask, outside the API's base path. */
-export const livePath = '/livez'
-export const readyPath = '/readyz'
 
 const ok = JSON.stringify({ status: 'ok' })
 
@@ -36,10 +33,10 @@ async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel }: Healt
   const isReady = readiness(app, Math.min(readyBoundMs, timeoutMs))
   const json = (reply: FastifyReply) => reply.type('application/json; charset=utf-8')
 
-  app.get(livePath, routeOptions, (_request, reply) => {
+  app.get(app.contract.service.paths.live, routeOptions, (_request, reply) => {
     json(reply).send(ok)
   })
-  app.get(readyPath, routeOptions, async (_request, reply) => {
+  app.get(app.contract.service.paths.ready, routeOptions, async (_request, reply) => {
     const problem = await isReady()
     if (problem === undefined) return json(reply).send(ok)
     // sent here, not through the error handler, which would log every failed probe
@@ -55,7 +52,8 @@ async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel }: Healt
 function readiness(app: FastifyInstance, boundMs: number) {
   let checking: Promise<void> | undefined
   let wasReady = true
-  const notReady = (message: string) => new ApiError('unavailable', message, { 'Retry-After': String(retryAfterSeconds) })
+  const retryAfter = String(app.contract.service.limits.unavailableRetryAfterSeconds)
+  const notReady = (message: string) => new ApiError('unavailable', message, { 'Retry-After': retryAfter })
 
   return async (): Promise<ApiError | undefined> => {
     if (app.draining) return notReady('Not ready: the server is shutting down')
@@ -80,4 +78,4 @@ function readiness(app: FastifyInstance, boundMs: number) {
   }
 }
 
-export default fp(healthPlugin, { name: 'health', fastify: '5.x', decorators: { fastify: ['storage', 'draining'] } })
+export default fp(healthPlugin, { name: 'health', fastify: '5.x', dependencies: ['storage', 'http'], decorators: { fastify: ['contract', 'draining'] } })

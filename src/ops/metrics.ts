@@ -2,8 +2,6 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyInstance, FastifyReply, onResponseHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Registry } from 'prom-client'
-import type { StorageStats } from '../storage/index.js'
-import { attemptResults, type DispatcherMetrics } from '../webhooks/dispatcher.js'
 import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
 import { RequestLatency } from './request-latency.js'
 
@@ -32,29 +30,23 @@ export interface Metrics {
   connectionRefused(): void
   /** a log line was dropped: too many waited to be written (log-destination.ts) */
   logLineDropped(): void
-  /** webhook attempts and deliveries */
-  webhooks: DispatcherMetrics
   /** the counter of an operation's authenticated requests, for one that is deprecated,
    * experimental or beta (its `lifecycle`): made once, then called per request */
   lifecycleRequests(operation: string, lifecycle: string): () => void
 }
 
 
-
 /**
- * The service's metrics, in a registry of its own (every app built in a process has its own):
+ * The service's metrics, in a registry of its own (every app built in a process has its own),
+ * to which each concern adds its own (the database's, the webhooks'):
  * - petstore_http_request_duration_seconds{operation,status}: a histogram whose `_count` is the
  *   number of requests answered (as OpenTelemetry's http.server.request.duration, no separate
  *   counter is kept);
  * - petstore_rate_limit_refusals_total{reason};
- * - petstore_webhook_attempts_total{result}, petstore_webhook_deliveries_total{result} and
- *   petstore_webhook_oldest_pending_seconds (the lag of event deliveries, as the dispatcher last
- *   found it: a scrape asks the database nothing);
  * - petstore_lifecycle_requests_total{operation,lifecycle}: authenticated requests of the
  *   deprecated, experimental and beta operations (who calls them, per key: `npm run keys -- usage`);
- * - the database, read from `stats` only when scraped: PostgreSQL's pool, SQLite's group commits.
  */
-export function createMetrics(stats: () => StorageStats): Metrics {
+export function createMetrics(): Metrics {
   const registry = new Registry()
   const registers = [registry]
   const requests = new RequestLatency(
@@ -81,31 +73,6 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     registers,
   })
 
-  const attempts = new Counter({
-    name: 'petstore_webhook_attempts_total',
-    help: 'Attempts to deliver a webhook event, by result: succeeded (2xx), rejected (another status), timeout, unreachable (no connection), refused (an address the policy refuses)',
-    labelNames: ['result'] as const,
-    registers,
-  })
-  for (const result of attemptResults) attempts.inc({ result }, 0)
-  const deliveries = new Counter({
-    name: 'petstore_webhook_deliveries_total',
-    help: 'Webhook deliveries that are over, by result: succeeded, or failed (no attempt succeeded within WEBHOOK_RETRY_PERIOD_S)',
-    labelNames: ['result'] as const,
-    registers,
-  })
-  for (const result of ['succeeded', 'failed'] as const) deliveries.inc({ result }, 0)
-  // when the oldest delivery waiting was created, as the dispatcher last found it
-  let oldestPendingAt: number | undefined
-  new Gauge({
-    name: 'petstore_webhook_oldest_pending_seconds',
-    help: 'Age of the oldest webhook delivery not yet made (0 when none waits): the lag to alert on; every instance reports the same store',
-    registers,
-    collect() {
-      this.set(oldestPendingAt === undefined ? 0 : Math.max(0, (Date.now() - oldestPendingAt) / 1000))
-    },
-  })
-
   // counted on the request's path in a plain number per series (prom-client hashes the labels
   // at each inc, half a µs), added to the counter when it is scraped
   const lifecycleSeries: { labels: { operation: string; lifecycle: string }; calls: number }[] = []
@@ -122,10 +89,6 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     },
   })
 
-  const initial = stats()
-  if (initial.pool) poolGauges(registers, () => stats().pool!)
-  if (initial.commits) commitMetrics(registers, () => stats().commits!)
-
   return {
     registry,
     requests,
@@ -141,84 +104,7 @@ export function createMetrics(stats: () => StorageStats): Metrics {
         series.calls++
       }
     },
-    webhooks: {
-      attempted: (result) => attempts.inc({ result }),
-      finished: (result) => deliveries.inc({ result }),
-      pending: (since) => {
-        oldestPendingAt = since
-      },
-    },
   }
-}
-
-/** PostgreSQL's pool, and its pipelined connections for reads if it has them, as gauges read when scraped. */
-function poolGauges(registers: Registry[], pool: () => NonNullable<StorageStats['pool']>) {
-  gaugesOf(registers, pool, [
-    ['petstore_db_pool_max_connections', 'Connections the pool may open (DATABASE_POOL_SIZE)', 'max'],
-    ['petstore_db_pool_open_connections', 'Connections open, idle or in use', 'open'],
-    ['petstore_db_pool_idle_connections', 'Open connections not in use', 'idle'],
-    ['petstore_db_pool_waiting_requests', 'Queries and transactions waiting for a free connection', 'waiting'],
-  ])
-  if (pool().reads === undefined) return
-  gaugesOf(registers, () => pool().reads!, [
-    ['petstore_db_read_max_connections', 'Connections that carry reads, pipelined (DATABASE_READ_CONNECTIONS)', 'max'],
-    ['petstore_db_read_open_connections', 'Of those, open', 'open'],
-    ['petstore_db_read_unanswered_statements', 'Reads sent on them (or waiting for one to open), not yet answered', 'unanswered'],
-  ])
-}
-
-/** The fields of `Stats` that hold a number. */
-type NumberField<Stats> = { [Field in keyof Stats]: Stats[Field] extends number ? Field : never }[keyof Stats]
-
-/** One gauge per field of what `read` gives, read when scraped. */
-function gaugesOf<Stats>(registers: Registry[], read: () => Stats, gauges: (readonly [string, string, NumberField<Stats>])[]) {
-  for (const [name, help, field] of gauges) {
-    new Gauge({
-      name,
-      help,
-      registers,
-      collect() {
-        this.set(read()[field] as number)
-      },
-    })
-  }
-}
-
-/**
- * SQLite's group commits. Its one connection is used synchronously, so no statement ever waits
- * for it between two turns of the event loop, and a pool's gauges would always read the same.
- * What tells an operator something: how many commits (fsyncs) the creates cost, how long they
- * held the process, and writes queued for the next one. (Event-loop lag, among the process's
- * metrics, shows the rest of SQLite's time, which is spent on the event loop.)
- */
-function commitMetrics(registers: Registry[], commits: () => NonNullable<StorageStats['commits']>) {
-  const totals = [
-    ['petstore_db_commits_total', 'Commits of grouped creates (each one fsync on SQLite)', 'batches'],
-    ['petstore_db_committed_writes_total', 'Creates written by those commits (writes / commits: the mean batch)', 'writes'],
-    ['petstore_db_commit_seconds_total', 'Time spent in those commits, during which SQLite holds the process', 'seconds'],
-  ] as const
-  for (const [name, help, field] of totals) {
-    // prom-client counters only go up by inc(): each scrape adds what was done since the last
-    let reported = 0
-    new Counter({
-      name,
-      help,
-      registers,
-      collect() {
-        const now = commits()[field]
-        this.inc(now - reported)
-        reported = now
-      },
-    })
-  }
-  new Gauge({
-    name: 'petstore_db_commit_queued_writes',
-    help: 'Creates waiting for the next commit',
-    registers,
-    collect() {
-      this.set(commits().queued)
-    },
-  })
 }
 
 /** The `operation` label of a route: its operationId; outside the API, its pattern (`/readyz`,
@@ -229,9 +115,12 @@ export function operationOf(route: RouteOptions): string {
 
 /** Counts a request no route answers (the not-found handler's 404 and 405, a malformed URL that
  * Fastify's frameworkErrors meets before routing), which no route's hook sees, as `unmatched`. */
-export function observeUnrouted(reply: FastifyReply): void {
-  const started = performance.now()
-  reply.raw.once('finish', () => reply.server.metrics.requests.of(unmatched).observe(reply.statusCode, (performance.now() - started) / 1000))
+function observeUnrouted(requests: RequestLatency): (reply: FastifyReply) => void {
+  const series = requests.of(unmatched)
+  return (reply) => {
+    const started = performance.now()
+    reply.raw.once('finish', () => series.observe(reply.statusCode, (performance.now() - started) / 1000))
+  }
 }
 
 declare module 'fastify' {
@@ -239,6 +128,8 @@ declare module 'fastify' {
     metrics: Metrics & {
       /** serves the metrics (the app's and the process's) on a listener of their own; it closes with the app */
       listen(options: MetricsListenOptions): Promise<string>
+      /** counts a request no route answers */
+      observeUnrouted(reply: FastifyReply): void
     }
   }
 }
@@ -246,10 +137,11 @@ declare module 'fastify' {
 /** Times every answered request: each route has an onResponse hook that knows its series (so
  * this plugin comes before any route), and the rest are counted by observeUnrouted. */
 async function metricsPlugin(app: FastifyInstance) {
-  const metrics = createMetrics(() => app.storage.stats())
+  const metrics = createMetrics()
   const listeners: MetricsListener[] = []
   app.decorate('metrics', {
     ...metrics,
+    observeUnrouted: observeUnrouted(metrics.requests),
     async listen(options: MetricsListenOptions) {
       const listener = await serveMetrics(metrics.exposition, options)
       listeners.push(listener)

@@ -5,6 +5,7 @@
  */
 import type { Generated, Kysely } from 'kysely'
 import { configSchema } from '../config.js'
+import { OperatorError } from '../core/errors.js'
 import type { KeyChanges } from './key-changes.js'
 import type { PipelineStats } from './postgres-pipelines.js'
 import type { Sql } from './sql.js'
@@ -75,7 +76,7 @@ export interface PoolStats {
 }
 
 /** A configuration error: the process reports its message in one line and exits. */
-export class DatabaseConfigError extends Error {}
+export class DatabaseConfigError extends OperatorError {}
 
 /** `sqlite:PATH`, `sqlite::memory:`, `postgres://...` or `postgresql://...`. */
 export function parseDatabaseUrl(url: string): DatabaseTarget {

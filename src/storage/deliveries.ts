@@ -31,9 +31,6 @@ export interface Outcome {
   withheld?: boolean
 }
 
-/** How long finished deliveries are kept (openapi.yaml: listWebhookDeliveries). */
-export const keepFinishedMs = 7 * 24 * 60 * 60 * 1000
-
 /** The deliveries still to make, shared by every instance on the database. */
 export interface DeliveryQueue {
   /** Takes up to `max` due deliveries that no lease holds, for `leaseMs`, under `lease`: a

@@ -3,6 +3,7 @@ import { type Database, DatabaseConfigError, type DatabaseOptions, type Database
 import { type DeliveryQueue, deliveryQueue } from './deliveries.js'
 import type { GroupCommitStats } from './group-commit.js'
 import { type KeyRepository, keyRepository } from './keys.js'
+import { idempotencyWindowMs } from './idempotency.js'
 import { migrate } from './migrations.js'
 import { type OrderRepository, orderRepository } from './orders.js'
 import { openOutbox } from './outbox.js'
@@ -66,6 +67,9 @@ export async function connect(url: string, options: DatabaseOptions): Promise<Da
 export interface StorageOptions extends DatabaseOptions {
   /** how long an event's delivery is tried, in ms (default: WEBHOOK_RETRY_PERIOD_S's) */
   webhookRetryPeriodMs?: number
+  /** how long an Idempotency-Key is remembered, in ms (the server gives the contract's; the
+   * default, for tools that place no orders, is held equal to it by test/orders.test.ts) */
+  idempotencyWindowMs?: number
 }
 
 const defaultRetryPeriodMs = configSchema.properties.WEBHOOK_RETRY_PERIOD_S.default * 1000
@@ -85,7 +89,7 @@ export async function openStorage(url: string, options: StorageOptions): Promise
   const retryPeriodMs = options.webhookRetryPeriodMs ?? defaultRetryPeriodMs
   const outbox = await openOutbox(sql, dialect, retryPeriodMs)
   const pets = petRepository(sql, dialect, outbox)
-  const orders = orderRepository(sql, dialect, outbox)
+  const orders = orderRepository(sql, dialect, outbox, options.idempotencyWindowMs ?? idempotencyWindowMs)
   const usage = usageRepository(sql, dialect)
   return {
     pets,

@@ -1,4 +1,5 @@
-import { hash, randomBytes } from 'node:crypto'
+import { type Grant, storedKeyPrincipal } from '../auth/access.js'
+import { hashKey, newApiKey } from '../auth/secrets.js'
 import type { Dialect } from './database.js'
 import type { KeyChanges } from './key-changes.js'
 import type { Sql, Statements } from './sql.js'
@@ -22,12 +23,6 @@ export interface IssuedKey {
 }
 
 export type RevokeOutcome = 'revoked' | 'already revoked' | 'not found'
-
-/** What an accepted key is let do: who it is (`key:<id>` for a stored key) and its roles. */
-export interface Grant {
-  principal: string
-  roles: ReadonlySet<string>
-}
 
 /** API keys, kept beside the pets. Only a SHA-256 of each key is stored. */
 export interface KeyRepository {
@@ -57,15 +52,6 @@ export interface KeyRepository {
 /** When keys were used is written down this often, in one transaction, never by a request. */
 export const lastUsedFlushMs = 60_000
 
-/** Keys read `pet_<8 hex>_<32 base64url>`: bearer-token safe, 192 random bits, and a
- * recognisable prefix for logs of leaked-secret scanners. */
-function newKey(): { key: string; prefix: string } {
-  const prefix = `pet_${randomBytes(4).toString('hex')}`
-  return { key: `${prefix}_${randomBytes(24).toString('base64url')}`, prefix }
-}
-
-export const hashKey = (key: string) => hash('sha256', key)
-
 interface KeyRow {
   id: number
   name: string
@@ -94,7 +80,7 @@ const rolesOf = (text: string) => text.split(' ').filter((role) => role !== '')
 
 export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
   async function insert(executor: Statements, name: string, roles: readonly string[]): Promise<IssuedKey> {
-    const { key, prefix } = newKey()
+    const { key, prefix } = newApiKey()
     const row = await executor.row<KeyRow>(
       `insert into api_keys (name, prefix, hash, roles, created_at) values ($1, $2, $3, $4, $5) returning ${columns}`,
       [name, prefix, hashKey(key), rolesText(roles), Date.now()],
@@ -137,7 +123,7 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
     const row = await sql.row<{ id: number; roles: string }>('select id, roles from api_keys where hash = $1 and revoked_at is null', [digest])
     if (row === undefined) return undefined
     const id = Number(row.id)
-    const grant = { id, principal: `key:${id}`, roles: new Set(rolesOf(row.roles)) }
+    const grant = { id, principal: storedKeyPrincipal(id), roles: new Set(rolesOf(row.roles)) }
     // (only active keys are cached, never guesses: the cache is as large as the key store)
     if (lookedUpIn === generation) cached.set(digest, grant)
     used.set(id, Date.now())

@@ -1,4 +1,5 @@
 import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
+import { OperatorError } from '../core/errors.js'
 import type { Database, Dialect } from './database.js'
 import { keysChannel } from './key-changes.js'
 
@@ -184,7 +185,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
 }
 
 /** The schema could not be brought up to date; the process reports it in one line and exits. */
-export class MigrationError extends Error {}
+export class MigrationError extends OperatorError {}
 
 /** Brings the schema up to date; returns the names of the migrations it applied. */
 export async function migrate({ db, dialect }: Pick<Database, 'db' | 'dialect'>): Promise<string[]> {

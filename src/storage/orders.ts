@@ -7,6 +7,7 @@ import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 import type { Outbox } from './outbox.js'
 import { type PetStatus, petColumns } from './pets.js'
 import { type Sql, type Statements, select } from './sql.js'
+import { allOrders, type OrderScope } from '../auth/access.js'
 
 type Schemas = components['schemas']
 type OrderSchema = Schemas['Order']
@@ -17,10 +18,6 @@ export type OrderStatus = Schemas['OrderStatus']
 /** The statuses a placed order can move to. */
 export type OrderTarget = Schemas['OrderUpdate']['status']
 
-/** Whose orders a request may see and move: those of one principal (the key that placed
- * them), or every order (`allOrders`: store staff). */
-export type OrderScope = string | typeof allOrders
-export const allOrders: unique symbol = Symbol('every order')
 
 export interface OrderQuery {
   scope: OrderScope
@@ -104,10 +101,11 @@ const setPetStatus = select(`update pets set status = $2 where id = $1 returning
 /** The pet's status once its order has moved. */
 const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', cancelled: 'available' }
 
-export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox): OrderRepository {
+/** `windowMs`: how long an Idempotency-Key is remembered. */
+export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, windowMs: number): OrderRepository {
   // SQLite pays an fsync per commit: writes that arrive together share one (see group-commit.ts).
   const write = transactions(sql, dialect === 'sqlite')
-  const keys = idempotencyKeys<Placement>(sql)
+  const keys = idempotencyKeys<Placement>(sql, windowMs)
 
   async function placeIn(tx: Statements, order: NewOrder, owner: string, placedAt: number): Promise<Placement> {
     const { petId } = order

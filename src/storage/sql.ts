@@ -2,6 +2,7 @@ import type SQLite from 'better-sqlite3'
 import type pg from 'pg'
 import type { MaybePromise } from '../core/maybe-async.js'
 import type { Send } from './postgres-pipelines.js'
+import { StorageUnavailable } from '../core/errors.js'
 
 /**
  * SQL as the repositories write it: one text for both dialects, with `$1`, `$2`… placeholders,
@@ -41,16 +42,6 @@ export interface Sql extends Statements {
   /** `work` in one transaction: committed when it resolves, rolled back when it throws. Inside,
    * `work` must use the statements it is given. */
   transaction<T>(work: (tx: Statements) => Promise<T>): Promise<T>
-}
-
-/**
- * The database cannot serve the request now (down, unreachable, frozen, busy, out of disk), but
- * may again: the client is told to retry (503), the operator is told the cause (`cause`).
- */
-export class StorageUnavailable extends Error {
-  constructor(cause: Error) {
-    super(`the database is unavailable: ${cause.message}`, { cause })
-  }
 }
 
 /** SQLite result codes that say "not now" rather than "wrong": locked by another process past

@@ -3,7 +3,6 @@ import type { FastifyBaseLogger } from 'fastify'
 import { redactUrl } from '../http/redact.js'
 import type { Claimed, DeliveryQueue, Outcome } from '../storage/deliveries.js'
 import type { EventType } from '../storage/outbox.js'
-import { keepFinishedMs } from '../storage/deliveries.js'
 import { type Answer, post } from './send.js'
 import { signedHeaders } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
@@ -33,6 +32,12 @@ export interface DispatcherOptions {
   concurrency?: number
   /** how often finished deliveries past their keeping are deleted */
   forgetEveryMs?: number
+  /** how long finished deliveries are kept (the contract's x-service.limits) */
+  keepFinishedMs: number
+  /** the longest lastError the contract allows a delivery */
+  lastErrorLength: number
+  /** what an event's id begins with (`evt_`), the contract's x-service.events.idPrefix */
+  eventIdPrefix: string
   resolve?: Resolve
   /** why the key of a subscription (its principal, `owner`) may not receive an event of `type`
    * now, or undefined when it may: asked before each attempt */
@@ -53,8 +58,8 @@ export function retryDelay(attempts: number, baseMs: number, random = Math.rando
 }
 
 /** The body of an event, as openapi.yaml's `webhooks` declare it. */
-export function eventBody({ id, type, occurredAt, fields }: Claimed['event']): string {
-  return JSON.stringify({ id: `evt_${id}`, sequence: id, type, occurredAt: new Date(occurredAt).toISOString(), ...JSON.parse(fields) })
+export function eventBody({ id, type, occurredAt, fields }: Claimed['event'], idPrefix: string): string {
+  return JSON.stringify({ id: `${idPrefix}${id}`, sequence: id, type, occurredAt: new Date(occurredAt).toISOString(), ...JSON.parse(fields) })
 }
 
 export interface Dispatcher {
@@ -72,7 +77,7 @@ export interface Dispatcher {
  * takes over a lease that an instance which died left behind.
  */
 export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions, log: FastifyBaseLogger, metrics: DispatcherMetrics): Dispatcher {
-  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, forgetEveryMs = 10 * 60 * 1000, resolve = systemResolve, withheld } = options
+  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, forgetEveryMs = 10 * 60 * 1000, keepFinishedMs, lastErrorLength, eventIdPrefix, resolve = systemResolve, withheld } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
   // time to resolve, attempt (timeoutMs) and write the outcome down, with room to spare
@@ -98,8 +103,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     metrics.attempted(result)
     const outcome: Outcome = { status: 'status' in answer ? answer.status : undefined }
     if (result !== 'succeeded') {
-      // (at most the 200 characters openapi.yaml allows lastError)
-      outcome.error = 'status' in answer ? `answered ${answer.status}` : answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ').slice(0, 200)
+      // (at most what openapi.yaml allows lastError)
+      outcome.error = ('status' in answer ? `answered ${answer.status}` : answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ')).slice(0, lastErrorLength)
       const next = Date.now() + retryDelay(claimed.attempts + 1, retryBaseMs)
       if (next <= claimed.giveUpAt) outcome.nextAttemptAt = next
       log.info({ deliveryId: claimed.deliveryId, url: redactUrl(claimed.url, []), error: outcome.error, retry: outcome.nextAttemptAt !== undefined }, 'webhook attempt failed')
@@ -109,8 +114,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   }
 
   async function send(claimed: Claimed): Promise<Answer | { error: 'refused'; detail: string }> {
-    const id = `evt_${claimed.event.id}`
-    const body = eventBody(claimed.event)
+    const id = `${eventIdPrefix}${claimed.event.id}`
+    const body = eventBody(claimed.event, eventIdPrefix)
     try {
       const target = await resolveTarget(claimed.url, policy, resolve)
       return await post(target, signedHeaders(id, body, claimed.secrets), body, timeoutMs, abort.signal)

@@ -1,8 +1,8 @@
-import type { HandlersOf } from '../contract/operations.js'
-import { lackingRoles } from '../contract/roles.js'
-import { ApiError, retryAfterSeconds } from '../core/errors.js'
-import { pageOf } from '../http/pagination.js'
+import { subscriptionRefusal } from '../auth/access.js'
+import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
+import type { HandlersOf } from '../http/handlers.js'
+import { pageOf } from '../http/pagination.js'
 import type { WebhookRepository } from '../storage/webhooks.js'
 import { newSecret } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
@@ -20,8 +20,12 @@ export interface WebhookHandlerOptions {
   dueNow: () => void
   /** the roles a key needs to receive an event of `type` (openapi.yaml: its x-roles) */
   eventRoles: (type: string) => readonly string[]
+  /** Retry-After of a 503 (the contract's x-service.limits) */
+  retryAfterSeconds: number
   resolve?: Resolve
 }
+
+export type WebhookOperation = 'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries' | 'redeliverWebhook'
 
 const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${webhookId} not found`)
 
@@ -29,74 +33,67 @@ const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${web
  * its own API key (its principal). Reads answer at once when the repository does. */
 export function webhookHandlers(
   webhooks: WebhookRepository,
-  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, resolve = systemResolve }: WebhookHandlerOptions,
-): HandlersOf<'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries' | 'redeliverWebhook'> {
+  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, retryAfterSeconds, resolve = systemResolve }: WebhookHandlerOptions,
+): HandlersOf<WebhookOperation> {
+  /** Undefined for a URL events may be sent to, or the 422 that says why not; a resolver that
+   * cannot answer now is a 503. */
+  async function targetRefusal(url: string) {
+    try {
+      await resolveTarget(url, policy, resolve)
+      return undefined
+    } catch (error) {
+      if (error instanceof TargetRefused) return new ApiError('webhook_url_not_allowed', error.message)
+      return new ApiError('unavailable', 'The host of this URL cannot be resolved for now: try again later', { 'Retry-After': String(retryAfterSeconds) })
+    }
+  }
+
   return {
-    async createWebhook(request, reply) {
-      for (const type of request.body.events) {
-        const lacking = lackingRoles(request.roles, eventRoles(type))
-        if (lacking.length > 0) throw new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which the event ${type} needs`)
-      }
-      await checkTarget(request.body.url, policy, resolve)
+    async createWebhook(request) {
+      const refusal = subscriptionRefusal(request.roles, request.body.events, eventRoles) ?? (await targetRefusal(request.body.url))
+      if (refusal !== undefined) return refusal
       const secret = newSecret()
       const outcome = await webhooks.create(request.principal, request.body, secret, maxPerKey)
       if ('limitReached' in outcome) {
-        throw new ApiError('webhook_limit_reached', `This API key holds ${outcome.limitReached} webhook subscriptions, the most it may: delete one first`)
+        return new ApiError('webhook_limit_reached', `This API key holds ${outcome.limitReached} webhook subscriptions, the most it may: delete one first`)
       }
-      reply.header('Location', webhookUrl(outcome.created.id)).code(201)
-      return { ...outcome.created, secret }
+      return { status: 201, body: { ...outcome.created, secret }, headers: { Location: webhookUrl(outcome.created.id) } }
     },
 
-    listWebhooks: (request) => webhooks.list(request.principal),
+    listWebhooks: (request) => andThen(webhooks.list(request.principal), (page) => ({ status: 200 as const, body: page })),
 
     getWebhook: (request) =>
-      andThen(webhooks.find(request.principal, request.params.webhookId), (webhook) => {
-        if (webhook === undefined) throw notFound(request.params.webhookId)
-        return webhook
-      }),
+      andThen(webhooks.find(request.principal, request.params.webhookId), (webhook) =>
+        webhook === undefined ? notFound(request.params.webhookId) : { status: 200 as const, body: webhook },
+      ),
 
-    async deleteWebhook(request, reply) {
-      if (!(await webhooks.remove(request.principal, request.params.webhookId))) throw notFound(request.params.webhookId)
-      reply.code(204)
+    async deleteWebhook(request) {
+      if (!(await webhooks.remove(request.principal, request.params.webhookId))) return notFound(request.params.webhookId)
+      return { status: 204 }
     },
 
     async rotateWebhookSecret(request) {
       const secret = newSecret()
       const rotated = await webhooks.rotate(request.principal, request.params.webhookId, secret, secretOverlapMs)
-      if (rotated === undefined) throw notFound(request.params.webhookId)
-      return { secret, ...rotated }
+      if (rotated === undefined) return notFound(request.params.webhookId)
+      return { status: 200, body: { secret, ...rotated } }
     },
 
-    listWebhookDeliveries(request, reply) {
+    listWebhookDeliveries(request) {
       const { webhookId } = request.params
       const { limit, after } = request.query
       return andThen(webhooks.deliveries(request.principal, webhookId, { limit: limit + 1, after }), (items) => {
-        if (items === undefined) throw notFound(webhookId)
+        if (items === undefined) return notFound(webhookId)
         const { page, link } = pageOf(items, { url: deliveriesUrl(webhookId), limit })
-        if (link !== undefined) reply.header('Link', link)
-        return page
+        return { status: 200 as const, body: page, ...(link !== undefined && { headers: { Link: link } }) }
       })
     },
 
-    async redeliverWebhook(request, reply) {
+    async redeliverWebhook(request) {
       const { webhookId, deliveryId } = request.params
       const delivery = await webhooks.redeliver(request.principal, webhookId, deliveryId)
-      if (delivery === undefined) throw new ApiError('not_found', `Delivery ${deliveryId} of webhook ${webhookId} not found`)
+      if (delivery === undefined) return new ApiError('not_found', `Delivery ${deliveryId} of webhook ${webhookId} not found`)
       dueNow()
-      reply.code(202)
-      return delivery
+      return { status: 202, body: delivery }
     },
-  }
-}
-
-/** A URL events may be sent to, or the 422 that says why not; a resolver that cannot answer now is a 503. */
-async function checkTarget(url: string, policy: TargetPolicy, resolve: Resolve) {
-  try {
-    await resolveTarget(url, policy, resolve)
-  } catch (error) {
-    if (error instanceof TargetRefused) throw new ApiError('webhook_url_not_allowed', error.message)
-    throw new ApiError('unavailable', 'The host of this URL cannot be resolved for now: try again later', {
-      'Retry-After': String(retryAfterSeconds),
-    })
   }
 }

@@ -7,7 +7,9 @@
 import { Ajv } from 'ajv'
 import formats from 'ajv-formats'
 import type { OpenAPIV3 } from 'openapi-types'
-import { deref, loadContract, type Operation } from '../../src/contract/spec.js'
+import { loadContract } from '../../src/contract/load.js'
+import { type Operation } from '../../src/contract/model.js'
+import { deref } from '../../src/contract/pointer.js'
 
 const contract = loadContract()
 const { document, basePath } = contract

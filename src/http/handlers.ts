@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { operations } from '../../generated/api.js'
 import type { BodyDefaults } from '../../generated/body-defaults.js'
 import type { QueryDefaults } from '../../generated/query-defaults.js'
+import type { ApiError, ErrorCode, errorStatus } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 
 /** The operations of openapi.yaml's paths, by operationId: those the server serves. (Those of
@@ -37,18 +38,35 @@ export interface RouteTypes<O extends OperationId> {
 /** The statuses of success an operation answers with. */
 type SuccessStatus<O extends OperationId> = Extract<keyof operations[O]['responses'], 200 | 201 | 202 | 203 | 204 | 206>
 
-/** The body an operation answers with when it succeeds. */
-export type SuccessBody<O extends OperationId> = JsonOf<operations[O]['responses'][SuccessStatus<O>]>
+type ResponseOf<O extends OperationId, S> = operations[O]['responses'][S & keyof operations[O]['responses']]
+
+/** A type without its index signature: openapi-typescript adds `[name: string]: unknown` to
+ * every response's headers, which would let any name through. */
+type Named<T> = { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] }
+
+/** One answer of an operation: a documented status of success, its body, and any headers the
+ * spec documents for that status (by name and value; whether a required one is there, the
+ * tests check against the spec, as openapi-typescript makes every `$ref` header required). */
+type AnswerOf<O extends OperationId, S> = { status: S } & (JsonOf<ResponseOf<O, S>> extends undefined ? { body?: undefined } : { body: JsonOf<ResponseOf<O, S>> }) & {
+  headers?: ResponseOf<O, S> extends { headers: infer H } ? Partial<Named<H>> : undefined
+}
+
+/** What an operation may answer: one of its documented successes. */
+export type Answer<O extends OperationId> = { [S in SuccessStatus<O>]: AnswerOf<O, S> }[SuccessStatus<O>]
+
+/** The error codes whose status an operation documents: the only refusals its handler may give. */
+export type RefusalCode<O extends OperationId> = { [C in ErrorCode]: (typeof errorStatus)[C] extends keyof operations[O]['responses'] ? C : never }[ErrorCode]
 
 /**
- * What serves an operation: it answers the body of its success, with the status and headers it
- * sets on `reply` (200 unless it says otherwise), at once or by a promise; it refuses by throwing
- * an ApiError. Fastify sends the body with the operation's serializer for that status.
+ * What serves an operation: one of its documented answers, at once or by a promise; or a refusal,
+ * an ApiError whose status the operation documents (given back, not thrown: what a handler may
+ * answer is checked by `tsc`). Fastify sends the body with the operation's serializer for that
+ * status. (A store that cannot serve throws, as anything may: a 503 every operation documents.)
  */
 export type OperationHandler<O extends OperationId> = (
   request: FastifyRequest<RouteTypes<O>>,
   reply: FastifyReply<RouteTypes<O>>,
-) => MaybePromise<SuccessBody<O>>
+) => MaybePromise<Answer<O> | ApiError<RefusalCode<O>>>
 
 /** One handler per operation of the spec: a missing, extra or mistyped one fails `tsc`. */
 export type OperationHandlers = { [O in OperationId]: OperationHandler<O> }

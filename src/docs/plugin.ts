@@ -2,15 +2,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Contract } from './spec.js'
-
-export const docsPath = (contract: Contract) => `${contract.basePath}/docs/`
-
-/** Where the spec is published: as JSON, and as written (YAML). */
-export const publishedSpecPaths = ({ basePath }: Contract) => ({ json: `${basePath}/openapi.json`, yaml: `${basePath}/openapi.yaml` })
-
-/** Where the consumers' changelog is served. */
-export const changelogPathOf = ({ basePath }: Contract) => `${basePath}/changelog`
+import type { Contract } from '../contract/model.js'
 
 /**
  * The published contract, open to all: `openapi.yaml` byte for byte, the same document as JSON,
@@ -22,7 +14,7 @@ async function docsPlugin(app: FastifyInstance, { contract, changelog }: { contr
   await app.register(swagger, { mode: 'static', specification: { document: contract.document } })
   const json = JSON.stringify(app.swagger())
 
-  const published = publishedSpecPaths(contract)
+  const published = contract.service.paths
   app.get(published.json, (_request, reply) => {
     reply.type('application/json; charset=utf-8').send(json)
   })
@@ -31,13 +23,13 @@ async function docsPlugin(app: FastifyInstance, { contract, changelog }: { contr
   })
 
   // every release, deprecation and sunset, for consumers (contract/CHANGELOG.md, npm run release)
-  app.get(changelogPathOf(contract), (_request, reply) => {
+  app.get(published.changelog, (_request, reply) => {
     reply.type('text/markdown; charset=utf-8').send(changelog)
   })
 
   const title = contract.document.info.title
   await app.register(swaggerUi, {
-    routePrefix: docsPath(contract).slice(0, -1),
+    routePrefix: published.docs.replace(/\/$/, ''),
     theme: { title },
     uiConfig: {
       urls: [{ url: published.json, name: title }],

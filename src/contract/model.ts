@@ -1,0 +1,273 @@
+/**
+ * The contract model: an OpenAPI document read once into the answers every part of the service
+ * asks of it (operations and their URLs, roles, lifecycles, events, limits, paths), with every
+ * rule the server holds a document to. It is a value, one per document, and knows nothing of
+ * Fastify or of files: the server, the scripts, the lint (through generated/contract-rules.mjs)
+ * and the tests all read a document through it, so a rule is written once and a document is
+ * refused everywhere with the same words.
+ */
+import type { OpenAPIV3 } from 'openapi-types'
+import { type Lifecycle, readLifecycle } from './lifecycle.js'
+import { deref, keysOf, pointerTo } from './pointer.js'
+import { type Problem, Problems } from './problems.js'
+import { bearerScheme, type RoleCatalogue, type RoleRequirement, readCatalogue, readEventRoles, readRequirement } from './roles.js'
+import { readService, type Service } from './service.js'
+import { parseVersion, type Version } from './version.js'
+
+/** An operation's or event's object as written in the spec, with its `x-*` extensions. */
+export type OperationDefinition = OpenAPIV3.OperationObject & { [extension: `x-${string}`]: unknown }
+
+type Location = 'query' | 'path'
+
+export interface Operation {
+  id: string
+  /** HTTP method, upper case */
+  method: string
+  /** the path template as written in the spec, e.g. `/pets/{petId}` */
+  path: string
+  /** where it is in the document: `#/paths/~1pets/get` */
+  pointer: string
+  definition: OperationDefinition
+  lifecycle: Lifecycle
+  /** the roles its `security` asks of a bearer key; undefined when it needs no key */
+  roles: RoleRequirement | undefined
+  /** its parameters, its path's included */
+  parameters: readonly OpenAPIV3.ParameterObject[]
+  /** the names of its integer parameters, by where they are sent */
+  integerParameters: Readonly<Record<Location, readonly string[]>>
+  /** whether it takes a (JSON) request body */
+  takesBody: boolean
+}
+
+/** An event of the document's `webhooks`, which the service sends. */
+export interface Event {
+  type: string
+  pointer: string
+  definition: OperationDefinition
+  lifecycle: Lifecycle
+  /** the roles a key needs to receive it (`x-roles`) */
+  roles: readonly string[]
+}
+
+export interface Contract {
+  /** the file's name, as problems name it: `openapi.yaml` */
+  file: string
+  /** the text as written, served byte for byte (the document itself when read from an object) */
+  source: string
+  document: OpenAPIV3.Document
+  /** `info.version` */
+  version: Version
+  /** the path every server URL ends in (`/v1`), `/v` and the major version: every route's prefix */
+  basePath: string
+  operations: ReadonlyMap<string, Operation>
+  events: ReadonlyMap<string, Event>
+  roles: RoleCatalogue
+  service: Service
+  /** the codes an Error body may carry (Error.code's x-extensible-enum) */
+  errorCodes: readonly string[]
+  /** the methods served at a request path (`/v1/pets/7`), HEAD with GET; undefined for a path the spec lacks */
+  methodsAt(path: string): string[] | undefined
+  /** the operation that serves `method` at a request path (HEAD as GET), if any */
+  operationAt(method: string, path: string): Operation | undefined
+  /** where an operation is served: its path under the base path, with the values of its path
+   * parameters (`urlOf('getPet', { petId: 7 })` is `/v1/pets/7`) */
+  urlOf(operationId: string, params?: Record<string, string | number>): string
+}
+
+const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+/** A document read into its contract, with every problem found; the contract is as complete as
+ * the problems let it be (a released document is read this way, under the rules of its day). */
+export function readContract(document: OpenAPIV3.Document, { file = 'openapi.yaml', source }: { file?: string; source?: string } = {}): { contract: Contract; problems: Problem[] } {
+  const problems = new Problems()
+  const version = parseVersion(document.info?.version)
+  if (version === undefined) problems.add('version', ['info', 'version'], 'info.version', `info.version ${JSON.stringify(document.info?.version)} is not a version MAJOR.MINOR.PATCH`)
+  const basePath = basePathOf(document, version, problems)
+  const service = readService(document as unknown as Record<string, unknown>, basePath, problems)
+  const roles = readCatalogue(document, problems)
+  const operations = readOperations(document, roles, service, problems)
+  const events = readEvents(document, roles, problems)
+  checkSuccessors(operations, problems)
+  const at = pathsOf(basePath, operations)
+  const contract: Contract = {
+    file,
+    source: source ?? JSON.stringify(document),
+    document,
+    version: version ?? [0, 0, 0],
+    basePath,
+    operations,
+    events,
+    roles,
+    service,
+    errorCodes: errorCodesOf(document),
+    methodsAt: (path) => at(path)?.methods,
+    operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
+    urlOf(operationId, params = {}) {
+      const operation = operations.get(operationId)
+      if (operation === undefined) throw new Error(`${file} has no operation ${operationId}`)
+      const path = operation.path.replace(/\{([^}]+)\}/g, (_, name: string) => {
+        if (params[name] === undefined) throw new Error(`${operationId}'s URL needs ${name}`)
+        return encodeURIComponent(params[name])
+      })
+      return `${basePath}${path}`
+    },
+  }
+  return { contract, problems: problems.found }
+}
+
+/** The servers differ in host only: the path they share, `/v` and the major version of
+ * `info.version`, is where the API is mounted. */
+function basePathOf(document: OpenAPIV3.Document, version: Version | undefined, problems: Problems): string {
+  const servers = document.servers ?? []
+  const paths = new Set(servers.map(({ url }) => new URL(url, 'http://localhost').pathname.replace(/\/+$/, '')))
+  if (paths.size !== 1) {
+    problems.add('shape', ['servers'], 'servers', `every server URL must end in the same base path, found ${JSON.stringify([...paths])}`)
+    return [...paths][0] ?? ''
+  }
+  const basePath = [...paths][0]!
+  if (version !== undefined && !basePath.endsWith(`/v${version[0]}`)) {
+    for (const { url } of servers) {
+      problems.add('version', ['servers'], 'servers', `server ${url} must end in /v${version[0]}: the version segment is the major version of info.version ${document.info.version}`)
+    }
+  }
+  return basePath
+}
+
+function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, service: Service, problems: Problems): Map<string, Operation> {
+  const operations = new Map<string, Operation>()
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    for (const method of methods) {
+      const definition = (item as Record<string, OperationDefinition | undefined>)[method]
+      if (definition === undefined) continue
+      const at = ['paths', path, method]
+      const id = definition.operationId
+      if (id === undefined) {
+        problems.add('shape', at, `${method.toUpperCase()} ${path}`, 'has no operationId')
+        continue
+      }
+      const where = `operation ${id}`
+      const parameters = [...(item?.parameters ?? []), ...(definition.parameters ?? [])].map((parameter) => deref<OpenAPIV3.ParameterObject>(document, parameter))
+      const lifecycle = readLifecycle(definition, at, where, problems, service.noticeDays)
+      if (lifecycle.deprecation !== undefined) checkRetirementDocumented(document, definition, at, where, problems)
+      operations.set(id, {
+        id,
+        method: method.toUpperCase(),
+        path,
+        pointer: pointerTo(at),
+        definition,
+        lifecycle,
+        roles: rolesOf(document, definition, catalogue, at, where, problems),
+        parameters,
+        integerParameters: integersOf(document, parameters),
+        takesBody: checkJsonOnly(document, definition, at, where, problems),
+      })
+    }
+  }
+  return operations
+}
+
+/** The roles an operation needs of a bearer key, or undefined when it needs no key. Any scheme
+ * but an HTTP bearer one is one the server lacks. */
+function rolesOf(document: OpenAPIV3.Document, definition: OperationDefinition, catalogue: RoleCatalogue, at: string[], where: string, problems: Problems): RoleRequirement | undefined {
+  const security = definition.security ?? document.security ?? []
+  if (security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0)) return undefined
+  for (const name of security.flatMap(Object.keys)) {
+    const scheme = document.components?.securitySchemes?.[name] as { type?: string; scheme?: string } | undefined
+    if (name !== bearerScheme || scheme?.type !== 'http' || scheme.scheme?.toLowerCase() !== 'bearer') {
+      problems.add('roles', [...at, 'security'], where, `requires the security scheme ${name}, which this server does not implement (only ${bearerScheme}, HTTP bearer)`)
+    }
+  }
+  return readRequirement(security, catalogue, [...at, 'security'], where, problems)
+}
+
+function integersOf(document: OpenAPIV3.Document, parameters: readonly OpenAPIV3.ParameterObject[]): Record<Location, string[]> {
+  const found: Record<Location, string[]> = { query: [], path: [] }
+  for (const parameter of parameters) {
+    const schema = parameter.schema && deref<OpenAPIV3.SchemaObject>(document, parameter.schema)
+    if (schema?.type === 'integer' && (parameter.in === 'query' || parameter.in === 'path')) found[parameter.in].push(parameter.name)
+  }
+  return found
+}
+
+/** The server reads JSON only, and answers JSON only: a body it takes is a required
+ * application/json one, and every response with content is application/json. Whether it takes
+ * a body. */
+function checkJsonOnly(document: OpenAPIV3.Document, definition: OperationDefinition, at: string[], where: string, problems: Problems): boolean {
+  const body = definition.requestBody && deref<OpenAPIV3.RequestBodyObject>(document, definition.requestBody)
+  if (body !== undefined) {
+    const mediaTypes = Object.keys(body.content ?? {}).join(', ')
+    if (mediaTypes !== 'application/json' || body.required !== true) problems.add('shape', [...at, 'requestBody'], where, `must require an application/json body (it takes ${mediaTypes || 'none'}${body.required === true ? '' : ', optionally'})`)
+  }
+  for (const [status, response] of Object.entries(definition.responses ?? {})) {
+    const content = deref<OpenAPIV3.ResponseObject>(document, response).content
+    const mediaTypes = Object.keys(content ?? {}).join(', ')
+    if (content !== undefined && mediaTypes !== 'application/json') problems.add('shape', [...at, 'responses', status], where, `must answer ${status} in application/json (it says ${mediaTypes})`)
+  }
+  return body !== undefined
+}
+
+/** A deprecated operation documents the headers the server adds to each of its answers
+ * (Deprecation, Sunset, Link), but the 408 of a request that never arrived, and its 410. */
+function checkRetirementDocumented(document: OpenAPIV3.Document, definition: OperationDefinition, at: string[], where: string, problems: Problems) {
+  const responses = definition.responses ?? {}
+  if (responses['410'] === undefined) problems.add('shape', [...at, 'responses'], where, 'a deprecated operation documents its 410 (gone, from its sunset on)')
+  for (const [status, response] of Object.entries(responses)) {
+    if (status === '408') continue
+    const headers = Object.keys(deref<OpenAPIV3.ResponseObject>(document, response).headers ?? {})
+    const missing = ['Deprecation', 'Sunset', 'Link'].filter((header) => !headers.includes(header))
+    if (missing.length > 0) problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document ${missing.join(', ')}`)
+  }
+}
+
+/** A successor is an operation of the same document. */
+function checkSuccessors(operations: ReadonlyMap<string, Operation>, problems: Problems) {
+  for (const { id, lifecycle, pointer } of operations.values()) {
+    const successor = lifecycle.deprecation?.successor
+    if (successor !== undefined && !operations.has(successor)) {
+      problems.add('lifecycle', [...keysOf(pointer), 'x-successor'], `operation ${id}`, `x-successor ${successor} names no operation of this document`)
+    }
+  }
+}
+
+function readEvents(document: OpenAPIV3.Document, catalogue: RoleCatalogue, problems: Problems): Map<string, Event> {
+  const events = new Map<string, Event>()
+  for (const [type, item] of Object.entries((document as { webhooks?: Record<string, { post?: OperationDefinition }> }).webhooks ?? {})) {
+    const at = ['webhooks', type, 'post']
+    const where = `event ${type}`
+    const definition = item?.post
+    if (definition === undefined) {
+      problems.add('shape', ['webhooks', type], where, 'an event is sent as a POST: it needs its post')
+      continue
+    }
+    const lifecycle = readLifecycle(definition, at, where, problems)
+    if (lifecycle.deprecation !== undefined) problems.add('lifecycle', [...at, 'deprecated'], where, 'the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated')
+    events.set(type, { type, pointer: pointerTo(at), definition, lifecycle, roles: readEventRoles(definition['x-roles'], catalogue, [...at, 'x-roles'], where, problems) })
+  }
+  return events
+}
+
+function errorCodesOf(document: OpenAPIV3.Document): string[] {
+  const code = (document.components?.schemas?.Error as OpenAPIV3.SchemaObject | undefined)?.properties?.code as { 'x-extensible-enum'?: string[] } | undefined
+  return code?.['x-extensible-enum'] ?? []
+}
+
+/** `/pets/{petId}` matches `/v1/pets/7`: a template becomes a pattern under the base path. */
+function pathsOf(basePath: string, operations: ReadonlyMap<string, Operation>) {
+  interface PathEntry {
+    pattern: RegExp
+    methods: string[]
+    operations: Map<string, Operation>
+  }
+  const paths = new Map<string, PathEntry>()
+  for (const operation of operations.values()) {
+    const { path, method } = operation
+    const pattern = new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '[^/]+')}$`)
+    const entry: PathEntry = paths.get(path) ?? { pattern, methods: [], operations: new Map() }
+    // HEAD is served wherever GET is (RFC 9110)
+    entry.methods.push(...(method === 'GET' ? ['GET', 'HEAD'] : [method]))
+    entry.operations.set(method, operation)
+    paths.set(path, entry)
+  }
+  const entries = [...paths.values()]
+  return (requestPath: string) => entries.find(({ pattern }) => pattern.test(requestPath))
+}

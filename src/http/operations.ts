@@ -1,0 +1,137 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
+import openapiGlue from 'fastify-openapi-glue'
+import type { Contract, Operation } from '../contract/model.js'
+import { ApiError } from '../core/errors.js'
+import type { MaybePromise } from '../core/maybe-async.js'
+import type { OperationHandlers } from './handlers.js'
+import { strictIntegers } from './integers.js'
+import { lifecycleHeaders, retirement } from './lifecycle-headers.js'
+
+/**
+ * `Expect: 100-continue`: the client waits for a go before it sends its body. An operation that
+ * takes a body gives it once the request is authenticated (the admission hook below), so a refused
+ * client never sends its body at all.
+ */
+function grantContinue(request: FastifyRequest, reply: FastifyReply): void {
+  if (request.headers.expect?.toLowerCase() === '100-continue' && !reply.raw.headersSent) reply.raw.writeContinue()
+}
+
+/** What an operation's request goes through before its body is read: it lets the request on
+ * by returning (at once, or when its promise resolves), or refuses by throwing (an ApiError). */
+export type OperationHook = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>
+
+export interface OperationsOptions {
+  contract: Contract
+  handlers: OperationHandlers
+  /** what an operation's requests go through first: authentication and the roles its
+   * `security` asks, or the rate limit of requests without a key (src/auth/) */
+  guardOf: (operation: Operation) => OperationHook
+  /** the time, in ms since the epoch: Date.now, or a test's clock */
+  clock: () => number
+  /** what counts the authenticated calls of an operation, by principal: for one that has a
+   * lifecycle to watch (deprecated, experimental, beta), else undefined */
+  callsOf: (operation: Operation) => ((principal: string) => void) | undefined
+}
+
+/**
+ * Serves the operations of a contract: fastify-openapi-glue makes a route of each, with its
+ * schemas and handler; this plugin adds, per operation and from the contract alone, its guard,
+ * the headers its lifecycle calls for, its retirement, and the strict reading of its integer
+ * parameters. It is an encapsulated context of its own, so its onRoute hook sees the
+ * operations' routes only (each GET twice: HEAD is made from it).
+ */
+export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf }: OperationsOptions) {
+  app.addHook('onRoute', (route) => {
+    const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
+    jsonBodyOnly(route)
+    jsonAnswersOnly(route)
+    headersInLowerCase(route)
+    const guard = guardOf(operation)
+    const headers = lifecycleHeaders(operation, contract)
+    const integers = strictIntegers(operation)
+    const retired = retirement(operation, contract)
+    const called = callsOf(operation)
+    const takesBody = operation.takesBody
+    // one hook, not one per concern: every request of the API passes here, and most are let
+    // on at once (a guard's throw is Fastify's to catch, as a hook's error)
+    const admitted = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+      // (an operation that needs no key has no principal to count)
+      if (called !== undefined && request.principal !== '') called(request.principal)
+      // past its sunset, an authenticated request of the operation is answered 410, unread
+      const gone = retired?.(clock())
+      if (gone !== undefined) return done(gone)
+      if (integers !== undefined) integers(request)
+      if (takesBody) grantContinue(request, reply)
+      done()
+    }
+    const admit: onRequestHookHandler = (request, reply, done) => {
+      if (headers !== undefined) reply.headers(headers)
+      const guarded = guard(request, reply)
+      if (guarded instanceof Promise) guarded.then(() => admitted(request, reply, done), done)
+      else admitted(request, reply, done)
+    }
+    route.onRequest = [admit, ...[route.onRequest ?? []].flat()]
+  })
+  const served = handlers as unknown as Record<string, GenericHandler>
+  await app.register(openapiGlue, { specification: contract.document, operationResolver: (operationId: string) => answering(served[operationId]!), prefix: contract.basePath })
+}
+
+type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> } | ApiError
+type GenericHandler = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<GenericAnswer>
+
+/** A route handler that sends what an operation's handler answers: its status, headers and
+ * body, or its refusal through the error handler. At once when the handler answers at once. */
+function answering(handler: GenericHandler) {
+  const send = (answer: GenericAnswer, reply: FastifyReply) => {
+    if (answer instanceof ApiError) throw answer
+    if (answer.headers !== undefined) reply.headers(answer.headers)
+    reply.code(answer.status)
+    // (a body-less answer, the 204, is sent here: a handler that returns nothing sends nothing)
+    if (answer.body === undefined) return void reply.send()
+    return answer.body
+  }
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const answer = handler(request, reply)
+    return answer instanceof Promise ? answer.then((settled) => send(settled, reply)) : send(answer, reply)
+  }
+}
+
+/**
+ * Fastify validates a body keyed by media type only when the request declares that type, so a
+ * POST without a body would reach its handler unchecked. The server reads JSON only (the
+ * contract model refuses any other body): validate every body, present or not, against the
+ * application/json schema.
+ */
+function jsonBodyOnly(route: RouteOptions) {
+  const schema = route.schema as { body?: { content: Record<string, { schema: unknown }> } }
+  if (schema.body !== undefined) schema.body = schema.body.content['application/json']!.schema as never
+}
+
+/**
+ * Every answer of the API is JSON (the contract model refuses any other). A response schema
+ * keyed by media type makes Fastify read the Content-Type of each answer to find its
+ * serializer; one schema per status, found at once.
+ */
+function jsonAnswersOnly(route: RouteOptions) {
+  const schema = route.schema as { response?: Record<string, { content?: Record<string, { schema: unknown }> }> }
+  for (const [status, { content }] of Object.entries(schema.response ?? {})) {
+    // (HEAD's route is made from GET's, with the same schema object: done already)
+    if (content !== undefined) schema.response![status] = content['application/json']!.schema as never
+  }
+}
+
+/**
+ * Node gives header names in lower case, and Fastify leaves the header schema of a route alone
+ * when the validators come from elsewhere (ours, from generated/): `Idempotency-Key` in the
+ * spec must be looked for as `idempotency-key`, or its rules would never apply.
+ */
+function headersInLowerCase(route: RouteOptions) {
+  const schema = route.schema as { headers?: { properties: Record<string, unknown>; required?: string[] } }
+  if (schema.headers === undefined) return
+  const { properties, required } = schema.headers
+  schema.headers = {
+    ...schema.headers,
+    properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name.toLowerCase(), property])),
+    ...(required && { required: required.map((name) => name.toLowerCase()) }),
+  }
+}

@@ -1,0 +1,23 @@
+import type { Operation } from '../contract/model.js'
+import type { Metrics } from './metrics.js'
+
+/** Where who calls what is written down (storage/usage.ts). */
+export interface UsageNotes {
+  note(principal: string, operationId: string): void
+}
+
+/**
+ * What counts the authenticated calls of an operation that has a lifecycle to watch (deprecated,
+ * experimental, beta): in the metrics, and per key for `npm run keys -- usage`. Undefined for a
+ * stable operation in good standing: its calls cost nothing more.
+ */
+export function lifecycleCalls(metrics: Pick<Metrics, 'lifecycleRequests'>, usage: UsageNotes) {
+  return ({ id, lifecycle }: Operation): ((principal: string) => void) | undefined => {
+    if (lifecycle.label === undefined) return undefined
+    const counted = metrics.lifecycleRequests(id, lifecycle.label)
+    return (principal) => {
+      counted()
+      usage.note(principal, id)
+    }
+  }
+}

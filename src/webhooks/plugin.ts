@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { eventWithheld } from '../auth/access.js'
+import type { Config } from '../config.js'
+import type { HandlersOf } from '../http/handlers.js'
+import { startDispatcher } from './dispatcher.js'
+import { type WebhookOperation, webhookHandlers } from './handlers.js'
+import { webhookMetrics } from './metrics.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** the handlers of the webhook operations, for the operations plugin */
+    webhookOperations: HandlersOf<WebhookOperation>
+  }
+}
+
+export type WebhookSettings = Pick<
+  Config,
+  'WEBHOOK_ALLOW_HTTP' | 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_BASE_MS' | 'WEBHOOK_POLL_MS' | 'WEBHOOK_MAX_PER_KEY' | 'WEBHOOK_SECRET_OVERLAP_S'
+>
+
+/**
+ * Events: the subscriptions' operations, and the dispatcher that sends the events the changes
+ * record to them (src/webhooks/), each only while the subscription's key may receive it. The
+ * dispatcher stops before the storage it writes to closes (onClose hooks run last registered
+ * first).
+ */
+async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
+  const { contract, storage, access } = app
+  const { limits } = contract.service
+  const policy = { allowHttp: settings.WEBHOOK_ALLOW_HTTP, allowPrivate: settings.WEBHOOK_ALLOW_PRIVATE }
+  const eventRoles = (type: string) => contract.events.get(type)?.roles ?? []
+  const dispatcher = startDispatcher(
+    storage.deliveries,
+    {
+      policy,
+      timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+      retryBaseMs: settings.WEBHOOK_RETRY_BASE_MS,
+      pollMs: settings.WEBHOOK_POLL_MS,
+      keepFinishedMs: limits.finishedDeliveriesKeptDays * 86_400_000,
+      lastErrorLength: limits.lastErrorLength,
+      eventIdPrefix: contract.service.eventIdPrefix,
+      withheld: (owner, type) => eventWithheld(owner, type, access.rolesNow, eventRoles(type), limits.lastErrorLength),
+    },
+    app.log,
+    webhookMetrics(app.metrics.registry),
+  )
+  app.addHook('onClose', () => dispatcher.close())
+  app.decorate(
+    'webhookOperations',
+    webhookHandlers(storage.webhooks, {
+      policy,
+      maxPerKey: settings.WEBHOOK_MAX_PER_KEY,
+      secretOverlapMs: settings.WEBHOOK_SECRET_OVERLAP_S * 1000,
+      webhookUrl: (webhookId) => contract.urlOf('getWebhook', { webhookId }),
+      deliveriesUrl: (webhookId) => contract.urlOf('listWebhookDeliveries', { webhookId }),
+      dueNow: dispatcher.wake,
+      eventRoles,
+      retryAfterSeconds: limits.unavailableRetryAfterSeconds,
+    }),
+  )
+}
+
+export default fp(webhooksPlugin, { name: 'webhooks', fastify: '5.x', dependencies: ['storage', 'access', 'metrics'], decorators: { fastify: ['contract'] } })
