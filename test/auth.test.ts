@@ -2,7 +2,7 @@ import { Agent, get as httpGet } from 'node:http'
 import t from 'tap'
 import { build, call, testKey } from './helpers/app.js'
 import { anyOf, staticKeys, storedKeys } from '../src/auth/bearer.js'
-import { hashKey } from '../src/storage/keys.js'
+import { hashKey } from '../src/auth/secrets.js'
 
 const challenge = 'Bearer realm="petstore"'
 const invalidToken = 'Bearer realm="petstore", error="invalid_token"'

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { allowedRequestHeaders, documentedHeaders, preflightMaxAgeS } from '../src/http/cors.js'
+import { allowedRequestHeaders, documentedHeaders } from '../src/http/cors.js'
 import { loadContract } from '../src/contract/load.js'
 import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
@@ -41,7 +41,7 @@ t.test('an allowed origin: the preflight is answered 204 without a key; the answ
       'access-control-allow-origin': allowed,
       'access-control-allow-methods': methods,
       'access-control-allow-headers': 'Authorization, Content-Type, Idempotency-Key',
-      'access-control-max-age': String(preflightMaxAgeS),
+      'access-control-max-age': String(loadContract().service.limits.preflightMaxAgeSeconds),
       vary: 'Origin',
       'x-content-type-options': 'nosniff',
       'cache-control': 'no-store',

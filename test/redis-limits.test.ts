@@ -5,7 +5,7 @@
  */
 import t, { type Test } from 'tap'
 import { retryAfterFailureMs } from '../src/limits/shared-store.js'
-import { StorageUnavailable } from '../src/storage/sql.js'
+import { StorageUnavailable } from '../src/core/errors.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { atMost, sleep } from './helpers/concurrency.js'
 import { contractViolations } from './helpers/contract.js'

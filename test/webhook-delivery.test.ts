@@ -20,8 +20,8 @@ import { webhookHandlers } from '../src/webhooks/handlers.js'
 import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
 import { resolveTarget, TargetRefused } from '../src/webhooks/target.js'
 import type { WebhookRepository } from '../src/storage/webhooks.js'
-import { keepFinishedMs } from '../src/storage/deliveries.js'
-import { hashKey } from '../src/storage/keys.js'
+import { answer } from '../src/http/handlers.js'
+import { hashKey } from '../src/auth/secrets.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { sleep } from './helpers/concurrency.js'
@@ -184,7 +184,7 @@ function keepingOn(name: string, store: Store) {
     await server.storage.deliveries.forgetFinished(Date.now() + 1)
     const kept = await deliveriesOf(t, server, id)
     t.strictSame(kept.map((delivery: { status: string }) => delivery.status), ['pending'], 'the pending delivery is kept, the finished ones are not')
-    await server.storage.deliveries.forgetFinished(Date.now() - keepFinishedMs)
+    await server.storage.deliveries.forgetFinished(Date.now() - server.contract.service.limits.finishedDeliveriesKeptDays * 86_400_000)
     t.equal((await deliveriesOf(t, server, id)).length, 1)
   })
 }
@@ -330,6 +330,9 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
       retryBaseMs: 50,
       pollMs: 20,
       forgetEveryMs: 20,
+      keepFinishedMs: 1_000,
+      lastErrorLength: 200,
+      eventIdPrefix: 'evt_',
       resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
       withheld: async () => undefined,
     },
@@ -386,10 +389,11 @@ t.test('a host that cannot be resolved now is a 503 at createWebhook, not a refu
     deliveriesUrl: String,
     dueNow: () => {},
     eventRoles: () => [],
+    retryAfterSeconds: 5,
     resolve: async () => Promise.reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' })),
   })
   const request = { body: { url: 'https://hooks.example/x', events: ['pet.created'] }, principal: 'key:1' } as unknown as FastifyRequest<never>
-  await t.rejects(Promise.resolve(handlers.createWebhook(request, {} as FastifyReply<never>)), {
+  t.match(await handlers.createWebhook(request, {} as FastifyReply<never>, answer as never), {
     code: 'unavailable',
     status: 503,
     headers: { 'Retry-After': '5' },
@@ -398,7 +402,7 @@ t.test('a host that cannot be resolved now is a 503 at createWebhook, not a refu
 
 t.test('the signature is the one Standard Webhooks verifies, and the backoff is bounded', async (t) => {
   const secret = newSecret()
-  const body = eventBody({ id: 7, type: 'pet.created', occurredAt: 0, fields: '{"data":{"id":1,"name":"Rex","categoryId":1,"status":"available"}}' })
+  const body = eventBody({ id: 7, type: 'pet.created', occurredAt: 0, fields: '{"data":{"id":1,"name":"Rex","categoryId":1,"status":"available"}}' }, 'evt_')
   const headers = signedHeaders('evt_7', body, [secret])
   t.strictSame(new Webhook(secret).verify(body, headers), JSON.parse(body))
   t.throws(() => new Webhook(newSecret()).verify(body, headers), 'not with another secret')

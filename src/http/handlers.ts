@@ -44,15 +44,31 @@ type ResponseOf<O extends OperationId, S> = operations[O]['responses'][S & keyof
  * every response's headers, which would let any name through. */
 type Named<T> = { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] }
 
-/** One answer of an operation: a documented status of success, its body, and any headers the
+/** Marks what `answer` made: a handler's answer is made by it, never written as a literal (whose
+ * headers TypeScript would not hold to the documented ones). */
+declare const answered: unique symbol
+
+type BodyOf<O extends OperationId, S> = JsonOf<ResponseOf<O, S>>
+type HeadersOf<O extends OperationId, S> = ResponseOf<O, S> extends { headers: infer H } ? Partial<Named<H>> : undefined
+
+/** One answer of an operation: a documented status of success, its body, and headers that the
  * spec documents for that status (by name and value; whether a required one is there, the
- * tests check against the spec, as openapi-typescript makes every `$ref` header required). */
-type AnswerOf<O extends OperationId, S> = { status: S } & (JsonOf<ResponseOf<O, S>> extends undefined ? { body?: undefined } : { body: JsonOf<ResponseOf<O, S>> }) & {
-  headers?: ResponseOf<O, S> extends { headers: infer H } ? Partial<Named<H>> : undefined
+ * tests check against the spec: openapi-typescript makes every `$ref` header required). */
+export interface AnswerOf<O extends OperationId, S> {
+  status: S
+  body: BodyOf<O, S>
+  headers?: HeadersOf<O, S>
+  readonly [answered]: true
 }
 
 /** What an operation may answer: one of its documented successes. */
 export type Answer<O extends OperationId> = { [S in SuccessStatus<O>]: AnswerOf<O, S> }[SuccessStatus<O>]
+
+/** Makes an answer of an operation, held by `tsc` to what the spec documents for its status. */
+export type Respond<O extends OperationId> = <S extends SuccessStatus<O>>(status: S, body: BodyOf<O, S>, headers?: HeadersOf<O, S>) => AnswerOf<O, S>
+
+/** The one maker of answers, whatever the operation (its types are the handlers'). */
+export const answer = ((status: number, body: unknown, headers?: Record<string, string>) => ({ status, body, headers })) as unknown as Respond<never>
 
 /** The error codes whose status an operation documents: the only refusals its handler may give. */
 export type RefusalCode<O extends OperationId> = { [C in ErrorCode]: (typeof errorStatus)[C] extends keyof operations[O]['responses'] ? C : never }[ErrorCode]
@@ -66,6 +82,7 @@ export type RefusalCode<O extends OperationId> = { [C in ErrorCode]: (typeof err
 export type OperationHandler<O extends OperationId> = (
   request: FastifyRequest<RouteTypes<O>>,
   reply: FastifyReply<RouteTypes<O>>,
+  answer: Respond<O>,
 ) => MaybePromise<Answer<O> | ApiError<RefusalCode<O>>>
 
 /** One handler per operation of the spec: a missing, extra or mistyped one fails `tsc`. */

@@ -3,7 +3,7 @@ import openapiGlue from 'fastify-openapi-glue'
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { OperationHandlers } from './handlers.js'
+import { answer, type OperationHandlers } from './handlers.js'
 import { strictIntegers } from './integers.js'
 import { lifecycleHeaders, retirement } from './lifecycle-headers.js'
 
@@ -77,7 +77,7 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
 }
 
 type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> } | ApiError
-type GenericHandler = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<GenericAnswer>
+type GenericHandler = (request: FastifyRequest, reply: FastifyReply, respond: typeof answer) => MaybePromise<GenericAnswer>
 
 /** A route handler that sends what an operation's handler answers: its status, headers and
  * body, or its refusal through the error handler. At once when the handler answers at once. */
@@ -91,8 +91,8 @@ function answering(handler: GenericHandler) {
     return answer.body
   }
   return (request: FastifyRequest, reply: FastifyReply) => {
-    const answer = handler(request, reply)
-    return answer instanceof Promise ? answer.then((settled) => send(settled, reply)) : send(answer, reply)
+    const answered = handler(request, reply, answer)
+    return answered instanceof Promise ? answered.then((settled) => send(settled, reply)) : send(answered, reply)
   }
 }
 

@@ -28,7 +28,7 @@ export interface OrderHandlerOptions {
  * repository does. */
 export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, scopeOf, idempotencyKeyHours }: OrderHandlerOptions): HandlersOf<OrderOperation> {
   return {
-    async placeOrder(request) {
+    async placeOrder(request, _reply, answer) {
       const key = request.headers['idempotency-key']
       let outcome = await orders.place(
         request.body,
@@ -38,7 +38,7 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       // (a retry with the key gets the outcome of the first request, answered the same way, and says so)
       const replayed = 'replayed' in outcome ? ({ 'Idempotent-Replayed': 'true' } as const) : undefined
       if ('replayed' in outcome) outcome = outcome.replayed
-      if ('placed' in outcome) return { status: 201, body: outcome.placed, headers: { Location: orderUrl(outcome.placed.id), ...replayed } }
+      if ('placed' in outcome) return answer(201, outcome.placed, { Location: orderUrl(outcome.placed.id), ...replayed })
       if ('missing' in outcome) return new ApiError('not_found', `Pet ${outcome.missing.petId} not found`, replayed)
       if ('unavailable' in outcome) return new ApiError('pet_unavailable', `Pet ${outcome.unavailable.petId} is ${outcome.unavailable.status}, not available`, replayed)
       return new ApiError(
@@ -47,25 +47,25 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       )
     },
 
-    getOrder(request) {
+    getOrder(request, _reply, answer) {
       return andThen(orders.find(request.params.orderId, scopeOf(request)), (order) =>
-        order === undefined ? new ApiError('not_found', `Order ${request.params.orderId} not found`) : { status: 200 as const, body: order },
+        order === undefined ? new ApiError('not_found', `Order ${request.params.orderId} not found`) : answer(200, order),
       )
     },
 
-    listOrders(request) {
+    listOrders(request, _reply, answer) {
       const { limit, status, after } = request.query
       return andThen(orders.list({ scope: scopeOf(request), limit: limit + 1, status, after }), (items) => {
         const { page, link } = pageOf(items, { url: ordersUrl, limit, status })
-        return { status: 200, body: page, ...(link !== undefined && { headers: { Link: link } }) }
+        return answer(200, page, link === undefined ? undefined : { Link: link })
       })
     },
 
-    async updateOrder(request) {
+    async updateOrder(request, _reply, answer) {
       const { orderId } = request.params
       const target = request.body.status
       const outcome = await orders.update(orderId, target, scopeOf(request))
-      if ('moved' in outcome) return { status: 200, body: outcome.moved }
+      if ('moved' in outcome) return answer(200, outcome.moved)
       if ('missing' in outcome) return new ApiError('not_found', `Order ${orderId} not found`)
       return new ApiError('invalid_transition', `Order ${orderId} is ${outcome.stuck.status}: only a placed order can become ${target}`)
     },

@@ -15,23 +15,21 @@ export function petHandlers(
   { petsUrl, petUrl }: { petsUrl: string; petUrl: (petId: number) => string },
 ): HandlersOf<PetOperation> {
   return {
-    listPets(request) {
+    listPets(request, _reply, answer) {
       const { limit, status, after } = request.query
       return andThen(pets.list({ limit: limit + 1, status, after }), (items) => {
         const { page, link } = pageOf(items, { url: petsUrl, limit, status })
-        return { status: 200, body: page, ...(link !== undefined && { headers: { Link: link } }) }
+        return answer(200, page, link === undefined ? undefined : { Link: link })
       })
     },
 
-    async createPet(request) {
+    async createPet(request, _reply, answer) {
       const pet = await pets.create(request.body)
-      return { status: 201, body: pet, headers: { Location: petUrl(pet.id) } }
+      return answer(201, pet, { Location: petUrl(pet.id) })
     },
 
-    getPet(request) {
-      return andThen(pets.find(request.params.petId), (pet) =>
-        pet === undefined ? new ApiError('not_found', `Pet ${request.params.petId} not found`) : { status: 200 as const, body: pet },
-      )
+    getPet(request, _reply, answer) {
+      return andThen(pets.find(request.params.petId), (pet) => (pet === undefined ? new ApiError('not_found', `Pet ${request.params.petId} not found`) : answer(200, pet)))
     },
   }
 }

@@ -48,7 +48,7 @@ export function webhookHandlers(
   }
 
   return {
-    async createWebhook(request) {
+    async createWebhook(request, _reply, answer) {
       const refusal = subscriptionRefusal(request.roles, request.body.events, eventRoles) ?? (await targetRefusal(request.body.url))
       if (refusal !== undefined) return refusal
       const secret = newSecret()
@@ -56,44 +56,42 @@ export function webhookHandlers(
       if ('limitReached' in outcome) {
         return new ApiError('webhook_limit_reached', `This API key holds ${outcome.limitReached} webhook subscriptions, the most it may: delete one first`)
       }
-      return { status: 201, body: { ...outcome.created, secret }, headers: { Location: webhookUrl(outcome.created.id) } }
+      return answer(201, { ...outcome.created, secret }, { Location: webhookUrl(outcome.created.id) })
     },
 
-    listWebhooks: (request) => andThen(webhooks.list(request.principal), (page) => ({ status: 200 as const, body: page })),
+    listWebhooks: (request, _reply, answer) => andThen(webhooks.list(request.principal), (page) => answer(200, page)),
 
-    getWebhook: (request) =>
-      andThen(webhooks.find(request.principal, request.params.webhookId), (webhook) =>
-        webhook === undefined ? notFound(request.params.webhookId) : { status: 200 as const, body: webhook },
-      ),
+    getWebhook: (request, _reply, answer) =>
+      andThen(webhooks.find(request.principal, request.params.webhookId), (webhook) => (webhook === undefined ? notFound(request.params.webhookId) : answer(200, webhook))),
 
-    async deleteWebhook(request) {
+    async deleteWebhook(request, _reply, answer) {
       if (!(await webhooks.remove(request.principal, request.params.webhookId))) return notFound(request.params.webhookId)
-      return { status: 204 }
+      return answer(204, undefined)
     },
 
-    async rotateWebhookSecret(request) {
+    async rotateWebhookSecret(request, _reply, answer) {
       const secret = newSecret()
       const rotated = await webhooks.rotate(request.principal, request.params.webhookId, secret, secretOverlapMs)
       if (rotated === undefined) return notFound(request.params.webhookId)
-      return { status: 200, body: { secret, ...rotated } }
+      return answer(200, { secret, ...rotated })
     },
 
-    listWebhookDeliveries(request) {
+    listWebhookDeliveries(request, _reply, answer) {
       const { webhookId } = request.params
       const { limit, after } = request.query
       return andThen(webhooks.deliveries(request.principal, webhookId, { limit: limit + 1, after }), (items) => {
         if (items === undefined) return notFound(webhookId)
         const { page, link } = pageOf(items, { url: deliveriesUrl(webhookId), limit })
-        return { status: 200 as const, body: page, ...(link !== undefined && { headers: { Link: link } }) }
+        return answer(200, page, link === undefined ? undefined : { Link: link })
       })
     },
 
-    async redeliverWebhook(request) {
+    async redeliverWebhook(request, _reply, answer) {
       const { webhookId, deliveryId } = request.params
       const delivery = await webhooks.redeliver(request.principal, webhookId, deliveryId)
       if (delivery === undefined) return new ApiError('not_found', `Delivery ${deliveryId} of webhook ${webhookId} not found`)
       dueNow()
-      return { status: 202, body: delivery }
+      return answer(202, delivery)
     },
   }
 }

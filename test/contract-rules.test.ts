@@ -1,0 +1,122 @@
+/**
+ * One rule, one refusal: a lifecycle marker the contract model refuses is refused in the same
+ * words by the server as it starts, by the breaking-change gate (npm run check:breaking) and by
+ * the lint (npm run lint:owasp, Spectral's petstore-contract rule), each on a copy of
+ * openapi.yaml that breaks it; and openapi.yaml itself passes all three.
+ */
+import { execFile } from 'node:child_process'
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, relative } from 'node:path'
+import { promisify } from 'node:util'
+import t, { type Test } from 'tap'
+import { parse, stringify } from 'yaml'
+import { checkBreaking } from '../scripts/check-breaking.js'
+import { contractOf } from '../src/contract/load.js'
+import { projectRoot, specPath } from '../src/core/paths.js'
+import { launch, processBound, within } from './helpers/processes.js'
+
+t.setTimeout(300_000)
+t.jobs = 2
+
+type Spec = any
+const spec = (): Spec => parse(readFileSync(specPath, 'utf8'))
+const getPet = (document: Spec) => document.paths['/pets/{petId}'].get
+const listPets = (document: Spec) => document.paths['/pets'].get
+
+function written(t: Test, document: Spec): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-rules-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const file = join(dir, 'openapi.yaml')
+  writeFileSync(file, stringify(document))
+  return file
+}
+
+interface Finding {
+  code: string
+  message: string
+  severity: number
+}
+
+/** The lint's errors of the contract rule, run as CI runs it. */
+async function lintErrors(file: string): Promise<string[]> {
+  const cli = join(projectRoot, 'node_modules', '@stoplight', 'spectral-cli', 'dist', 'index.js')
+  const { stdout } = await promisify(execFile)(process.execPath, [cli, 'lint', file, '--ruleset', '.spectral.yaml', '--format', 'json', '--quiet'], {
+    cwd: projectRoot,
+    timeout: 120_000,
+  }).catch((error: { stdout: string }) => ({ stdout: error.stdout }))
+  return (JSON.parse(stdout) as Finding[]).filter((finding) => finding.code === 'petstore-contract' && finding.severity === 0).map((finding) => finding.message)
+}
+
+// the day the gate judges on: before getPet's sunset
+const now = new Date('2027-01-01T00:00:00Z')
+
+const cases: [string, (document: Spec) => void, string, string][] = [
+  ['an unknown stability level', (d) => (listPets(d)['x-stability'] = 'alpha'), 'operation listPets', 'x-stability "alpha" is not a level: experimental or beta (none means stable)'],
+  ['a deprecation without its date', (d) => delete getPet(d)['x-deprecated-at'], 'operation getPet', 'a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD'],
+  ['an impossible day', (d) => (getPet(d)['x-deprecated-at'] = '2026-02-30'), 'operation getPet', 'a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD, not "2026-02-30"'],
+  ['a deprecation without its sunset', (d) => delete getPet(d)['x-sunset'], 'operation getPet', 'a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD'],
+  ['a sunset that is no date', (d) => (getPet(d)['x-sunset'] = 'soon'), 'operation getPet', 'a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD, not "soon"'],
+  ['a sunset before the deprecation', (d) => (getPet(d)['x-sunset'] = '2020-01-01'), 'operation getPet', 'x-sunset 2020-01-01 is earlier than x-deprecated-at 2026-11-21'],
+  [
+    'a notice shorter than the level gives',
+    (d) => (getPet(d)['x-sunset'] = '2027-05-19'),
+    'operation getPet',
+    'x-sunset 2027-05-19 is less than 180 days (the stable notice period, x-service.lifecycle.noticeDays) after x-deprecated-at 2026-11-21',
+  ],
+  ['a successor that is no operation', (d) => (getPet(d)['x-successor'] = 'findPets'), 'operation getPet', 'x-successor findPets names no operation of this document'],
+  [
+    'neither a successor nor why none',
+    (d) => delete getPet(d)['x-successor'],
+    'operation getPet',
+    'a deprecated operation names its x-successor (an operationId), or says in x-successor-reason why there is none',
+  ],
+  [
+    'a brownout that is no date-time',
+    (d) => (getPet(d)['x-brownouts'] = [{ start: '2030-11-01', end: '2030-11-02T00:00:00Z' }]),
+    'operation getPet',
+    'x-brownouts[0].start must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not "2030-11-01"',
+  ],
+  [
+    'a brownout past the sunset',
+    (d) => (getPet(d)['x-brownouts'] = [{ start: '2030-12-04T00:00:00Z', end: '2030-12-06T00:00:00Z' }]),
+    'operation getPet',
+    'x-brownouts[0] must end after it starts, and by the sunset',
+  ],
+  ['a sunset on an operation that is not deprecated', (d) => (listPets(d)['x-sunset'] = '2031-01-01'), 'operation listPets', 'x-sunset needs deprecated: true'],
+  ['an unknown level on an event', (d) => (d.webhooks['pet.created'].post['x-stability'] = 'alpha'), 'event pet.created', 'x-stability "alpha" is not a level: experimental or beta (none means stable)'],
+]
+
+t.test('openapi.yaml passes the server, the gate and the lint', async (t) => {
+  t.doesNotThrow(() => contractOf(spec()))
+  t.ok((await checkBreaking()).ok, 'the gate')
+  t.strictSame(await lintErrors(specPath), [], 'the lint')
+})
+
+for (const [what, edit, where, message] of cases) {
+  t.test(`${what}: refused by the server, the gate and the lint, in the same words`, async (t) => {
+    const document = spec()
+    edit(document)
+    const line = `openapi.yaml: ${where}: ${message}`
+    t.throws(() => contractOf(document), { message: new RegExp(`^${line.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm') }, 'the server')
+    const file = written(t, document)
+    const gate = await checkBreaking({ spec: file, now })
+    t.notOk(gate.ok, 'the gate refuses it')
+    t.ok(gate.lines.includes(line), `the gate says: ${line}`)
+    t.ok((await lintErrors(file)).includes(message), `the lint says: ${message}`)
+  })
+}
+
+t.test('the server, started on a copy of the project whose openapi.yaml has an unknown level, refuses in one line', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-start-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  for (const part of ['src', 'generated', 'contract', 'package.json']) cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
+  symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
+  const document = spec()
+  listPets(document)['x-stability'] = 'alpha'
+  writeFileSync(join(dir, 'openapi.yaml'), stringify(document))
+  const server = launch(t, relative(projectRoot, join(dir, 'src', 'server.ts')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
+  const { code, stderr } = await within(processBound, server.exited)
+  t.equal(code, 1)
+  t.equal(stderr, 'petstore: openapi.yaml: operation listPets: x-stability "alpha" is not a level: experimental or beta (none means stable)\n')
+})
