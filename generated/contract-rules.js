@@ -280,7 +280,7 @@ function readOperations(document, catalogue, service, problems) {
         pointer: pointerTo(at),
         definition,
         lifecycle,
-        roles: rolesOf(document, definition, catalogue, at, where, problems),
+        roles: requirementOf(document, definition, catalogue, at, where, problems),
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems)
@@ -289,7 +289,7 @@ function readOperations(document, catalogue, service, problems) {
   }
   return operations;
 }
-function rolesOf(document, definition, catalogue, at, where, problems) {
+function requirementOf(document, definition, catalogue, at, where, problems) {
   const security = definition.security ?? document.security ?? [];
   if (security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0)) return void 0;
   for (const name of security.flatMap(Object.keys)) {

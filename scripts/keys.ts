@@ -9,7 +9,7 @@
  * roles are those of openapi.yaml (x-roles of its bearer scheme).
  */
 import { parseArgs } from 'node:util'
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/core/config.js'
 import { loadContract } from '../src/contract/load.js'
 import { reportFailure } from '../src/core/failure.js'
 import { openStorage, type Storage } from '../src/storage/index.js'

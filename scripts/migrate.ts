@@ -3,7 +3,7 @@
  * does when it starts. Safe to run beside running servers and other migrate runs: migrations
  * are applied under a lock, in one transaction, each exactly once.
  */
-import { loadConfig } from '../src/config.js'
+import { loadConfig } from '../src/core/config.js'
 import { reportFailure } from '../src/core/failure.js'
 import { connect } from '../src/storage/index.js'
 import { migrate } from '../src/storage/migrations.js'

@@ -4,7 +4,7 @@ import { closeAfterAnswersInFlight } from './http/connections.js'
 
 /** After the signal, connections idle at that moment get this long to send a request already
  * on its way (it is answered) before they are closed. */
-export const settleMs = 500
+const settleMs = 500
 
 /** Requests still unfinished this long before the grace period ends are cut. */
 const cutBeforeEndMs = 1_000

@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { type AcceptedChange, checkBreaking, classify, releasedDir } from '../scripts/check-breaking.js'
+import { projectRoot } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
 // each check runs redocly in a process of its own (about a second each): side by side, and
@@ -15,9 +16,13 @@ import { run } from './helpers/processes.js'
 t.jobs = 2
 t.setTimeout(360_000)
 
-/** The released contract, as a plain object to edit. */
+/** The released contract, as a plain object to edit, with the notice periods the service gives
+ * now (openapi.yaml's x-service, which 1.0.0 did not have yet). */
 type Spec = any
-const released = (): Spec => parse(readFileSync(join(releasedDir, '1.0.0.yaml'), 'utf8'))
+const released = (): Spec => ({
+  ...parse(readFileSync(join(releasedDir, '1.0.0.yaml'), 'utf8')),
+  'x-service': parse(readFileSync(join(projectRoot, 'openapi.yaml'), 'utf8'))['x-service'],
+})
 
 /** A folder with 1.0.0 as the only release: what the edits of 1.0.0 are judged against (a later
  * release holds more than 1.0.0, and would take each edit's missing parts for removals). */
@@ -143,7 +148,10 @@ t.test('compatible edits pass', async (t) => {
     ['a new response header', (spec) => (spec.paths['/pets'].get.responses['200'].headers['X-Request-Id'] = { required: true, schema: { type: 'string', maxLength: 64 } })],
     ['a new error code (the catalogue is extensible)', (spec) => spec.components.schemas.Error.properties.code['x-extensible-enum'].push('too_many_requests')],
     ['a maxLength on a string clients receive', (spec) => (spec.components.schemas.Error.properties.message.maxLength = 1000)],
-    ['a new deprecation', (spec) => (spec.paths['/pets'].post.deprecated = true)],
+    [
+      'a new deprecation',
+      (spec) => Object.assign(spec.paths['/pets'].post, { deprecated: true, 'x-deprecated-at': '2027-01-01', 'x-sunset': '2028-01-01', 'x-successor-reason': 'none' }),
+    ],
     [
       // what the rate limits, health and OWASP work adds: 1.1.0, a 429 and RateLimit headers
       // on every operation, new operations without a key, maxItems on a response array
@@ -228,8 +236,8 @@ t.test('a breaking change needs the next major version, and its version segment'
   t.notOk(older.ok)
   t.strictSame(older.lines, [
     'info.version 0.9.0 is older than the released 1.0.0',
-    'server https://api.petstore.example.com/v1 must end in /v0: the version segment is the major version of info.version 0.9.0',
-    'server https://staging-api.petstore.example.com/v1 must end in /v0: the version segment is the major version of info.version 0.9.0',
+    'openapi.yaml: servers: server https://api.petstore.example.com/v1 must end in /v0: the version segment is the major version of info.version 0.9.0',
+    'openapi.yaml: servers: server https://staging-api.petstore.example.com/v1 must end in /v0: the version segment is the major version of info.version 0.9.0',
   ])
 })
 
@@ -321,7 +329,8 @@ const requireTag = (spec: Spec) => {
   spec.components.schemas.NewPet.properties.tag = { type: 'string', maxLength: 20 }
   spec.components.schemas.NewPet.required.push('tag')
 }
-const deprecate = (operation: Spec, at: string, sunset: string) => Object.assign(operation, { deprecated: true, 'x-deprecated-at': at, 'x-sunset': sunset })
+const deprecate = (operation: Spec, at: string, sunset: string) =>
+  Object.assign(operation, { deprecated: true, 'x-deprecated-at': at, 'x-sunset': sunset, ...(operation['x-successor'] === undefined && { 'x-successor-reason': 'none' }) })
 
 t.test('stability levels: what the gate lets through within the major version', async (t) => {
   t.jobs = 2

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ConfigError, loadConfig } from '../src/config.js'
+import { ConfigError, loadConfig } from '../src/core/config.js'
 
 t.test('defaults: port 3000 on 127.0.0.1, SQLite in ./data, no keys, level info', async (t) => {
   t.strictSame(loadConfig({}), {

@@ -8,6 +8,7 @@ import { chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { allowedRequestHeaders, documentedHeaders } from '../src/http/cors.js'
 import { loadContract } from '../src/contract/load.js'
+import { readContract } from '../src/contract/model.js'
 import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
@@ -135,11 +136,11 @@ t.test('the exposed headers are those the spec documents', async (t) => {
   const names = documentedHeaders(loadContract())
   t.ok(names.includes('RateLimit') && names.includes('Location'))
   t.notOk(names.some((name) => /^(cache-control|vary|access-control-.*)$/i.test(name)))
-  const bare = editedContract((d) => {
-    for (const item of Object.values(d.paths)) for (const operation of [item!.get, item!.post, item!.patch, item!.delete]) if (operation) for (const response of Object.values(operation.responses)) delete (response as { headers?: unknown }).headers
-    for (const response of Object.values(d.components!.responses!)) delete (response as { headers?: unknown }).headers
-  })
-  t.strictSame(documentedHeaders(bare), [], 'a response without headers has none to expose')
+  // (read as a document the server would refuse, getPet's lifecycle headers gone: the rule alone)
+  const d = structuredClone(loadContract().document)
+  for (const item of Object.values(d.paths)) for (const operation of [item!.get, item!.post, item!.patch, item!.delete]) if (operation) for (const response of Object.values(operation.responses)) delete (response as { headers?: unknown }).headers
+  for (const response of Object.values(d.components!.responses!)) delete (response as { headers?: unknown }).headers
+  t.strictSame(documentedHeaders(readContract(d).contract), [], 'a response without headers has none to expose')
 })
 
 /** Debian's Chromium (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1. */

@@ -14,11 +14,11 @@ const noticeDays = { beta: 30, stable: 180 }
 const documentOf = (paths: Record<string, unknown>) => ({ paths })
 
 t.test('the changelog: no change, a removal, a deprecation without sunset or successor, none in force', async (t) => {
-  const old = documentOf({ '/a': { parameters: [], get: { operationId: 'getA', deprecated: true, 'x-deprecated-at': '2026-01-01', 'x-sunset': '2026-12-01' } }, '/b': { get: {} } })
+  const old = documentOf({ '/a': { parameters: [], get: { operationId: 'getA', deprecated: true, 'x-deprecated-at': '2026-01-01', 'x-sunset': '2026-12-01' } }, '/b': { get: { operationId: 'getB' } } })
   t.equal(entry({ version: '1.0.1', date: '2026-11-25', previous: old, current: old, compatible: [], allowed: [] }), '## 1.0.1 (2026-11-25)\n\nNo change a client can see.\n')
   const current = documentOf({ '/c': { post: { operationId: 'postC', deprecated: true, 'x-deprecated-at': '2026-11-25' } } })
   const text = entry({ version: '1.1.0', date: '2026-11-25', previous: old, current, compatible: [], allowed: [] })
-  t.match(text, '- `getA` (GET /a), its sunset 2026-12-01 passed\n- `GET /b` (GET /b)\n')
+  t.match(text, '- `getA` (GET /a), its sunset 2026-12-01 passed\n- `getB` (GET /b)\n')
   t.match(text, '- `postC` (POST /c): deprecated on 2026-11-25; no successor')
   t.match(inForce(documentOf({})), 'None.')
   t.match(inForce(documentOf({ '/a': old.paths['/a'], '/c': current.paths['/c'] })), /`getA`.*\n- `postC`/, 'one without a sunset comes last')

@@ -292,11 +292,12 @@ function ordersOn(name: string, store: Store) {
 }
 
 t.test('the Idempotency-Key window and sweep are those openapi.yaml publishes', async (t) => {
-  const { document } = loadContract()
+  const { document, service } = loadContract()
   const description = String((document.components!.parameters!.IdempotencyKey as { description: string }).description).replace(/\s+/g, ' ')
-  t.equal(idempotencyWindowMs, 24 * 60 * 60 * 1000)
-  t.match(description, 'For 24 hours after a first request with this key')
-  t.match(description, 'forgotten 24 hours after its first use')
+  const hours = service.limits.idempotencyKeyHours
+  t.equal(idempotencyWindowMs, hours * 60 * 60 * 1000, 'the default of the storage is the window of the contract')
+  t.match(description, `For ${hours} hours after a first request with this key`)
+  t.match(description, `forgotten ${hours} hours after its first use`)
   t.equal(forgetEveryMs, 10 * 60 * 1000)
   t.match(description, 'the server deletes forgotten keys every 10 minutes')
 })

@@ -107,7 +107,7 @@ const eventRoles = (roles: unknown) => (document: OpenAPIV3.Document) => {
 t.test('a spec whose roles cannot be enforced is refused at startup, saying why', async (t) => {
   t.throws(
     () => editedContract((document) => void (document.paths['/pets']!.get!.security = [{ bearerAuth: ['pets:reed'] }])),
-    /openapi.yaml: listPets needs pets:reed, which bearerAuth's x-roles does not list/,
+    /openapi.yaml: operation listPets: needs pets:reed, which bearerAuth's x-roles does not list/,
   )
   t.throws(
     () =>

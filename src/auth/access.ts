@@ -51,7 +51,7 @@ function meets(held: ReadonlySet<string>, requirement: RoleRequirement): boolean
 }
 
 /** The roles of `needed` that `held` lacks, in the order `needed` names them. */
-export const lackingRoles = (held: ReadonlySet<string>, needed: readonly string[]): string[] => needed.filter((role) => !held.has(role))
+const lackingRoles = (held: ReadonlySet<string>, needed: readonly string[]): string[] => needed.filter((role) => !held.has(role))
 
 /** A request's hook that lets it on, at once or by a promise, or refuses it by throwing. */
 export type Guard = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>
@@ -77,10 +77,10 @@ export function authorize(authenticate: Guard, operation: Operation): Guard {
 }
 
 /** The 403 of a subscription to events that a key lacks the roles of, or undefined when it
- * holds them all. `rolesOf` gives an event's roles. */
-export function subscriptionRefusal(held: ReadonlySet<string>, types: readonly string[], rolesOf: (type: string) => readonly string[]): ApiError<'forbidden'> | undefined {
+ * holds them all. `eventRoles` gives an event's roles. */
+export function subscriptionRefusal(held: ReadonlySet<string>, types: readonly string[], eventRoles: (type: string) => readonly string[]): ApiError<'forbidden'> | undefined {
   for (const type of types) {
-    const lacking = lackingRoles(held, rolesOf(type))
+    const lacking = lackingRoles(held, eventRoles(type))
     if (lacking.length > 0) return new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which the event ${type} needs`)
   }
   return undefined

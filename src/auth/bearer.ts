@@ -82,20 +82,21 @@ function bearerToken(authorization: string): string {
 export function bearerAuth(check: KeyCheck): Authenticate {
   function authenticate(request: FastifyRequest): void | Promise<void> {
     // hashed once: every check looks keys up by hash
-    const grant = check(bearerDigest(request))
+    const checked = check(bearerDigest(request))
     // (a key known at once costs no promise: most requests come with one)
-    if (grant instanceof Promise) return grant.then((found) => admit(request, found))
-    admit(request, grant)
+    if (checked instanceof Promise) return checked.then((found) => grant(request, found))
+    grant(request, checked)
   }
-  return Object.assign(authenticate, { known: (request: FastifyRequest) => admit(request, check.known(bearerDigest(request))) })
+  return Object.assign(authenticate, { known: (request: FastifyRequest) => grant(request, check.known(bearerDigest(request))) })
 }
 
-function admit(request: FastifyRequest, grant: Grant | undefined): void {
-  if (grant === undefined) {
+/** Gives the request what the key's grant allows, or refuses a key that has none. */
+function grant(request: FastifyRequest, found: Grant | undefined): void {
+  if (found === undefined) {
     throw new ApiError('unauthorized', 'Invalid API key', { 'WWW-Authenticate': `${realm}, error="invalid_token"` })
   }
-  request.principal = grant.principal
-  request.roles = grant.roles
+  request.principal = found.principal
+  request.roles = found.roles
 }
 
 /** A key of API_KEYS and the roles it holds: `KEY` (the default roles) or `KEY:role+role`. */

@@ -21,7 +21,7 @@ export async function issueFirstKey(app: FastifyInstance, url: string): Promise<
       'It is shown only this once: copy it now.',
       '',
       `  API key:  ${key}`,
-      `  Try it:   curl -H "Authorization: Bearer ${key}" ${url}${app.contract.basePath}/pets`,
+      `  Try it:   curl -H "Authorization: Bearer ${key}" ${url}${app.contract.urlOf('listPets')}`,
       '',
       'Manage keys with: npm run -s keys -- create --name NAME | list | revoke ID',
       '',

@@ -52,14 +52,14 @@ export const dayMs = 86_400_000
 
 /** An RFC 3339 full-date (`2030-12-05`) as midnight UTC, or undefined when it is not one (the
  * round trip refuses other shapes and impossible days, 2030-02-31). */
-export function dayOf(value: unknown): Date | undefined {
+function dayOf(value: unknown): Date | undefined {
   if (typeof value !== 'string') return undefined
   const date = new Date(`${value}T00:00:00Z`)
   return Number.isNaN(date.getTime()) || date.toISOString().slice(0, 10) !== value ? undefined : date
 }
 
 /** An RFC 3339 date-time in UTC (`2030-11-01T14:00:00Z`) as ms since the epoch, or undefined. */
-export function instantOf(value: unknown): number | undefined {
+function instantOf(value: unknown): number | undefined {
   const at = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/.test(value) ? Date.parse(value) : Number.NaN
   return Number.isNaN(at) ? undefined : at
 }

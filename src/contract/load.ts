@@ -29,7 +29,7 @@ function parsedAtGenerateTime(source: string, dir: string | false): OpenAPIV3.Do
 
 /** The document of a spec file, as parsed by generate (in `generated`, unless false) when the
  * text is the same, or parsed now; and its text. */
-export function readDocument(path: string, generated: string | false = false): { source: string; document: OpenAPIV3.Document } {
+function readDocument(path: string, generated: string | false = false): { source: string; document: OpenAPIV3.Document } {
   const source = readFileSync(path, 'utf8')
   return { source, document: parsedAtGenerateTime(source, generated) ?? (parse(source) as OpenAPIV3.Document) }
 }

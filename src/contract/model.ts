@@ -156,7 +156,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
         pointer: pointerTo(at),
         definition,
         lifecycle,
-        roles: rolesOf(document, definition, catalogue, at, where, problems),
+        roles: requirementOf(document, definition, catalogue, at, where, problems),
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems),
@@ -168,7 +168,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
 
 /** The roles an operation needs of a bearer key, or undefined when it needs no key. Any scheme
  * but an HTTP bearer one is one the server lacks. */
-function rolesOf(document: OpenAPIV3.Document, definition: OperationDefinition, catalogue: RoleCatalogue, at: string[], where: string, problems: Problems): RoleRequirement | undefined {
+function requirementOf(document: OpenAPIV3.Document, definition: OperationDefinition, catalogue: RoleCatalogue, at: string[], where: string, problems: Problems): RoleRequirement | undefined {
   const security = definition.security ?? document.security ?? []
   if (security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0)) return undefined
   for (const name of security.flatMap(Object.keys)) {

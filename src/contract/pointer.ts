@@ -1,10 +1,10 @@
 /** JSON Pointers (RFC 6901) into an OpenAPI document, and the `$ref`s that hold them. */
 
 /** One key as a pointer writes it: `~` and `/` escaped. */
-export const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')
+const escapeKey = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1')
 
 /** One key of a pointer as the document names it. */
-export const unescapeKey = (part: string) => part.replaceAll('~1', '/').replaceAll('~0', '~')
+const unescapeKey = (part: string) => part.replaceAll('~1', '/').replaceAll('~0', '~')
 
 /** `#/paths/~1pets/get` from `['paths', '/pets', 'get']`. */
 export const pointerTo = (keys: readonly (string | number)[]) => `#/${keys.map((key) => escapeKey(String(key))).join('/')}`
@@ -16,7 +16,7 @@ export const keysOf = (pointer: string): string[] => {
 }
 
 /** What a local pointer reaches in `document`, or undefined. */
-export function resolvePointer(document: unknown, pointer: string): unknown {
+function resolvePointer(document: unknown, pointer: string): unknown {
   return keysOf(pointer).reduce<unknown>((node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined), document)
 }
 

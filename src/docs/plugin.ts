@@ -80,7 +80,7 @@ const runtimeStyle = "'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='"
 
 /** The library's policy, tightened: no framing at all, no third-party images, and no rewriting
  * of http to https (the page may be served over plain HTTP on a private network). */
-export function strictDocsCsp(header: string): string {
+function strictDocsCsp(header: string): string {
   return header
     .replace("frame-ancestors 'self'", "frame-ancestors 'none'")
     .replace("style-src 'self'", `style-src 'self' ${runtimeStyle}`)

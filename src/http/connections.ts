@@ -1,7 +1,7 @@
 import { type IncomingMessage, type Server, STATUS_CODES, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { ApiError } from '../core/errors.js'
 import { linger } from './linger.js'
 
@@ -113,7 +113,7 @@ const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request h
  * A request Node cannot read as HTTP (truncated, oversized headers, or too slow) never reaches
  * Fastify: it is answered here, in the Error shape too, and the connection closed.
  */
-export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
   // Node reports each later chunk of a broken request again, and a request too slow to finish
   // after its answer (which closes the connection, see linger.ts): the first answer stands.
   if (socket.writableEnded || socket.destroyed) return
@@ -127,7 +127,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
 
 /** An answer written straight to the socket, for requests Fastify never sees; then the
  * connection is closed without losing it. */
-export function answerRaw(socket: Socket, error: ApiError): void {
+function answerRaw(socket: Socket, error: ApiError): void {
   const body = JSON.stringify(error.body)
   const headers = {
     'Content-Type': 'application/json; charset=utf-8',

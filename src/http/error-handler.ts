@@ -71,7 +71,7 @@ declare module 'fastify' {
 
 /** How often one cause of an unavailable database is logged: a database down under load would
  * otherwise write a line for every request, thousands a second, and bury the cause. */
-export const unavailableLogIntervalMs = 10_000
+const unavailableLogIntervalMs = 10_000
 
 /** Causes told apart at most, beyond which they are forgotten (and logged again when seen). */
 const causesBound = 100

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyReply } from 'fastify'
 
 /** What a connection closed after its answer may still read: at most this long, */
-export const lingerMs = 5_000
+const lingerMs = 5_000
 /** and at most this many bytes. */
 export const lingerBytes = 16 * 1024 * 1024
 
@@ -35,7 +35,7 @@ export function linger(socket: Socket, request?: IncomingMessage): void {
  * Lets Node close the connection of `request` by lingering: after a response that announces
  * `Connection: close`, Node calls socket.destroySoon(), which closes at once.
  */
-export function lingerAfterResponse(request: IncomingMessage): void {
+function lingerAfterResponse(request: IncomingMessage): void {
   const socket = request.socket as Socket & { destroySoon?: () => void }
   socket.destroySoon = () => linger(socket, request)
 }

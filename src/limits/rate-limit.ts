@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify'
 import ipaddr from 'ipaddr.js'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { ApiError } from '../core/errors.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import { type Count, Counter, type Policy } from './counter.js'
@@ -153,11 +153,7 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
   }
 }
 
-/** The RateLimit-Policy and RateLimit fields (structured fields, draft-ietf-httpapi-ratelimit-headers-10). */
-export function rateLimitHeaders(count: Count): Record<string, string> {
-  return { 'RateLimit-Policy': policyField(count.policy), RateLimit: rateLimitField(count) }
-}
-
+/** The RateLimit field (a structured field, draft-ietf-httpapi-ratelimit-headers-10). */
 const rateLimitField = ({ policy, remaining, resetS }: Count) => `"${policy.name}";r=${remaining};t=${resetS}`
 
 /** RateLimit-Policy of each policy, written once (a policy never changes). */

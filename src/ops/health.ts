@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import { ApiError } from '../core/errors.js'
 
 /** A readiness probe is answered within this long at most (or DATABASE_TIMEOUT_MS, if shorter):

@@ -16,7 +16,7 @@ export interface MetricsListener {
   close(): Promise<void>
 }
 
-export const metricsPath = '/metrics'
+const metricsPath = '/metrics'
 
 /** A scraper needs a handful of connections; anything more is not one. */
 const maxConnections = 16

@@ -7,7 +7,7 @@ import { RequestLatency } from './request-latency.js'
 
 /** Why the rate limiter refused a request: its API key spent its allowance, or (without a
  * valid key) its client address did. */
-export const rateLimitReasons = ['key', 'address'] as const
+const rateLimitReasons = ['key', 'address'] as const
 export type RateLimitReason = (typeof rateLimitReasons)[number]
 
 /** The `operation` label of a request no route matched (404, 405, a malformed URL). */
@@ -46,7 +46,7 @@ export interface Metrics {
  * - petstore_lifecycle_requests_total{operation,lifecycle}: authenticated requests of the
  *   deprecated, experimental and beta operations (who calls them, per key: `npm run keys -- usage`);
  */
-export function createMetrics(): Metrics {
+function createMetrics(): Metrics {
   const registry = new Registry()
   const registers = [registry]
   const requests = new RequestLatency(
@@ -109,7 +109,7 @@ export function createMetrics(): Metrics {
 
 /** The `operation` label of a route: its operationId; outside the API, its pattern (`/readyz`,
  * `/v1/docs/*`: a set fixed at startup). (A request no route matched is `unmatched`.) */
-export function operationOf(route: RouteOptions): string {
+function operationOf(route: RouteOptions): string {
   return (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url
 }
 

@@ -3,45 +3,16 @@
  * it, and what an open one offers. Opening one is sqlite.ts's or postgres.ts's (both import this
  * module, never each other), chosen by openDatabase in index.ts.
  */
-import type { Generated, Kysely } from 'kysely'
-import { configSchema } from '../config.js'
+import type { Kysely } from 'kysely'
+import { configSchema } from '../core/config.js'
 import { OperatorError } from '../core/errors.js'
 import type { KeyChanges } from './key-changes.js'
 import type { PipelineStats } from './postgres-pipelines.js'
 import type { Sql } from './sql.js'
 
-/** The tables, as Kysely sees them. Timestamps are Unix milliseconds in both dialects. */
-export interface Tables {
-  pets: {
-    id: Generated<number>
-    name: string
-    category_id: number
-    status: string
-  }
-  api_keys: {
-    id: Generated<number>
-    name: string
-    prefix: string
-    hash: string
-    created_at: number
-    last_used_at: number | null
-    revoked_at: number | null
-  }
-  orders: {
-    id: Generated<number>
-    pet_id: number
-    status: string
-    placed_at: number
-  }
-  idempotency_keys: {
-    principal: string
-    idempotency_key: string
-    fingerprint: string
-    /** JSON; null only inside the transaction that claimed the key */
-    outcome: string | null
-    created_at: number
-  }
-}
+/** Kysely runs the migrations only (the repositories write their SQL in sql.ts), through its
+ * schema builder, which needs no table types: the tables are what src/storage/migrations.ts makes. */
+export type Migratable = Kysely<Record<string, never>>
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -51,7 +22,7 @@ export interface Database {
   /** the repositories' way in: prepared SQL, both dialects */
   sql: Sql
   /** the schema's way in: Kysely, for migrations (and tests that look at the schema) */
-  db: Kysely<Tables>
+  db: Migratable
   dialect: Dialect
   /** starts watching api_keys for changes made by other processes */
   watchKeyChanges(): KeyChanges

@@ -20,7 +20,7 @@ export interface Claimed {
 }
 
 /** How an attempt ended. */
-export interface Outcome {
+export interface Settlement {
   /** the HTTP status it was answered with, if any */
   status?: number | undefined
   /** why it failed; undefined when it succeeded */
@@ -37,7 +37,7 @@ export interface DeliveryQueue {
    * name no other claim uses. Another instance takes them over once the lease has run out. */
   claim(lease: string, max: number, leaseMs: number): Promise<Claimed[]>
   /** Writes down an attempt's outcome, if the delivery is still held under `lease`. */
-  settle(lease: string, deliveryId: number, outcome: Outcome): Promise<void>
+  settle(lease: string, deliveryId: number, outcome: Settlement): Promise<void>
   /** Gives back what the claims of `instance` still hold (their leases are `instance/...`),
    * due as they were: on shutdown. */
   release(instance: string): Promise<void>

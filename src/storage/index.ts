@@ -1,4 +1,4 @@
-import { configSchema } from '../config.js'
+import { configSchema } from '../core/config.js'
 import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseReadConnections, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
 import { type DeliveryQueue, deliveryQueue } from './deliveries.js'
 import type { GroupCommitStats } from './group-commit.js'

@@ -50,7 +50,7 @@ export interface KeyRepository {
 }
 
 /** When keys were used is written down this often, in one transaction, never by a request. */
-export const lastUsedFlushMs = 60_000
+const lastUsedFlushMs = 60_000
 
 interface KeyRow {
   id: number
@@ -66,7 +66,7 @@ const asRecord = (row: KeyRow): ApiKeyRecord => ({
   id: row.id,
   name: row.name,
   prefix: row.prefix,
-  roles: rolesOf(row.roles),
+  roles: rolesInText(row.roles),
   createdAt: new Date(row.created_at),
   lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
   revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
@@ -76,7 +76,7 @@ const columns = 'id, name, prefix, roles, created_at, last_used_at, revoked_at'
 
 /** Roles are kept as one text, space-separated, as OAuth writes scopes (a role holds no space). */
 const rolesText = (roles: readonly string[]) => [...new Set(roles)].join(' ')
-const rolesOf = (text: string) => text.split(' ').filter((role) => role !== '')
+const rolesInText = (text: string) => text.split(' ').filter((role) => role !== '')
 
 export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
   async function insert(executor: Statements, name: string, roles: readonly string[]): Promise<IssuedKey> {
@@ -123,7 +123,7 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
     const row = await sql.row<{ id: number; roles: string }>('select id, roles from api_keys where hash = $1 and revoked_at is null', [digest])
     if (row === undefined) return undefined
     const id = Number(row.id)
-    const grant = { id, principal: storedKeyPrincipal(id), roles: new Set(rolesOf(row.roles)) }
+    const grant = { id, principal: storedKeyPrincipal(id), roles: new Set(rolesInText(row.roles)) }
     // (only active keys are cached, never guesses: the cache is as large as the key store)
     if (lookedUpIn === generation) cached.set(digest, grant)
     used.set(id, Date.now())
@@ -180,7 +180,7 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
 
     async activeRoles(id) {
       const row = await sql.row<{ roles: string }>('select roles from api_keys where id = $1 and revoked_at is null', [id])
-      return row && new Set(rolesOf(row.roles))
+      return row && new Set(rolesInText(row.roles))
     },
 
     authenticate: (digest) => known(digest) ?? lookUp(digest),

@@ -6,10 +6,10 @@ const relistenMs = 1_000
 
 /**
  * PostgreSQL tells every instance at once: a trigger on api_keys NOTIFYs keysChannel when a key
- * is revoked or deleted, and each instance LISTENs on a connection of its own. While that
- * connection is down, a notification could be missed: every call answers true until it is back.
- * A server that takes the connection but never answers (frozen, or a network that drops
- * packets) holds nothing: a connection not listening within `answerWithinMs` is cut and tried
+ * is revoked, given other roles or deleted, and each instance LISTENs on a connection of its
+ * own. While that connection is down, a notification could be missed: every call answers true
+ * until it is back. A server that takes the connection but never answers (frozen, or a network
+ * that drops packets) holds nothing: a connection not listening within `answerWithinMs` is cut and tried
  * again, and closing cuts one that does not end within it.
  */
 export function postgresKeyChanges(config: pg.ClientConfig, answerWithinMs: number): KeyChanges {

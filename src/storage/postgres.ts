@@ -1,6 +1,6 @@
 import { Kysely, PostgresDialect } from 'kysely'
 import pg from 'pg'
-import type { Database, Tables } from './database.js'
+import type { Database } from './database.js'
 import { postgresKeyChanges } from './postgres-key-changes.js'
 import { pipelines } from './postgres-pipelines.js'
 import { postgresSql } from './sql.js'
@@ -35,7 +35,7 @@ export function openPostgres(url: string, { poolSize, readConnections }: { poolS
   // reads outside transactions, many at once on each of a few connections (none: on the pool)
   const reads = readConnections > 0 ? pipelines(connectionOptions(url, timeoutMs), readConnections, answerWithinMs) : undefined
   const sql = postgresSql(pool, answerWithinMs, reads?.send)
-  const db = new Kysely<Tables>({ dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }) })
+  const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }) })
   const { hostname, port, pathname } = new URL(url)
   return {
     sql,

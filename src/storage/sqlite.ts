@@ -2,7 +2,7 @@ import { mkdirSync, statSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { CompiledQuery, type DatabaseConnection, Kysely, SqliteAdapter, SqliteDialect, type SqliteDialectConfig, SqliteDriver } from 'kysely'
-import { type Database, DatabaseConfigError, type Tables } from './database.js'
+import { type Database, DatabaseConfigError } from './database.js'
 import { sqliteKeyChanges } from './key-changes.js'
 import { sqliteSql } from './sql.js'
 
@@ -19,7 +19,7 @@ export function openSqlite(file: string, timeoutMs: number): Database {
       return statement
     },
   }
-  const db = new Kysely<Tables>({ dialect: new SharedSqliteDialect({ database }) })
+  const db = new Kysely<Record<string, never>>({ dialect: new SharedSqliteDialect({ database }) })
   return {
     sql: sqliteSql(sqlite),
     db,

@@ -28,7 +28,7 @@ export interface UsageRepository {
 }
 
 /** How often the counted calls are written down. */
-export const usageFlushMs = 10_000
+const usageFlushMs = 10_000
 
 interface Tally {
   calls: number

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { redactUrl } from '../http/redact.js'
-import type { Claimed, DeliveryQueue, Outcome } from '../storage/deliveries.js'
+import type { Claimed, DeliveryQueue, Settlement } from '../storage/deliveries.js'
 import type { EventType } from '../storage/outbox.js'
 import { type Answer, post } from './send.js'
 import { signedHeaders } from './signing.js'
@@ -101,7 +101,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     if (closed) return // cut short by close: the delivery is given back, as it was
     const result: AttemptResult = 'status' in answer ? (answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'rejected') : answer.error
     metrics.attempted(result)
-    const outcome: Outcome = { status: 'status' in answer ? answer.status : undefined }
+    const outcome: Settlement = { status: 'status' in answer ? answer.status : undefined }
     if (result !== 'succeeded') {
       // (at most what openapi.yaml allows lastError)
       outcome.error = ('status' in answer ? `answered ${answer.status}` : answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ')).slice(0, lastErrorLength)

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { eventWithheld } from '../auth/access.js'
-import type { Config } from '../config.js'
+import type { Config } from '../core/config.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { startDispatcher } from './dispatcher.js'
 import { type WebhookOperation, webhookHandlers } from './handlers.js'

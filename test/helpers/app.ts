@@ -2,7 +2,7 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { type AppOptions, buildApp } from '../../src/app.js'
-import { loadConfig } from '../../src/config.js'
+import { loadConfig } from '../../src/core/config.js'
 import { contractViolations } from './contract.js'
 
 /** The API key every test app accepts. */

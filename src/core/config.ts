@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { type Static, Type } from '@sinclair/typebox'
 import { Ajv, type Options, type ValidateFunction } from 'ajv'
-import { OperatorError } from './core/errors.js'
-import { generatedDir, loadGenerated } from './core/paths.js'
+import { OperatorError } from './errors.js'
+import { generatedDir, loadGenerated } from './paths.js'
 
 /** A token68 (RFC 7235): what a client can send after `Bearer `. */
 const token = '[A-Za-z0-9._~+/-]+=*'
