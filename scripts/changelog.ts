@@ -23,7 +23,8 @@ const day = (date: Date | undefined) => date?.toISOString().slice(0, 10)
 const instant = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z')
 
 function deprecation(operation: ReleasedOperation): string {
-  const { at, sunset, successor, brownouts = [] } = operation.lifecycle.deprecation ?? {}
+  // (called for deprecated operations only)
+  const { at, sunset, successor, brownouts } = operation.lifecycle.deprecation!
   const parts = [`deprecated on ${day(at)}`]
   if (sunset !== undefined) parts.push(`removed on ${day(sunset)} (requests answer 410 from 00:00 UTC that day)`)
   parts.push(successor === undefined ? 'no successor' : `use \`${successor}\` instead`)

@@ -83,6 +83,7 @@ const cases: [string, (document: Spec) => void, string, string][] = [
     'operation getPet',
     'x-brownouts[0] must end after it starts, and by the sunset',
   ],
+  ['brownouts that are no list', (d) => (getPet(d)['x-brownouts'] = 'soon'), 'operation getPet', 'x-brownouts must be a list of {start, end}'],
   ['a sunset on an operation that is not deprecated', (d) => (listPets(d)['x-sunset'] = '2031-01-01'), 'operation listPets', 'x-sunset needs deprecated: true'],
   ['an unknown level on an event', (d) => (d.webhooks['pet.created'].post['x-stability'] = 'alpha'), 'event pet.created', 'x-stability "alpha" is not a level: experimental or beta (none means stable)'],
 ]

@@ -50,6 +50,12 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   t.throws(load((d) => delete d.servers), /every server URL must end in the same base path, found \[\]/)
   t.throws(load((d) => delete d.paths['/pets']!.get!.operationId), /^openapi.yaml: GET \/pets: has no operationId$/m)
   t.throws(() => deref(document, { $ref: '#/components/schemas/Cat' }), /#\/components\/schemas\/Cat points to nothing/)
+  t.throws(() => deref(document, { $ref: '#/paths/~1pets/get/operationId/length' }), /points to nothing/, 'not inside a string')
+  t.throws(() => deref(document, { $ref: 7 } as never), /7 points to nothing/)
+  const cycle = { components: { schemas: { A: { $ref: '#/components/schemas/B' }, B: { $ref: '#/components/schemas/A' } } } }
+  t.throws(() => deref(cycle, { $ref: '#/components/schemas/A' }), /points to nothing/, 'a cycle of $refs ends')
+  t.strictSame(deref(document, { $ref: '#' }), document, 'the whole document')
+  t.throws(load((d) => void ((d as unknown as { webhooks: Record<string, unknown> }).webhooks['pet.adopted'] = { get: {} })), /event pet.adopted: an event is sent as a POST: it needs its post/)
   t.strictSame(deref(document, { $ref: '#/paths/~1pets/get/operationId' }), 'listPets', 'a JSON pointer reads ~1 as /')
 
   const refused = (edit: (document: OpenAPIV3.Document) => void, message: RegExp) => t.throws(load(edit), message)

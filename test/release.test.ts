@@ -45,6 +45,18 @@ t.test('refusals write nothing: not a version, not above the last release, a maj
   t.strictSame(files.untouched(), state)
 })
 
+t.test('a new major version with its segment: released, its entry against the last release lists nothing the lifecycle allowed', async (t) => {
+  const files = project(t)
+  const spec = readFileSync(files.spec, 'utf8').replaceAll(/(url: https:\/\/[a-z.-]+)\/v1$/gm, '$1/v2')
+  writeFileSync(files.spec, spec)
+  const major = await release({ ...files, version: '2.0.0' })
+  t.ok(major.ok, major.lines.join('\n'))
+  t.match(major.lines, ['info.version 2.0.0 starts major version 2: breaking changes to 1.0.0 are allowed'])
+  const changelog = readFileSync(files.changelog, 'utf8')
+  t.match(changelog, /^## 2\.0\.0 \(2026-11-25\)$/m)
+  t.notMatch(changelog, /Incompatible changes allowed by their lifecycle/)
+})
+
 t.test('a refused change: the gate names it, nothing is written', async (t) => {
   const files = project(t)
   const spec = parse(readFileSync(files.spec, 'utf8'))

@@ -132,6 +132,8 @@ t.test('the roles each event needs, from its x-roles under webhooks: those of th
   t.strictSame(['pet.created', 'pet.status_changed', 'order.placed', 'order.status_changed'].map((type) => events.get(type)!.roles), [['pets:read'], ['pets:read'], ['orders:read'], ['orders:read']])
   t.strictSame(editedContract(eventRoles(undefined)).events.get('order.placed')!.roles, [], 'an event that names none needs none')
   t.equal(events.get('pet.deleted'), undefined, 'one the spec lacks is not an event')
+  t.strictSame(loadContract().rolesOfEvent('pet.deleted'), [], 'and needs no role')
+  t.strictSame(loadContract().rolesOfEvent('order.placed'), ['orders:read'])
 })
 
 t.test('an operation whose security names no role lets every valid key in', async (t) => {

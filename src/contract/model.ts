@@ -63,6 +63,9 @@ export interface Contract {
   events: ReadonlyMap<string, Event>
   roles: RoleCatalogue
   service: Service
+  /** the roles a key needs to receive the event `type`; none for a type this document does not
+   * declare (an event recorded before the document dropped it) */
+  rolesOfEvent(type: string): readonly string[]
   /** the codes an Error body may carry (Error.code's x-extensible-enum) */
   errorCodes: readonly string[]
   /** the methods served at a request path (`/v1/pets/7`), HEAD with GET; undefined for a path the spec lacks */
@@ -99,6 +102,7 @@ export function readContract(document: OpenAPIV3.Document, { file = 'openapi.yam
     events,
     roles,
     service,
+    rolesOfEvent: (type) => events.get(type)?.roles ?? [],
     errorCodes: errorCodesOf(document),
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),

@@ -29,7 +29,6 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
   const { contract, storage, access } = app
   const { limits } = contract.service
   const policy = { allowHttp: settings.WEBHOOK_ALLOW_HTTP, allowPrivate: settings.WEBHOOK_ALLOW_PRIVATE }
-  const eventRoles = (type: string) => contract.events.get(type)?.roles ?? []
   const dispatcher = startDispatcher(
     storage.deliveries,
     {
@@ -40,7 +39,7 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
       keepFinishedMs: limits.finishedDeliveriesKeptDays * 86_400_000,
       lastErrorLength: limits.lastErrorLength,
       eventIdPrefix: contract.service.eventIdPrefix,
-      withheld: (owner, type) => eventWithheld(owner, type, access.rolesNow, eventRoles(type), limits.lastErrorLength),
+      withheld: (owner, type) => eventWithheld(owner, type, access.rolesNow, contract.rolesOfEvent(type), limits.lastErrorLength),
     },
     app.log,
     webhookMetrics(app.metrics.registry),
@@ -55,7 +54,7 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
       webhookUrl: (webhookId) => contract.urlOf('getWebhook', { webhookId }),
       deliveriesUrl: (webhookId) => contract.urlOf('listWebhookDeliveries', { webhookId }),
       dueNow: dispatcher.wake,
-      eventRoles,
+      eventRoles: contract.rolesOfEvent,
       retryAfterSeconds: limits.unavailableRetryAfterSeconds,
     }),
   )
