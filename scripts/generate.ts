@@ -25,7 +25,7 @@ import type { OpenAPIV3 } from 'openapi-types'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { buildApp } from '../src/app.js'
 import { closedConfigSchema, configAjvOptions, configSchemaDigest, loadConfig } from '../src/config.js'
-import { recordingCompilers } from '../src/contract/compilers.js'
+import { openapiKeywords, recordingCompilers } from '../src/contract/compilers.js'
 import { type Contract, deref, loadContract, type ParsedSpec, parsedSpecModule, sourceDigest } from '../src/contract/spec.js'
 import { specSchemaModule } from '../src/contract/spec-validator.js'
 import { generatedDir, specPath } from '../src/paths.js'
@@ -174,16 +174,6 @@ function configValidator(): string {
   const ajv = new Ajv({ ...configAjvOptions, code: { source: true } })
   const validate = ajv.compile(closedConfigSchema())
   return `${standaloneCode(ajv, validate)}\nmodule.exports.schemaDigest = ${JSON.stringify(configSchemaDigest())};\n`
-}
-
-/** The words of OpenAPI schemas that JSON Schema lacks: Ajv's strict mode must know them. */
-function openapiKeywords(document: OpenAPIV3.Document): string[] {
-  const keywords = new Set(['example', 'xml', 'externalDocs'])
-  JSON.stringify(document, (key, value) => {
-    if (key.startsWith('x-')) keywords.add(key)
-    return value
-  })
-  return [...keywords].sort()
 }
 
 if (process.argv[1] === import.meta.filename) {
