@@ -6,7 +6,7 @@ import t from 'tap'
 import { generatedCompilers, moduleName, openapiKeywords, recordingCompilers } from '../src/contract/compilers.js'
 import { deref, loadContract } from '../src/contract/spec.js'
 import { projectRoot } from '../src/paths.js'
-import { build, call, testKey } from './helpers/app.js'
+import { build, call } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 import { editedContract } from './helpers/spec.js'
 
@@ -73,9 +73,10 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
 })
 
-t.test('an operation whose answers carry no body needs no media type', async (t) => {
+t.test('an answer documented without a body needs no media type', async (t) => {
   const bodiless = editedContract((d) => {
-    d.paths['/pets/{petId}']!.get!.responses = { '204': { description: 'seen' } }
+    const { '200': _, ...errors } = d.paths['/pets/{petId}']!.get!.responses
+    d.paths['/pets/{petId}']!.get!.responses = { '204': { description: 'seen' }, ...errors }
   })
   const app = await build(t, { contract: bodiless })
   t.equal((await call(t, app, { url: '/v1/pets/1' })).status, 404, 'the route is served, with the errors of the server')
@@ -110,16 +111,11 @@ t.test('header parameters are read under the lower-case names Node gives them, r
   const compiling = recordingCompilers(() => {}, openapiKeywords(required.document)).compilersFactory!
   const schemaController = { compilersFactory: { ...generatedCompilers().compilersFactory, buildValidator: compiling.buildValidator } }
   const app = await build(t, { contract: required, schemaController })
-  const missing = await app.inject({ method: 'POST', url: '/v1/store/orders', headers: { authorization: `Bearer ${testKey}` }, payload: { petId: 1 } })
-  t.equal(missing.statusCode, 400)
-  t.equal(missing.json().message, "header must have required property 'idempotency-key'")
-  const sent = await app.inject({
-    method: 'POST',
-    url: '/v1/store/orders',
-    headers: { authorization: `Bearer ${testKey}`, 'Idempotency-Key': 'k' },
-    payload: { petId: 1 },
-  })
-  t.equal(sent.statusCode, 404, 'sent in any case, it is found')
+  const missing = await call(t, app, { method: 'POST', url: '/v1/store/orders', payload: { petId: 1 } })
+  t.equal(missing.status, 400)
+  t.equal(missing.json.message, "header must have required property 'idempotency-key'")
+  const sent = await call(t, app, { method: 'POST', url: '/v1/store/orders', headers: { 'Idempotency-Key': 'k' }, payload: { petId: 1 } })
+  t.equal(sent.status, 404, 'sent in any case, it is found')
 })
 
 t.test('path items may hold more than operations', async (t) => {
