@@ -7,7 +7,6 @@ import { generatedCompilers, moduleName, openapiKeywords, recordingCompilers } f
 import { deref, loadContract } from '../src/contract/spec.js'
 import { projectRoot } from '../src/paths.js'
 import { build, call } from './helpers/app.js'
-import { contractViolations } from './helpers/contract.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
@@ -131,39 +130,4 @@ t.test('the server runs the generated validators: without them it does not start
   const app = await build(t, { schemaController: generatedCompilers(empty) })
   await t.rejects(async () => await app.ready(), /validators\/get_v1_pets_querystring\.cjs is missing: generated\/ does not match openapi\.yaml; run npm run generate/)
   t.equal(moduleName('serializers', { method: 'GET', url: '/v1/pets/:petId', httpStatus: '200', contentType: 'application/json' }), 'serializers/get_v1_pets_petid_200_application_json.cjs')
-})
-
-t.test('the contract check reads response headers against their schemas: patterns, enums, types, the required ones present', async (t) => {
-  const listed = {
-    method: 'GET',
-    url: '/v1/pets',
-    status: 200,
-    body: '[]',
-    headers: {
-      'content-type': 'application/json; charset=utf-8',
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-      'ratelimit-policy': '"key";q=1000;w=60',
-      ratelimit: '"key";r=998;t=42',
-      link: '</v1/pets?limit=20&after=20>; rel="next"',
-    },
-  }
-  t.strictSame(contractViolations(listed), [], 'a response that keeps the contract')
-  const { 'cache-control': _, ...withoutCacheControl } = listed.headers
-  const violations = contractViolations({
-    ...listed,
-    headers: { ...withoutCacheControl, 'x-content-type-options': 'sniff', link: '</v1/store/orders?after=2>; rel="next"', ratelimit: '"key";r=lots;t=42' },
-  })
-  t.equal(violations.length, 4, 'a wrong Link, a wrong enum value, a missing header, a wrong pattern: each named')
-  t.match(violations, [
-    /^header Link "<\/v1\/store\/orders\?after=2>.*" must match pattern "\^<\/v1\/pets/,
-    'header X-Content-Type-Options "sniff" must be equal to one of the allowed values',
-    'header Cache-Control is documented as required but missing',
-    /^header RateLimit ".*r=lots;t=42" must match pattern/,
-  ])
-  const refused = { method: 'GET', url: '/v1/pets', status: 503, body: '{"code":"unavailable","message":"later","status":503}' }
-  const headers = { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'ratelimit-policy': '"key";q=1000;w=60', ratelimit: '"key";r=998;t=42' }
-  t.strictSame(contractViolations({ ...refused, headers: { ...headers, 'retry-after': '5' } }), [], 'Retry-After, an integer in its text')
-  t.strictSame(contractViolations({ ...refused, headers: { ...headers, 'retry-after': 'soon' } }), ['header Retry-After "soon" must be integer'])
-  t.strictSame(contractViolations({ ...refused, headers: { ...headers, 'retry-after': '0' } }), ['header Retry-After "0" must be >= 1'])
 })
