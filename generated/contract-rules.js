@@ -227,6 +227,7 @@ function readContract(document, { file = "openapi.yaml", source } = {}) {
     events,
     roles,
     service,
+    rolesOfEvent: (type) => events.get(type)?.roles ?? [],
     errorCodes: errorCodesOf(document),
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === "HEAD" ? "GET" : method),

@@ -27,7 +27,7 @@ import type { OpenAPIV3 } from 'openapi-types'
 import openapiTS, { astToString } from 'openapi-typescript'
 import { buildApp } from '../src/app.js'
 import { closedConfigSchema, configAjvOptions, configSchemaDigest, loadConfig } from '../src/core/config.js'
-import { recordingCompilers } from '../src/http/compilers.js'
+import { openapiKeywords, recordingCompilers } from '../src/http/compilers.js'
 import { loadContract, type ParsedSpec, parsedSpecModule, sourceDigest } from '../src/contract/load.js'
 import type { Contract } from '../src/contract/model.js'
 import { deref } from '../src/contract/pointer.js'
@@ -194,16 +194,6 @@ async function contractRules(): Promise<string> {
     logLevel: 'warning',
   })
   return result.outputFiles[0]!.text
-}
-
-/** The words of OpenAPI schemas that JSON Schema lacks: Ajv's strict mode must know them. */
-function openapiKeywords(document: OpenAPIV3.Document): string[] {
-  const keywords = new Set(['example', 'xml', 'externalDocs'])
-  JSON.stringify(document, (key, value) => {
-    if (key.startsWith('x-')) keywords.add(key)
-    return value
-  })
-  return [...keywords].sort()
 }
 
 if (process.argv[1] === import.meta.filename) {

@@ -3,12 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
-import { generatedCompilers, moduleName, recordingCompilers } from '../src/http/compilers.js'
 import { loadContract } from '../src/contract/load.js'
 import { deref } from '../src/contract/pointer.js'
 import { projectRoot } from '../src/core/paths.js'
-import { build, call, testKey } from './helpers/app.js'
-import { contractViolations } from './helpers/contract.js'
+import { generatedCompilers, moduleName, openapiKeywords, recordingCompilers } from '../src/http/compilers.js'
+import { build, call } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
@@ -84,10 +83,11 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
 })
 
-t.test('an operation whose answers carry no body needs no media type', async (t) => {
+t.test('an answer documented without a body needs no media type', async (t) => {
   const bodiless = editedContract((d) => {
-    const { deprecated, 'x-deprecated-at': _at, 'x-sunset': _sunset, 'x-successor': _successor, ...getPet } = d.paths['/pets/{petId}']!.get! as Record<string, unknown>
-    d.paths['/pets/{petId}']!.get = { ...getPet, responses: { '204': { description: 'seen' } } } as OpenAPIV3.OperationObject
+    const { '200': ok, ...errors } = d.paths['/pets/{petId}']!.get!.responses
+    // (with the lifecycle headers of the deprecated getPet, which every answer of it carries)
+    d.paths['/pets/{petId}']!.get!.responses = { '204': { description: 'seen', headers: (ok as OpenAPIV3.ResponseObject).headers }, ...errors }
   })
   const app = await build(t, { contract: bodiless })
   t.equal((await call(t, app, { url: '/v1/pets/1' })).status, 404, 'the route is served, with the errors of the server')
@@ -119,21 +119,14 @@ t.test('header parameters are read under the lower-case names Node gives them, r
     ;(d.components!.parameters!.IdempotencyKey as OpenAPIV3.ParameterObject).required = true
   })
   // validators compiled from this spec, not taken from generated/ (the serializers are the same)
-  const keywords = new Set(['example', 'xml', 'externalDocs'])
-  JSON.stringify(required.document, (key, value) => (key.startsWith('x-') && keywords.add(key), value))
-  const compiling = recordingCompilers(() => {}, [...keywords]).compilersFactory!
+  const compiling = recordingCompilers(() => {}, openapiKeywords(required.document)).compilersFactory!
   const schemaController = { compilersFactory: { ...generatedCompilers().compilersFactory, buildValidator: compiling.buildValidator } }
   const app = await build(t, { contract: required, schemaController })
-  const missing = await app.inject({ method: 'POST', url: '/v1/store/orders', headers: { authorization: `Bearer ${testKey}` }, payload: { petId: 1 } })
-  t.equal(missing.statusCode, 400)
-  t.equal(missing.json().message, "header must have required property 'idempotency-key'")
-  const sent = await app.inject({
-    method: 'POST',
-    url: '/v1/store/orders',
-    headers: { authorization: `Bearer ${testKey}`, 'Idempotency-Key': 'k' },
-    payload: { petId: 1 },
-  })
-  t.equal(sent.statusCode, 404, 'sent in any case, it is found')
+  const missing = await call(t, app, { method: 'POST', url: '/v1/store/orders', payload: { petId: 1 } })
+  t.equal(missing.status, 400)
+  t.equal(missing.json.message, "header must have required property 'idempotency-key'")
+  const sent = await call(t, app, { method: 'POST', url: '/v1/store/orders', headers: { 'Idempotency-Key': 'k' }, payload: { petId: 1 } })
+  t.equal(sent.status, 404, 'sent in any case, it is found')
 })
 
 t.test('path items may hold more than operations', async (t) => {
@@ -149,39 +142,4 @@ t.test('the server runs the generated validators: without them it does not start
   const app = await build(t, { schemaController: generatedCompilers(empty) })
   await t.rejects(async () => await app.ready(), /validators\/get_v1_pets_querystring\.cjs is missing: generated\/ does not match openapi\.yaml; run npm run generate/)
   t.equal(moduleName('serializers', { method: 'GET', url: '/v1/pets/:petId', httpStatus: '200', contentType: 'application/json' }), 'serializers/get_v1_pets_petid_200_application_json.cjs')
-})
-
-t.test('the contract check reads response headers against their schemas: patterns, enums, types, the required ones present', async (t) => {
-  const listed = {
-    method: 'GET',
-    url: '/v1/pets',
-    status: 200,
-    body: '[]',
-    headers: {
-      'content-type': 'application/json; charset=utf-8',
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-      'ratelimit-policy': '"key";q=1000;w=60',
-      ratelimit: '"key";r=998;t=42',
-      link: '</v1/pets?limit=20&after=20>; rel="next"',
-    },
-  }
-  t.strictSame(contractViolations(listed), [], 'a response that keeps the contract')
-  const { 'cache-control': _, ...withoutCacheControl } = listed.headers
-  const violations = contractViolations({
-    ...listed,
-    headers: { ...withoutCacheControl, 'x-content-type-options': 'sniff', link: '</v1/store/orders?after=2>; rel="next"', ratelimit: '"key";r=lots;t=42' },
-  })
-  t.equal(violations.length, 4, 'a wrong Link, a wrong enum value, a missing header, a wrong pattern: each named')
-  t.match(violations, [
-    /^header Link "<\/v1\/store\/orders\?after=2>.*" must match pattern "\^<\/v1\/pets/,
-    'header X-Content-Type-Options "sniff" must be equal to one of the allowed values',
-    'header Cache-Control is documented as required but missing',
-    /^header RateLimit ".*r=lots;t=42" must match pattern/,
-  ])
-  const refused = { method: 'GET', url: '/v1/pets', status: 503, body: '{"code":"unavailable","message":"later","status":503}' }
-  const headers = { 'content-type': 'application/json', 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', 'ratelimit-policy': '"key";q=1000;w=60', ratelimit: '"key";r=998;t=42' }
-  t.strictSame(contractViolations({ ...refused, headers: { ...headers, 'retry-after': '5' } }), [], 'Retry-After, an integer in its text')
-  t.strictSame(contractViolations({ ...refused, headers: { ...headers, 'retry-after': 'soon' } }), ['header Retry-After "soon" must be integer'])
-  t.strictSame(contractViolations({ ...refused, headers: { ...headers, 'retry-after': '0' } }), ['header Retry-After "0" must be >= 1'])
 })

@@ -86,3 +86,14 @@ export function recordingCompilers(store: (name: string, source: string) => void
     } as CompilersFactory,
   }
 }
+
+/** The words of OpenAPI schemas that JSON Schema lacks (and every `x-*` extension of `document`):
+ * Ajv's strict mode must know them. */
+export function openapiKeywords(document: object): string[] {
+  const keywords = new Set(['example', 'discriminator', 'xml', 'externalDocs'])
+  JSON.stringify(document, (key, value) => {
+    if (key.startsWith('x-')) keywords.add(key)
+    return value
+  })
+  return [...keywords].sort()
+}

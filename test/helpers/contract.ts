@@ -1,58 +1,120 @@
 /**
- * The contract, checked from the outside: every response a test receives is compared with
- * openapi.yaml (documented status, media type, body schema, documented headers, each header's
- * value against its schema). Schemas are compiled here from the YAML itself, independently of
- * generated/.
+ * The contract, checked from the outside: every response a test receives is compared with the
+ * document the app serves (documented status, media type, body schema, documented headers, each
+ * header's value against its schema), and every webhook delivery with that document's `webhooks`
+ * (media type, body schema, header parameters). Schemas are compiled here from the document
+ * itself, independently of generated/, in OpenAPI 3.1's dialect (JSON Schema 2020-12) with Ajv
+ * in strict mode: once per document, each schema when it is first needed.
  */
-import { Ajv } from 'ajv'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { ValidateFunction } from 'ajv'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import type { OpenAPIV3 } from 'openapi-types'
 import { loadContract } from '../../src/contract/load.js'
-import { type Operation } from '../../src/contract/model.js'
+import type { Contract, Operation } from '../../src/contract/model.js'
 import { deref } from '../../src/contract/pointer.js'
+import { openapiKeywords } from '../../src/http/compilers.js'
 
-const contract = loadContract()
-const { document, basePath } = contract
+/** What the checker reads of a served contract (an app's `app.contract`). */
+export type ServedContract = Pick<Contract, 'document' | 'basePath' | 'operations'>
 
-const ajv = new Ajv({ strict: false, allErrors: true })
-formats.default(ajv)
-ajv.addSchema(document as object, 'openapi')
+let openapiYaml: ServedContract | undefined
+/** openapi.yaml: what a server serves unless it is given another contract. */
+const servedByDefault = () => (openapiYaml ??= loadContract())
 
 /** Headers any HTTP response may carry without the spec naming them. */
 const transportHeaders = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
+
+type Headers = Record<string, string | string[] | number | undefined>
 
 export interface ObservedResponse {
   method: string
   /** the request path, query string allowed */
   url: string
   status: number
-  headers: Record<string, string | string[] | number | undefined>
+  headers: Headers
+  body: string
+}
+
+/** A webhook delivery as its receiver got it. */
+export interface ObservedDelivery {
+  headers: IncomingHttpHeaders
   body: string
 }
 
 const pointer = (...keys: string[]) => keys.map((key) => key.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
 
-/** The operation of the spec that serves this method and path, if any. HEAD is served as GET,
- * without the body. */
-export function operationFor(method: string, url: string): Operation | undefined {
-  const served = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase()
-  const path = url.split('?')[0]!
-  if (!path.startsWith(`${basePath}/`)) return undefined
-  const relative = path.slice(basePath.length)
-  return [...contract.operations.values()].find(
-    (operation) =>
-      operation.method === served &&
-      new RegExp(`^${operation.path.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(relative),
-  )
+/** One served document's schemas, compiled with its own keywords, and its operations' paths. */
+interface Checker {
+  document: OpenAPIV3.Document
+  /** the validator of the schema at a JSON pointer of the document (`#/components/schemas/Pet`) */
+  validator(schemaPointer: string): ValidateFunction
+  /** where the document holds a schema: every component schema and every `schema` of a
+   * parameter, header or media type */
+  schemaPointers: string[]
+  /** the operation that serves this method and path, if any (HEAD as GET) */
+  operationFor(method: string, url: string): Operation | undefined
 }
 
-/** What is wrong with a response, in words; empty when it keeps the contract. */
-export function contractViolations(response: ObservedResponse): string[] {
-  const operation = operationFor(response.method, response.url)
+const checkers = new WeakMap<object, Checker>()
+
+function checkerOf(served: ServedContract): Checker {
+  let checker = checkers.get(served.document)
+  if (checker === undefined) checkers.set(served.document, (checker = compile(served)))
+  return checker
+}
+
+function compile({ document, basePath, operations }: ServedContract): Checker {
+  const ajv = new Ajv2020({ strict: true, allErrors: true, keywords: openapiKeywords(document) })
+  formats.default(ajv)
+  // The document is no schema (strict mode refuses `openapi`, `paths`…): each schema in it is
+  // added under its own pointer, so that a `$ref: '#/components/…'` finds it by that name.
+  const schemaPointers: string[] = []
+  const addSchemas = (node: unknown, at: string) => {
+    for (const [key, value] of Object.entries(node as object)) {
+      const location = `${at}/${pointer(key)}`
+      if (key === 'schema' || at === '#/components/schemas') {
+        ajv.addSchema(value as object, `openapi${location}`)
+        schemaPointers.push(location)
+      } else if (typeof value === 'object' && value !== null) addSchemas(value, location)
+    }
+  }
+  addSchemas(document, '#')
+  const routes = [...operations.values()].map((operation) => ({
+    operation,
+    pattern: new RegExp(`^${basePath}${operation.path.replace(/\{[^}]+\}/g, '[^/]+')}$`),
+  }))
+  return {
+    document,
+    validator: (schemaPointer) => ajv.getSchema(`openapi${schemaPointer}`)!,
+    schemaPointers,
+    operationFor(method, url) {
+      const served = method.toUpperCase() === 'HEAD' ? 'GET' : method.toUpperCase()
+      const path = url.split('?')[0]!
+      return routes.find(({ operation, pattern }) => operation.method === served && pattern.test(path))?.operation
+    },
+  }
+}
+
+/** Compiles every schema of the contract `served` (strict mode throws at the first it refuses),
+ * not only those the tests' answers need; says where they are. */
+export function compileEverySchema(served: ServedContract = servedByDefault()): string[] {
+  const checker = checkerOf(served)
+  for (const schemaPointer of checker.schemaPointers) checker.validator(schemaPointer)
+  return checker.schemaPointers
+}
+
+/** What is wrong with a response, in words, against the contract `served` (openapi.yaml unless
+ * told); empty when it keeps it. */
+export function contractViolations(response: ObservedResponse, served: ServedContract = servedByDefault()): string[] {
+  const checker = checkerOf(served)
+  const { document } = checker
+  const operation = checker.operationFor(response.method, response.url)
   if (operation === undefined) {
     // Not an operation (the documentation, or a path the spec lacks): errors still take the Error shape.
     return response.status >= 400 && response.method.toUpperCase() !== 'HEAD'
-      ? bodyViolations(response, '#/components/schemas/Error')
+      ? bodyViolations(checker, response, '#/components/schemas/Error')
       : []
   }
   const problems: string[] = []
@@ -64,13 +126,8 @@ export function contractViolations(response: ObservedResponse): string[] {
   const definition = deref<OpenAPIV3.ResponseObject>(document, documented)
 
   for (const [name, header] of Object.entries(definition.headers ?? {})) {
-    const value = response.headers[name.toLowerCase()]
-    if (value === undefined) {
-      if (deref<OpenAPIV3.HeaderObject>(document, header).required) problems.push(`header ${name} is documented as required but missing`)
-      continue
-    }
     const schemaPointer = `${'$ref' in header ? header.$ref : `${location}/headers/${pointer(name)}`}/schema`
-    problems.push(...headerViolations(name, value, schemaPointer))
+    problems.push(...headerViolations(checker, name, response.headers[name.toLowerCase()], deref(document, header), schemaPointer))
   }
   const documentedHeaders = new Set(Object.keys(definition.headers ?? {}).map((name) => name.toLowerCase()))
   for (const name of Object.keys(response.headers)) {
@@ -80,30 +137,43 @@ export function contractViolations(response: ObservedResponse): string[] {
   if (response.method.toUpperCase() === 'HEAD') return problems
   // a response documented without content (204) has none
   if (definition.content === undefined) return response.body === '' ? problems : [...problems, `body ${response.body.slice(0, 100)} where none is documented`]
-  const mediaTypes = Object.keys(definition.content ?? {})
-  const mediaType = String(response.headers['content-type'] ?? '').split(';')[0]!
-  if (!mediaTypes.includes(mediaType)) return [...problems, `media type ${mediaType} is not one of ${mediaTypes.join(', ')}`]
-  return [...problems, ...bodyViolations(response, `${location}/content/${pointer(mediaType)}/schema`)]
+  const mediaType = mediaTypeOf(response.headers, Object.keys(definition.content))
+  if (typeof mediaType !== 'string') return [...problems, mediaType.problem]
+  return [...problems, ...bodyViolations(checker, response, `${location}/content/${pointer(mediaType)}/schema`)]
 }
 
-/** What is wrong with a header's value, as its schema sees it: the text, or the number or
- * boolean it spells when the schema's type is one (a header is text on the wire). */
-function headerViolations(name: string, value: string | string[] | number, schemaPointer: string): string[] {
-  const validate = ajv.getSchema(`openapi${schemaPointer}`)!
+/** The media type of a message's Content-Type, when it is one of those documented. */
+function mediaTypeOf(headers: Headers, documented: string[]): string | { problem: string } {
+  const mediaType = String(headers['content-type'] ?? '').split(';')[0]!
+  return documented.includes(mediaType) ? mediaType : { problem: `media type ${mediaType} is not one of ${documented.join(', ')}` }
+}
+
+/** What is wrong with a header, as its definition sees it: missing when required, or a value
+ * its schema refuses. The value is the text, or the number or boolean it spells when the
+ * schema's type is one (a header is text on the wire). */
+function headerViolations(
+  checker: Checker,
+  name: string,
+  value: Headers[string],
+  { required }: OpenAPIV3.HeaderObject,
+  schemaPointer: string,
+): string[] {
+  if (value === undefined) return required ? [`header ${name} is documented as required but missing`] : []
+  const validate = checker.validator(schemaPointer)
   const text = Array.isArray(value) ? value.join(', ') : String(value)
-  const { type } = deref<OpenAPIV3.SchemaObject>(document, validate.schema as OpenAPIV3.SchemaObject)
+  const { type } = deref<OpenAPIV3.SchemaObject>(checker.document, validate.schema as OpenAPIV3.SchemaObject)
   const typed = (type === 'integer' || type === 'number') && /^-?[0-9]+(\.[0-9]+)?$/.test(text) ? Number(text) : type === 'boolean' && /^(true|false)$/.test(text) ? text === 'true' : text
   return validate(typed) ? [] : (validate.errors ?? []).map((error) => `header ${name} ${JSON.stringify(text)} ${error.message}`)
 }
 
-function bodyViolations(response: ObservedResponse, schemaPointer: string): string[] {
+function bodyViolations(checker: Checker, response: ObservedResponse, schemaPointer: string): string[] {
   let body: unknown
   try {
     body = JSON.parse(response.body)
   } catch {
     return [`body is not JSON: ${response.body.slice(0, 100)}`]
   }
-  const validate = ajv.getSchema(`openapi${schemaPointer}`)!
+  const validate = checker.validator(schemaPointer)
   const problems = validate(body) ? [] : (validate.errors ?? []).map((error) => `body${error.instancePath} ${error.message}`)
   if (response.status >= 400 && (body as { status?: unknown }).status !== response.status) {
     problems.push(`Error.status ${(body as { status?: unknown }).status} differs from the HTTP status ${response.status}`)
@@ -111,13 +181,33 @@ function bodyViolations(response: ObservedResponse, schemaPointer: string): stri
   return problems
 }
 
-/** What is wrong with an event's body, in words, against the `webhooks` entry of its `type`;
- * empty when it is exactly what openapi.yaml declares. */
-export function webhookViolations(body: unknown): string[] {
-  const type = (body as { type?: unknown }).type
-  const entry = (document as { webhooks?: Record<string, { post: OpenAPIV3.OperationObject }> }).webhooks?.[String(type)]
-  if (entry === undefined) return [`type ${JSON.stringify(type)} is not an event of openapi.yaml's webhooks`]
-  const schema = deref<OpenAPIV3.RequestBodyObject>(document, entry.post.requestBody!).content['application/json']!.schema as OpenAPIV3.ReferenceObject
-  const validate = ajv.getSchema(`openapi${schema.$ref}`)!
-  return validate(body) ? [] : (validate.errors ?? []).map((error) => `event${error.instancePath} ${error.message}`)
+/** What is wrong with a webhook delivery, in words, against the `webhooks` entry of its event's
+ * `type` in the contract `served` (openapi.yaml unless told): its media type, its body, and each
+ * header the entry declares as a parameter. Empty when it is exactly what the entry declares. */
+export function deliveryViolations(delivery: ObservedDelivery, served: ServedContract = servedByDefault()): string[] {
+  const checker = checkerOf(served)
+  const { document } = checker
+  let event: { type?: unknown }
+  try {
+    event = JSON.parse(delivery.body)
+  } catch {
+    return [`event is not JSON: ${delivery.body.slice(0, 100)}`]
+  }
+  const type = String(event?.type)
+  const webhooks = (document as { webhooks?: Record<string, { post?: OpenAPIV3.OperationObject }> }).webhooks
+  const entry = webhooks?.[type]?.post
+  if (entry?.requestBody === undefined) return [`type ${JSON.stringify(event?.type)} is not an event of the document's webhooks`]
+  const location = `#/${pointer('webhooks', type, 'post')}`
+  const problems: string[] = []
+  for (const [index, parameter] of (entry.parameters ?? []).entries()) {
+    const definition = deref<OpenAPIV3.ParameterObject>(document, parameter)
+    if (definition.in !== 'header') continue
+    const schemaPointer = `${'$ref' in parameter ? parameter.$ref : `${location}/parameters/${index}`}/schema`
+    problems.push(...headerViolations(checker, definition.name, delivery.headers[definition.name.toLowerCase()], definition, schemaPointer))
+  }
+  const bodyLocation = '$ref' in entry.requestBody ? entry.requestBody.$ref : `${location}/requestBody`
+  const mediaType = mediaTypeOf(delivery.headers, Object.keys(deref<OpenAPIV3.RequestBodyObject>(document, entry.requestBody).content))
+  if (typeof mediaType !== 'string') return [...problems, mediaType.problem]
+  const validate = checker.validator(`${bodyLocation}/content/${pointer(mediaType)}/schema`)
+  return validate(event) ? problems : [...problems, ...(validate.errors ?? []).map((error) => `event${error.instancePath} ${error.message}`)]
 }
