@@ -61,6 +61,8 @@ export async function generate(outDir: string = generatedDir): Promise<Generated
     DATABASE_URL: 'sqlite::memory:',
     LOG_LEVEL: 'silent',
     contract,
+    // (the storage is mapped to the types made here, after they are made)
+    requireMapped: false,
     schemaController: recordingCompilers((name, source) => files.set(name, header + source), openapiKeywords(contract.document)),
   })
   await app.ready()

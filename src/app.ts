@@ -22,6 +22,7 @@ import { orderHandlers, orderScope } from './orders/handlers.js'
 import { changelogPath } from './paths.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
+import { requireMapped } from './storage/schema-check.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
 import { eventWithheld } from './webhooks/entitled.js'
 import { webhookHandlers } from './webhooks/handlers.js'
@@ -41,6 +42,9 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   contract?: Contract
   /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
   clock?: () => number
+  /** false: build even for a contract with fields the storage does not keep, as `npm run
+   * generate` does (it makes the types the storage is then mapped to); by default refused */
+  requireMapped?: boolean
 }
 
 /** One access-log line per request, when it is answered ("request completed", with the
@@ -62,6 +66,7 @@ declare module 'fastify' {
  * closes its storage. */
 export async function buildApp(options: AppOptions) {
   const contract = options.contract ?? loadContract()
+  if (options.requireMapped !== false) requireMapped(contract.document)
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
     readConnections: options.DATABASE_READ_CONNECTIONS,

@@ -1,6 +1,7 @@
 import { ConfigError } from './config.js'
 import { DatabaseConfigError } from './storage/index.js'
 import { MigrationError } from './storage/migrations.js'
+import { StorageMismatch } from './storage/schema-check.js'
 
 /** The system calls of listening whose failures a setting causes: a port in use or not
  * allowed, an address not of this host (listen), a host name that does not resolve. */
@@ -8,7 +9,8 @@ const listenCalls = new Set(['listen', 'getaddrinfo'])
 
 /**
  * How a command reports the failure that ends it: a bad setting or environment (configuration,
- * database, migration, a port or host that cannot be had) in one line, `<command>: <message>`;
+ * database, migration, a storage that does not fit the contract, a port or host that cannot be
+ * had) in one line, `<command>: <message>`;
  * anything else is a bug, reported whole, with its stack.
  */
 export function reportFailure(command: string, error: Error): void {
@@ -16,6 +18,7 @@ export function reportFailure(command: string, error: Error): void {
     error instanceof ConfigError ||
     error instanceof DatabaseConfigError ||
     error instanceof MigrationError ||
+    error instanceof StorageMismatch ||
     listenCalls.has((error as NodeJS.ErrnoException).syscall ?? '')
   console.error(known ? `${command}: ${error.message}` : error)
 }
