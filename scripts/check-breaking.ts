@@ -244,11 +244,17 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
   return { ok, lines }
 }
 
+/** `--now YYYY-MM-DD`: 00:00 UTC that day. */
+export function dayOption(text: string): Date {
+  const day = new Date(`${text}T00:00:00Z`)
+  if (Number.isNaN(day.getTime())) throw new Error(`--now ${text} is not a date YYYY-MM-DD`)
+  return day
+}
+
 if (process.argv[1] === import.meta.filename) {
   try {
     const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } })
-    const now = values.now === undefined ? undefined : new Date(`${values.now}T00:00:00Z`)
-    if (now !== undefined && Number.isNaN(now.getTime())) throw new Error(`--now ${values.now} is not a date YYYY-MM-DD`)
+    const now = values.now === undefined ? undefined : dayOption(values.now)
     const { ok, lines } = await checkBreaking({ ...values, now })
     console.log(lines.join('\n'))
     process.exitCode = ok ? 0 : 1
