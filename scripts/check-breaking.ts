@@ -235,8 +235,9 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
       lines.push(`compatible with the released ${named(release.version)}${allowed.length > 0 ? `; ${allowed.length} change(s) allowed by their operations' lifecycle:` : ''}`, ...allowed)
       continue
     }
+    // the two ways on, so that the refusal says what to do
     fail(
-      `${breaking.length} breaking change(s) to the released ${named(release.version)}; breaking changes need major version ${current[0] + 1} (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}):`,
+      `${breaking.length} breaking change(s) to the released ${named(release.version)}; each needs a new major version (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}), or, if it breaks no client that worked before, a reviewed entry in ${relative(projectRoot, accepted)} (its rule, its pointer and why):`,
     )
     lines.push(...breaking)
     if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
