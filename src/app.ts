@@ -22,7 +22,7 @@ import { orderHandlers, orderScope } from './orders/handlers.js'
 import { changelogPath } from './paths.js'
 import { petHandlers } from './pets/handlers.js'
 import { openStorage, type Storage } from './storage/index.js'
-import { requireMapped } from './storage/schema-check.js'
+import { refuseUnmapped } from './storage/schema-check.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
 import { eventWithheld } from './webhooks/entitled.js'
 import { webhookHandlers } from './webhooks/handlers.js'
@@ -66,7 +66,7 @@ declare module 'fastify' {
  * closes its storage. */
 export async function buildApp(options: AppOptions) {
   const contract = options.contract ?? loadContract()
-  if (options.requireMapped !== false) requireMapped(contract.document)
+  if (options.requireMapped !== false) refuseUnmapped(contract.document)
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
     readConnections: options.DATABASE_READ_CONNECTIONS,

@@ -7,7 +7,7 @@ import { migrate } from './migrations.js'
 import { type OrderRepository, orderRepository } from './orders.js'
 import { openOutbox } from './outbox.js'
 import { type PetRepository, petRepository } from './pets.js'
-import { requireColumns } from './schema-check.js'
+import { refuseMissingColumns } from './schema-check.js'
 import { openSqlite } from './sqlite.js'
 import { type UsageRepository, usageRepository } from './usage.js'
 import { type WebhookRepository, webhookRepository } from './webhooks.js'
@@ -77,7 +77,7 @@ export async function openStorage(url: string, options: StorageOptions): Promise
   const database = await connect(url, options)
   try {
     await migrate(database)
-    await requireColumns(database.sql, database.dialect)
+    await refuseMissingColumns(database.sql, database.dialect)
   } catch (error) {
     await database.close()
     throw error

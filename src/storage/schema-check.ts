@@ -33,15 +33,15 @@ export const storedSchemas: readonly Stored[] = [
 export class StorageMismatch extends Error {}
 
 /** Refuses a contract with a field the storage does not keep. */
-export function requireMapped(document: OpenAPIV3.Document): void {
+export function refuseUnmapped(document: OpenAPIV3.Document): void {
   const unmapped = unmappedFields(document)
   if (unmapped.length > 0) throw new StorageMismatch(unmapped.join('\n'))
 }
 
 /** Each property of a stored schema that its map lacks, as a line naming the map to add it to. */
-export function unmappedFields(document: OpenAPIV3.Document, stored: readonly Stored[] = storedSchemas): string[] {
+export function unmappedFields(document: OpenAPIV3.Document): string[] {
   const schemas = document.components?.schemas ?? {}
-  return stored.flatMap(({ schemas: names, columns, map, file }) =>
+  return storedSchemas.flatMap(({ schemas: names, columns, map, file }) =>
     names.flatMap((name) =>
       Object.keys((schemas[name] as OpenAPIV3.SchemaObject | undefined)?.properties ?? {})
         .filter((property) => !Object.hasOwn(columns.byProperty, property))
@@ -51,7 +51,7 @@ export function unmappedFields(document: OpenAPIV3.Document, stored: readonly St
 }
 
 /** Refuses a database that lacks a column the storage names. */
-export async function requireColumns(sql: Statements, dialect: Dialect): Promise<void> {
+export async function refuseMissingColumns(sql: Statements, dialect: Dialect): Promise<void> {
   const missing = await missingColumns(sql, dialect)
   if (missing.length > 0) throw new StorageMismatch(missing.join('\n'))
 }
@@ -63,9 +63,9 @@ const columnsQuery: Record<Dialect, string> = {
 }
 
 /** Each column that a map names and the database lacks, as a line saying how to add it. */
-export async function missingColumns(sql: Statements, dialect: Dialect, stored: readonly Stored[] = storedSchemas): Promise<string[]> {
+async function missingColumns(sql: Statements, dialect: Dialect): Promise<string[]> {
   const present = new Set((await sql.rows<{ name: string }>(columnsQuery[dialect])).map(({ name }) => name))
-  return stored.flatMap(({ columns: { table, byProperty }, map, file }) =>
+  return storedSchemas.flatMap(({ columns: { table, byProperty }, map, file }) =>
     Object.values(byProperty)
       .filter((column) => !present.has(`${table}.${column}`))
       .map(
