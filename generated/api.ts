@@ -156,12 +156,13 @@ export interface paths {
          *     delivered to the subscription, at least once. Events of changes committed while the
          *     subscription was being created may be delivered too; earlier ones are not.
          *
-         *     **Which URLs are taken.** `https` only (the operator may allow `http`). A URL whose
-         *     host is or resolves to a loopback, private, link-local, shared or other
-         *     non-public address (cloud metadata services among them) is refused with `422`
-         *     (code `webhook_url_not_allowed`), and checked again before every delivery; so is one
-         *     with a user name or password in it. A host name that does not resolve is refused
-         *     too.
+         *     **Which URLs are taken.** An absolute `http` or `https` URL without a user name or
+         *     password (`WebhookUrl`); any other is a `400` (code `invalid_request`). Events are
+         *     sent to `https` only, unless the operator allows `http`: an `http` URL is otherwise
+         *     refused with `422` (code `webhook_url_not_allowed`), as is a host name that does
+         *     not resolve, and a host that is or resolves to a loopback, private, link-local,
+         *     shared or other non-public address (cloud metadata services among them); the
+         *     address is checked again before every delivery.
          *
          *     **Which events it may take.** The key must hold the roles each event names in
          *     `x-roles` under `webhooks`; else `403` (code `forbidden`).
@@ -2048,9 +2049,10 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /**
-             * @description The URL is not one events may be sent to (code `webhook_url_not_allowed`): not
-             *     `https`, with a user name or password, a host that does not resolve, or one that
-             *     is or resolves to a non-public address. The message says which.
+             * @description The URL is not one events may be sent to (code `webhook_url_not_allowed`): `http`
+             *     where the operator allows `https` only, a host that does not resolve, or one that
+             *     is or resolves to a non-public address. The message says which. (A URL with a
+             *     user name or password, or of another scheme, is a `400`: it is not a `WebhookUrl`.)
              */
             422: {
                 headers: {

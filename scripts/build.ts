@@ -27,7 +27,6 @@ import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createInterface } from 'node:readline'
-import type { Readable } from 'node:stream'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve, sep } from 'node:path'
@@ -119,11 +118,17 @@ export async function warmUp(entry: string) {
   const child = spawn(process.execPath, [entry], { env, stdio: ['ignore', 'pipe', 'inherit'] })
   const exited = once(child, 'exit')
   const bound = setTimeout(() => child.kill('SIGKILL'), 60_000)
+  const log = createInterface({ input: child.stdout })[Symbol.asyncIterator]()
   try {
-    const url = await listeningAt(child.stdout)
+    const url = await listeningAt(log)
     const response = await fetch(`${url}/v1/pets?limit=1`, { headers: { authorization: `Bearer ${key}` } })
     await response.text()
-    if (response.status !== 200) throw new Error(`the built server answered ${response.status}`)
+    if (response.status !== 200) {
+      // what went wrong is in the server's log, which ends as it stops
+      child.kill('SIGTERM')
+      const errors = await errorsLogged(log)
+      throw new Error(`the built server answered ${response.status}${errors.length > 0 ? `; it logged: ${errors.join('; ')}` : ''}`)
+    }
     child.kill('SIGTERM')
     const [code] = await exited
     if (code !== 0) throw new Error(`the built server exited with ${code}`)
@@ -135,14 +140,39 @@ export async function warmUp(entry: string) {
 }
 
 /** The URL the server logs when it listens. */
-async function listeningAt(output: Readable): Promise<string> {
+async function listeningAt(log: AsyncIterator<string>): Promise<string> {
   const lines: string[] = []
-  for await (const line of createInterface({ input: output })) {
-    const url = /"url":"(http:\/\/[^"]+)"/.exec(line)?.[1]
+  for (let next = await log.next(); !next.done; next = await log.next()) {
+    const url = /"url":"(http:\/\/[^"]+)"/.exec(next.value)?.[1]
     if (url !== undefined) return url
-    lines.push(line)
+    lines.push(next.value)
   }
   throw new Error(`the built server ended before it listened${lines.length > 0 ? `:\n${lines.join('\n')}` : ' (its words above)'}`)
+}
+
+/** The errors the server logs from now until its log ends, each `message: the error's message`. */
+async function errorsLogged(log: AsyncIterator<string>): Promise<string[]> {
+  const errors: string[] = []
+  for (let next = await log.next(); !next.done; next = await log.next()) {
+    const entry = parsedLine(next.value)
+    if (entry !== undefined && entry.level >= 50) errors.push(entry.err === undefined ? entry.msg : `${entry.msg}: ${entry.err.message}`)
+  }
+  return errors
+}
+
+interface LogLine {
+  level: number
+  msg: string
+  err?: { message: string }
+}
+
+/** A line of the server's JSON log, or undefined for a line that is not JSON. */
+function parsedLine(line: string): LogLine | undefined {
+  try {
+    return JSON.parse(line) as LogLine
+  } catch {
+    return undefined
+  }
 }
 
 // (an argument is where to build instead of dist/). A failure is said in words, without a

@@ -233,8 +233,9 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
       lines.push(`compatible with the released ${named(release.version)}${allowed.length > 0 ? `; ${allowed.length} change(s) allowed by their operations' lifecycle:` : ''}`, ...allowed)
       continue
     }
+    // the two ways on, so that the refusal says what to do
     fail(
-      `${breaking.length} breaking change(s) to the released ${named(release.version)}; breaking changes need major version ${current[0] + 1} (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}):`,
+      `${breaking.length} breaking change(s) to the released ${named(release.version)}; each needs a new major version (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}), or, if it breaks no client that worked before, a reviewed entry in ${relative(projectRoot, accepted)} (its rule, its pointer and why):`,
     )
     lines.push(...breaking)
     if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
@@ -242,11 +243,17 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
   return { ok, lines, releases: findings }
 }
 
+/** `--now YYYY-MM-DD`: 00:00 UTC that day. */
+export function dayOption(text: string): Date {
+  const day = new Date(`${text}T00:00:00Z`)
+  if (Number.isNaN(day.getTime())) throw new Error(`--now ${text} is not a date YYYY-MM-DD`)
+  return day
+}
+
 if (process.argv[1] === import.meta.filename) {
   try {
     const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } })
-    const now = values.now === undefined ? undefined : new Date(`${values.now}T00:00:00Z`)
-    if (now !== undefined && Number.isNaN(now.getTime())) throw new Error(`--now ${values.now} is not a date YYYY-MM-DD`)
+    const now = values.now === undefined ? undefined : dayOption(values.now)
     const { ok, lines } = await checkBreaking({ ...values, now })
     console.log(lines.join('\n'))
     process.exitCode = ok ? 0 : 1

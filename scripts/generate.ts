@@ -44,13 +44,13 @@ export interface Generated {
 }
 
 /**
- * Brings generated/ (or `outDir`) in line with openapi.yaml. A file that is already right is
- * not touched, so a run that changes nothing writes nothing (and a server or test reading the
- * folder at that moment sees no half-written file).
+ * Brings generated/ (or `outDir`) in line with openapi.yaml (or `spec`). A file that is already
+ * right is not touched, so a run that changes nothing writes nothing (and a server or test
+ * reading the folder at that moment sees no half-written file).
  */
-export async function generate(outDir: string = generatedDir): Promise<Generated> {
+export async function generate(outDir: string = generatedDir, spec: string = specPath): Promise<Generated> {
   // (parsed anew, never taken from generated/)
-  const contract = loadContract(specPath, false)
+  const contract = loadContract(spec, false)
   const files = new Map<string, string>()
   files.set('api.ts', await apiTypes(contract.source))
   files.set('query-defaults.ts', header + queryDefaults(contract))
@@ -66,6 +66,8 @@ export async function generate(outDir: string = generatedDir): Promise<Generated
     DATABASE_URL: 'sqlite::memory:',
     LOG_LEVEL: 'silent',
     contract,
+    // (the storage is mapped to the types made here, after they are made)
+    requireMapped: false,
     schemaController: recordingCompilers((name, source) => files.set(name, header + source), openapiKeywords(contract.document)),
   })
   await app.ready()

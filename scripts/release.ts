@@ -4,21 +4,25 @@
  * It refuses a version that is not above the last release, sets `info.version` (the one line,
  * the file otherwise as written), runs the breaking-change gate on the result (a major bump
  * needs servers ending in /v<major>, as the gate says), and only then writes openapi.yaml,
- * contract/released/VERSION.yaml and VERSION's entry at the top of contract/CHANGELOG.md.
+ * contract/released/VERSION.yaml and VERSION's entry at the top of contract/CHANGELOG.md, and
+ * makes generated/ (beside the spec) anew, as `npm run generate` does.
  *
  *   npm run -s release -- VERSION [--spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
- * Exit status: 0 released; 1 refused (each reason printed), nothing written; 2 a usage error.
+ * Exit status: 0 released; 1 refused (each reason printed), nothing written; 2 a usage error
+ * (no VERSION, or one that is not MAJOR.MINOR.PATCH, an unknown option, a --now that is not a
+ * date) or a file it cannot read.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import { keysOf } from '../src/contract/pointer.js'
 import { compareVersions, parseVersion } from '../src/contract/version.js'
 import { changelogPath, projectRoot, specPath } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
-import { acceptedFile, type Change, checkBreaking, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
+import { acceptedFile, type Change, checkBreaking, dayOption, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
+import { generate } from './generate.js'
 
 const compare = (a: string, b: string) => compareVersions(parseVersion(a)!, parseVersion(b)!)
 
@@ -44,7 +48,8 @@ export function withVersion(source: string, version: string): string {
 }
 
 export async function release({ version, spec = specPath, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date() }: ReleaseOptions): Promise<ReleaseResult> {
-  if (parseVersion(version) === undefined) return { ok: false, lines: [`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`] }
+  // (a usage error, not a refusal)
+  if (parseVersion(version) === undefined) throw new Error(`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`)
   const releases = readdirSync(released)
     .map((name) => name.slice(0, -'.yaml'.length))
     .filter((name) => parseVersion(name) !== undefined)
@@ -82,10 +87,23 @@ export async function release({ version, spec = specPath, released = releasedDir
     const shown = (file: string) => relative(projectRoot, file)
     return {
       ok: true,
-      lines: [...gate.lines, `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, and its entry in ${shown(changelog)}`],
+      lines: [...gate.lines, `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, its entry in ${shown(changelog)}, ${await regenerated(spec)}`],
     }
   } finally {
     rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/** generated/ beside `spec`, made anew: it carries info.version, and CI refuses it stale. Says
+ * so, or, when it cannot be made, what to run. */
+async function regenerated(spec: string): Promise<string> {
+  const dir = join(dirname(spec), 'generated')
+  const shown = `${relative(projectRoot, dir)}/`
+  try {
+    await generate(dir, spec)
+    return `and ${shown} made anew from it`
+  } catch (error) {
+    return `but ${shown} could not be made anew (${(error as Error).message}): run npm run generate`
   }
 }
 
@@ -134,7 +152,7 @@ if (process.argv[1] === import.meta.filename) {
   }
   const { now, ...files } = parsed.values
   try {
-    const result = await release({ version: parsed.positionals[0]!, ...files, ...(now !== undefined && { now: new Date(`${now}T00:00:00Z`) }) })
+    const result = await release({ version: parsed.positionals[0]!, ...files, ...(now !== undefined && { now: dayOption(now) }) })
     console.log(result.lines.join('\n'))
     process.exitCode = result.ok ? 0 : 1
   } catch (error) {

@@ -24,6 +24,7 @@ import pets from './pets/plugin.js'
 import { openStorage, type Storage } from './storage/index.js'
 import storagePlugin from './storage/plugin.js'
 import webhooks from './webhooks/plugin.js'
+import { refuseUnmapped } from './storage/schema-check.js'
 
 export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT' | 'METRICS_HOST'> {
   /** pino options beside the level, e.g. a destination stream */
@@ -34,6 +35,9 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   contract?: Contract
   /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
   clock?: () => number
+  /** false: build even for a contract with fields the storage does not keep, as `npm run
+   * generate` does (it makes the types the storage is then mapped to); by default refused */
+  requireMapped?: boolean
 }
 
 declare module 'fastify' {
@@ -47,6 +51,7 @@ declare module 'fastify' {
  * closes its storage. */
 export async function buildApp(options: AppOptions) {
   const contract = options.contract ?? loadContract()
+  if (options.requireMapped !== false) refuseUnmapped(contract.document)
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
     readConnections: options.DATABASE_READ_CONNECTIONS,

@@ -78,7 +78,10 @@ t.test('a build whose server does not start, answer or stop cleanly fails, sayin
   const fixture = (name: string) => join(projectRoot, 'test', 'fixtures', 'warm-up', `${name}.mjs`)
   await t.rejects(warmUp(fixture('exits-at-once')), /the built server ended before it listened:\nstarting/)
   await t.rejects(warmUp(fixture('exits-silently')), /^the built server ended before it listened \(its words above\)$/)
-  await t.rejects(warmUp(fixture('answers-500')), /the built server answered 500/)
+  await t.rejects(warmUp(fixture('answers-500')), { message: 'the built server answered 500' })
+  await t.rejects(warmUp(fixture('logs-why-it-answers-500')), {
+    message: 'the built server answered 500; it logged: request failed: no such column: tag; the database is unavailable',
+  })
   await t.rejects(warmUp(fixture('exits-3')), /the built server exited with 3/)
 })
 

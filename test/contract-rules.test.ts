@@ -4,16 +4,15 @@
  * the lint (npm run lint:owasp, Spectral's petstore-contract rule), each on a copy of
  * openapi.yaml that breaks it; and openapi.yaml itself passes all three.
  */
-import { execFile } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
-import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { checkBreaking } from '../scripts/check-breaking.js'
 import { contractOf } from '../src/contract/load.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
+import { owaspFindings } from './helpers/lint.js'
 import { launch, processBound, within } from './helpers/processes.js'
 
 t.setTimeout(300_000)
@@ -32,21 +31,9 @@ function written(t: Test, document: Spec): string {
   return file
 }
 
-interface Finding {
-  code: string
-  message: string
-  severity: number
-}
-
 /** The lint's errors of the contract rule, run as CI runs it. */
-async function lintErrors(file: string): Promise<string[]> {
-  const cli = join(projectRoot, 'node_modules', '@stoplight', 'spectral-cli', 'dist', 'index.js')
-  const { stdout } = await promisify(execFile)(process.execPath, [cli, 'lint', file, '--ruleset', '.spectral.yaml', '--format', 'json', '--quiet'], {
-    cwd: projectRoot,
-    timeout: 120_000,
-  }).catch((error: { stdout: string }) => ({ stdout: error.stdout }))
-  return (JSON.parse(stdout) as Finding[]).filter((finding) => finding.code === 'petstore-contract' && finding.severity === 0).map((finding) => finding.message)
-}
+const lintErrors = async (file: string) =>
+  (await owaspFindings(file)).filter((finding) => finding.code === 'petstore-contract' && finding.severity === 0).map((finding) => finding.message)
 
 // the day the gate judges on: before getPet's sunset
 const now = new Date('2027-01-01T00:00:00Z')

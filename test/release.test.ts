@@ -8,8 +8,9 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { releasedDir } from '../scripts/check-breaking.js'
+import { filesIn, generate } from '../scripts/generate.js'
 import { release, withVersion } from '../scripts/release.js'
-import { changelogPath, specPath } from '../src/core/paths.js'
+import { changelogPath, generatedDir, specPath } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
 t.setTimeout(300_000)
@@ -26,16 +27,22 @@ function project(t: Test) {
   const changelog = readFileSync(changelogPath, 'utf8')
   writeFileSync(files.changelog, changelog.slice(0, changelog.indexOf('## 1.')) + changelog.slice(changelog.indexOf('## 1.0.0')))
   const untouched = () => ({ spec: readFileSync(files.spec, 'utf8'), released: readdirSync(files.released).sort(), changelog: readFileSync(files.changelog, 'utf8') })
-  return { ...files, untouched, now: new Date('2026-11-25T12:00:00Z') }
+  // (where release makes generated/ anew: beside the spec)
+  return { ...files, untouched, now: new Date('2026-11-25T12:00:00Z'), generated: join(dir, 'generated') }
 }
 
-const repoState = () => ({ spec: readFileSync(specPath, 'utf8'), released: readdirSync(releasedDir).sort(), changelog: readFileSync(changelogPath, 'utf8') })
+const repoState = () => ({
+  spec: readFileSync(specPath, 'utf8'),
+  released: readdirSync(releasedDir).sort(),
+  changelog: readFileSync(changelogPath, 'utf8'),
+  generated: filesIn(generatedDir).map((file) => readFileSync(join(generatedDir, file), 'utf8')),
+})
 const before = repoState()
 
 t.test('refusals write nothing: not a version, not above the last release, a major without its segment', async (t) => {
   const files = project(t)
   const state = files.untouched()
-  t.strictSame(await release({ ...files, version: 'v1.1' }), { ok: false, lines: ['"v1.1" is not a version MAJOR.MINOR.PATCH'] })
+  await t.rejects(release({ ...files, version: 'v1.1' }), { message: '"v1.1" is not a version MAJOR.MINOR.PATCH' }, 'a usage error')
   t.strictSame(await release({ ...files, version: '1.0.0' }), { ok: false, lines: ['1.0.0 is not above the last release, 1.0.0'] })
   t.strictSame(await release({ ...files, version: '0.9.0' }), { ok: false, lines: ['0.9.0 is not above the last release, 1.0.0'] })
   const major = await release({ ...files, version: '2.0.0' })
@@ -74,7 +81,8 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   const source = readFileSync(files.spec, 'utf8')
   const first = await release({ ...files, version: '1.1.0' })
   t.ok(first.ok, first.lines.join('\n'))
-  t.match(first.lines.at(-1), /^released 1\.1\.0: .*released\/1\.1\.0\.yaml, info\.version of .*openapi\.yaml, and its entry in .*CHANGELOG\.md$/)
+  t.match(first.lines.at(-1), /^released 1\.1\.0: .*released\/1\.1\.0\.yaml, info\.version of .*openapi\.yaml, its entry in .*CHANGELOG\.md, and .*generated\/ made anew from it$/)
+  t.strictSame((await generate(files.generated, files.spec)).changed, [], 'generated/ beside the spec is as npm run generate makes it')
   const written = readFileSync(files.spec, 'utf8')
   t.equal(written, withVersion(source, '1.1.0'), 'only info.version changed')
   t.equal(parse(written).info.version, '1.1.0')
@@ -119,12 +127,28 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.ok(existsSync(join(files.released, '1.2.0.yaml')))
 })
 
+t.test('a generated/ that cannot be made anew: released all the same, the last line says what to run', async (t) => {
+  const files = project(t)
+  writeFileSync(files.generated, 'a file in the way')
+  const released = await release({ ...files, version: '1.1.0' })
+  t.ok(released.ok, released.lines.join('\n'))
+  t.match(released.lines.at(-1), /^released 1\.1\.0: .*, but .*generated\/ could not be made anew \(.+\): run npm run generate$/)
+})
+
 t.test('npm run release: exit 0 released, 1 refused, 2 a usage error', async (t) => {
   const files = project(t)
+  const state = files.untouched()
   const args = ['--spec', files.spec, '--released', files.released, '--changelog', files.changelog, '--now', '2026-11-25']
   const usage = await run(t, 'scripts/release.ts', [])
   t.equal(usage.code, 2)
   t.match(usage.stderr, /give one VERSION/)
+  const notVersion = await run(t, 'scripts/release.ts', ['v1.1', ...args])
+  t.equal(notVersion.code, 2)
+  t.equal(notVersion.stderr, 'release: "v1.1" is not a version MAJOR.MINOR.PATCH\n')
+  const badDay = await run(t, 'scripts/release.ts', ['1.0.1', ...args.slice(0, -1), 'tomorrow'])
+  t.equal(badDay.code, 2)
+  t.equal(badDay.stderr, 'release: --now tomorrow is not a date YYYY-MM-DD\n')
+  t.strictSame(files.untouched(), state, 'a usage error writes nothing')
   const refused = await run(t, 'scripts/release.ts', ['1.0.0', ...args])
   t.equal(refused.code, 1)
   t.equal(refused.stdout, '1.0.0 is not above the last release, 1.0.0\n')

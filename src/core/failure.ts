@@ -6,7 +6,8 @@ const listenCalls = new Set(['listen', 'getaddrinfo'])
 
 /**
  * How a command reports the failure that ends it: a bad setting or environment (configuration,
- * database, migration, a port or host that cannot be had) in one line, `<command>: <message>`;
+ * database, migration, a storage that does not fit the contract, a port or host that cannot be
+ * had) in one line, `<command>: <message>`;
  * anything else is a bug, reported whole, with its stack.
  */
 export function reportFailure(command: string, error: Error): void {

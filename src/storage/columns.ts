@@ -25,10 +25,26 @@ export type Columns<T> = { [K in keyof T]-?: Column<Exclude<T[K], undefined>> }
 /** What a row is written from: every property of T but the id, which the database numbers. */
 export type Written<T> = Omit<T, 'id'>
 
-/** The SQL of a table that stores T, derived from its Columns, and T from its rows and back. */
-export interface Mapping<T> {
+/** The columns of a table that hold the properties of an API type, by property. A start
+ * checks them against the spec and the database (schema-check.ts). */
+export interface ColumnNames {
+  table: string
+  /** each property's column */
+  byProperty: Readonly<Record<string, string>>
   /** the columns, in the order of the map: a select list */
   list: string
+}
+
+/** The columns of `table` that hold T: for a table whose rows are made into T by hand. */
+export function columnNames<T>(table: string, columns: Columns<T>): ColumnNames {
+  const byProperty = Object.fromEntries(Object.entries(columns as Record<string, Column<unknown>>).map(([key, column]) => [key, nameOf(column)]))
+  return { table, byProperty, list: Object.values(byProperty).join(', ') }
+}
+
+const nameOf = (column: Column<unknown>) => (typeof column === 'string' ? column : column.name)
+
+/** The SQL of a table that stores T, derived from its Columns, and T from its rows and back. */
+export interface Mapping<T> extends ColumnNames {
   /** T from the values of a row selected with `list`; a NULL leaves its (optional) property out */
   read(values: unknown[]): T
   /** `insert ... returning list`, as a Select: the written properties are $1, $2…, and
@@ -42,16 +58,16 @@ export interface Mapping<T> {
 export function mapping<T extends { id: number }>(table: string, columns: Columns<T>): Mapping<T> {
   const entries = Object.entries(columns) as [string, Column<unknown>][]
   const keys = entries.map(([key]) => key)
-  const names = entries.map(([, column]) => (typeof column === 'string' ? column : column.name))
   const readers = entries.map(([, column]) => (typeof column === 'string' ? undefined : column))
   const written = entries.filter(([key]) => key !== 'id')
-  const list = names.join(', ')
+  const names = columnNames(table, columns)
+  const { list } = names
   const read = reader<T>(keys, readers)
   return {
-    list,
+    ...names,
     read,
     insert(extra = [], onlyIf) {
-      const into = [...written.map(([, column]) => (typeof column === 'string' ? column : column.name)), ...extra]
+      const into = [...written.map(([, column]) => nameOf(column)), ...extra]
       const values = into.map((_, i) => `$${i + 1}`).join(', ')
       const rows = onlyIf === undefined ? `values (${values})` : `select ${values} where ${onlyIf}`
       return select(`insert into ${table} (${into.join(', ')}) ${rows} returning ${list}`, read)

@@ -8,6 +8,7 @@ import { migrate } from './migrations.js'
 import { type OrderRepository, orderRepository } from './orders.js'
 import { openOutbox } from './outbox.js'
 import { type PetRepository, petRepository } from './pets.js'
+import { refuseMissingColumns } from './schema-check.js'
 import { openSqlite } from './sqlite.js'
 import { type UsageRepository, usageRepository } from './usage.js'
 import { type WebhookRepository, webhookRepository } from './webhooks.js'
@@ -74,11 +75,13 @@ export interface StorageOptions extends DatabaseOptions {
 
 const defaultRetryPeriodMs = configSchema.properties.WEBHOOK_RETRY_PERIOD_S.default * 1000
 
-/** Opens the database named by `url`, checks it answers, and brings its schema up to date. */
+/** Opens the database named by `url`, checks it answers, brings its schema up to date, and
+ * checks that it has every column the repositories name. */
 export async function openStorage(url: string, options: StorageOptions): Promise<Storage> {
   const database = await connect(url, options)
   try {
     await migrate(database)
+    await refuseMissingColumns(database.sql, database.dialect)
   } catch (error) {
     await database.close()
     throw error

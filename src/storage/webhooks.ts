@@ -1,5 +1,6 @@
 import type { components } from '../../generated/api.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
+import { columnNames } from './columns.js'
 import type { Dialect } from './database.js'
 import type { EventType, Outbox } from './outbox.js'
 import { type Sql, type Statements, select } from './sql.js'
@@ -38,7 +39,15 @@ export interface WebhookRepository {
 
 const iso = (ms: number) => new Date(ms).toISOString()
 
-const webhookColumns = 'id, url, events, created_at, previous_secret_expires_at'
+/** Each property of the API's Webhook and the column of `webhook_subscriptions` that holds it
+ * (see petColumns): the selects list them, and webhookOf reads them in this order. */
+export const webhookColumns = columnNames<Webhook>('webhook_subscriptions', {
+  id: 'id',
+  url: 'url',
+  events: 'events',
+  createdAt: 'created_at',
+  previousSecretExpiresAt: 'previous_secret_expires_at',
+})
 const webhookOf = ([id, url, events, createdAt, previousExpiresAt]: [number, string, string, number, number | null]): Webhook => ({
   id,
   url,
@@ -47,8 +56,8 @@ const webhookOf = ([id, url, events, createdAt, previousExpiresAt]: [number, str
   // (shown while the previous secret still signs)
   ...(previousExpiresAt !== null && previousExpiresAt > Date.now() && { previousSecretExpiresAt: iso(previousExpiresAt) }),
 })
-const listOwned = select(`select ${webhookColumns} from webhook_subscriptions where owner = $1 order by id`, webhookOf)
-const findOwned = select(`select ${webhookColumns} from webhook_subscriptions where owner = $1 and id = $2`, webhookOf)
+const listOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 order by id`, webhookOf)
+const findOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 and id = $2`, webhookOf)
 
 const deliveryColumns = `d.id, e.id, e.type, d.status, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at`
 type DeliveryValues = [number, number, EventType, WebhookDelivery['status'], number, number | null, string | null, number | null, number]
