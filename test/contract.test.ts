@@ -91,6 +91,10 @@ t.test('an answer documented without a body needs no media type', async (t) => {
   })
   const app = await build(t, { contract: bodiless })
   t.equal((await call(t, app, { url: '/v1/pets/1' })).status, 404, 'the route is served, with the errors of the server')
+  // (no request: each answer it can give, a 404 or a 401, is one this document does not list)
+  const silent = await build(t, { contract: editedContract((d) => void (d.paths['/pets/{petId}']!.get!.responses = { '204': { description: 'seen' } })) })
+  await silent.ready()
+  t.ok(silent.hasRoute({ method: 'GET', url: '/v1/pets/:petId' }), 'so is one whose every answer is bodiless')
 })
 
 t.test('security follows the spec: an operation it opens needs no key', async (t) => {
