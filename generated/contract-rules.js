@@ -274,6 +274,7 @@ function readOperations(document, catalogue, service, problems) {
       const parameters = [...item?.parameters ?? [], ...definition.parameters ?? []].map((parameter) => deref(document, parameter));
       const lifecycle = readLifecycle(definition, at, where, problems, service.noticeDays);
       if (lifecycle.deprecation !== void 0) checkRetirementDocumented(document, definition, at, where, problems);
+      checkStabilityDocumented(document, definition, lifecycle.level !== "stable", at, where, problems);
       operations.set(id, {
         id,
         method: method.toUpperCase(),
@@ -330,6 +331,16 @@ function checkRetirementDocumented(document, definition, at, where, problems) {
     const headers = Object.keys(deref(document, response).headers ?? {});
     const missing = ["Deprecation", "Sunset", "Link"].filter((header) => !headers.includes(header));
     if (missing.length > 0) problems.add("shape", [...at, "responses", status], where, `response ${status} does not document ${missing.join(", ")}`);
+  }
+}
+function checkStabilityDocumented(document, definition, marked, at, where, problems) {
+  for (const [status, response] of Object.entries(definition.responses ?? {})) {
+    if (status === "408") continue;
+    const header = deref(document, response).headers?.["API-Stability"];
+    if (marked && header === void 0) problems.add("shape", [...at, "responses", status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`);
+    if (!marked && header !== void 0 && deref(document, header).required === true) {
+      problems.add("shape", [...at, "responses", status], where, `response ${status} documents API-Stability as required, which the server sends only for x-stability`);
+    }
   }
 }
 function checkSuccessors(operations, problems) {

@@ -153,6 +153,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
       const parameters = [...(item?.parameters ?? []), ...(definition.parameters ?? [])].map((parameter) => deref<OpenAPIV3.ParameterObject>(document, parameter))
       const lifecycle = readLifecycle(definition, at, where, problems, service.noticeDays)
       if (lifecycle.deprecation !== undefined) checkRetirementDocumented(document, definition, at, where, problems)
+      checkStabilityDocumented(document, definition, lifecycle.level !== 'stable', at, where, problems)
       operations.set(id, {
         id,
         method: method.toUpperCase(),
@@ -220,6 +221,20 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
     const headers = Object.keys(deref<OpenAPIV3.ResponseObject>(document, response).headers ?? {})
     const missing = ['Deprecation', 'Sunset', 'Link'].filter((header) => !headers.includes(header))
     if (missing.length > 0) problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document ${missing.join(', ')}`)
+  }
+}
+
+/** The server adds `API-Stability` to every answer of an operation with a stability marker, and
+ * to no other: a marked operation documents it on its answers (but the 408 of a request that
+ * never arrived), and an unmarked one does not document it as required. */
+function checkStabilityDocumented(document: OpenAPIV3.Document, definition: OperationDefinition, marked: boolean, at: string[], where: string, problems: Problems) {
+  for (const [status, response] of Object.entries(definition.responses ?? {})) {
+    if (status === '408') continue
+    const header = deref<OpenAPIV3.ResponseObject>(document, response).headers?.['API-Stability']
+    if (marked && header === undefined) problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`)
+    if (!marked && header !== undefined && deref<OpenAPIV3.HeaderObject>(document, header).required === true) {
+      problems.add('shape', [...at, 'responses', status], where, `response ${status} documents API-Stability as required, which the server sends only for x-stability`)
+    }
   }
 }
 
