@@ -25,6 +25,7 @@ import { openStorage, type Storage } from './storage/index.js'
 import { startDispatcher } from './webhooks/dispatcher.js'
 import { eventWithheld } from './webhooks/entitled.js'
 import { webhookHandlers } from './webhooks/handlers.js'
+import { maxRetryDelayMs } from './webhooks/outcome.js'
 
 /** The longest a start waits for Redis to connect; past it the server starts, counting alone. */
 const redisConnectBoundMs = 2_000
@@ -161,8 +162,19 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
       policy: webhookPolicy,
       timeoutMs: options.WEBHOOK_TIMEOUT_MS,
       retryBaseMs: options.WEBHOOK_RETRY_BASE_MS,
+      retryAfterMaxMs: options.WEBHOOK_RETRY_AFTER_MAX_S * 1000,
       pollMs: options.WEBHOOK_POLL_MS,
+      concurrency: options.WEBHOOK_CONCURRENCY,
+      perSubscription: options.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION,
+      circuit: {
+        failures: options.WEBHOOK_CIRCUIT_FAILURES,
+        openMs: options.WEBHOOK_CIRCUIT_OPEN_MS,
+        maxOpenMs: maxRetryDelayMs,
+        disableAfterMs: options.WEBHOOK_DISABLE_AFTER_S * 1000,
+      },
+      behindMs: options.WEBHOOK_BEHIND_S * 1000,
       withheld: (owner, type) => eventWithheld(owner, type, rolesNow, contract.roles.ofEvent(type)),
+      disable: (subscriptionId, reason) => storage.webhooks.disable(subscriptionId, reason),
     },
     app.log,
     app.metrics.webhooks,
@@ -186,7 +198,7 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   await registerCors(app, contract, options.CORS_ORIGINS, notFound)
 
   // health probes (src/ops/)
-  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
+  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: dispatcher.degraded })
 
   await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
   await app.register(contractPlugin, {

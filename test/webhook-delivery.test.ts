@@ -14,7 +14,8 @@ import { Webhook } from 'standardwebhooks'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
 import { answerCapBytes, post } from '../src/webhooks/send.js'
-import { eventBody, retryDelay, startDispatcher } from '../src/webhooks/dispatcher.js'
+import { eventBody, startDispatcher } from '../src/webhooks/dispatcher.js'
+import { retryDelay } from '../src/webhooks/outcome.js'
 import { openStorage } from '../src/storage/index.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
@@ -28,8 +29,25 @@ import { sleep } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver, verified } from './helpers/receiver.js'
 
-/** Receivers on 127.0.0.1 over http; short waits, so that retries come within the test. */
-const quick = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 100, WEBHOOK_TIMEOUT_MS: 500 }
+/** What the dispatcher is given beside what a test sets. */
+const dispatcherDefaults = {
+  concurrency: 16,
+  perSubscription: 16,
+  circuit: { failures: 5, openMs: 30_000, maxOpenMs: 3_600_000, disableAfterMs: 0 },
+  retryAfterMaxMs: 3_600_000,
+  behindMs: 60_000,
+}
+
+/** Receivers on 127.0.0.1 over http; short waits, so that retries come within the test; no
+ * circuit opens (test/webhook-fairness.test.ts tests it). */
+const quick = {
+  WEBHOOK_ALLOW_HTTP: true,
+  WEBHOOK_ALLOW_PRIVATE: true,
+  WEBHOOK_POLL_MS: 20,
+  WEBHOOK_RETRY_BASE_MS: 100,
+  WEBHOOK_TIMEOUT_MS: 500,
+  WEBHOOK_CIRCUIT_FAILURES: 1_000,
+}
 
 type Store = (t: Test) => Promise<Partial<AppOptions>>
 const stores: [string, Store][] = [
@@ -252,7 +270,7 @@ t.test('an address the policy refuses is checked again at every attempt: no conn
     const found = await deliveriesOf(t, server, id)
     return found[0]?.attempts >= 1 ? found : undefined
   })
-  t.match(delivery, { status: 'pending', lastError: '127.0.0.1 is a loopback address: events are sent to public addresses only' })
+  t.match(delivery, { status: 'pending', lastError: `${new URL(receiver.url).origin}/ points to 127.0.0.1, a loopback address: webhooks are sent only to public internet addresses` })
   t.ok((await metric(server, 'petstore_webhook_attempts_total{result="refused"}')) >= 1)
   t.equal(receiver.connections, 0, 'the receiver was never connected to')
 })
@@ -269,7 +287,7 @@ t.test('closed mid-attempt, an instance gives its delivery back, due as it was, 
   t.teardown(() => storage.close())
   const [delivery] = (await storage.webhooks.deliveries(`env:${hashKey(testKey).slice(0, 12)}`, id, { limit: 1 }))!
   t.match(delivery, { status: 'pending', attempts: 0 })
-  t.equal((await storage.deliveries.claim('next/1', 10, 1_000)).length, 1, 'no lease holds it: it is claimed at once')
+  t.equal((await storage.deliveries.claim('next/1', { max: 10, perSubscription: 10, busy: new Map(), circuitFailures: 5 }, 1_000)).length, 1, 'no lease holds it: it is claimed at once')
 })
 
 t.test('a receiver answer is read up to a cap, and the connection closed', async (t) => {
@@ -326,15 +344,17 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
     storage.deliveries,
     {
       policy: { allowHttp: false, allowPrivate: false },
+      ...dispatcherDefaults,
       timeoutMs: 500,
       retryBaseMs: 50,
       pollMs: 20,
       forgetEveryMs: 20,
       resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
       withheld: async () => undefined,
+      disable: async () => false,
     },
     (await build(t, { logger })).log,
-    { attempted: (result) => attempted.push(result), finished: () => {}, pending: () => {} },
+    { attempted: (result) => attempted.push(result), finished: () => {}, backlog: () => {}, disabled: () => {} },
   )
   t.teardown(() => dispatcher.close())
   const [delivery] = await until('tried twice', async () => {
@@ -362,10 +382,10 @@ t.test('what resolveTarget takes and refuses', async (t) => {
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('93.184.215.14')), { address: '93.184.215.14', family: 4 })
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('2606:2800:21f:cb07:6820:80da:af6b:8b2c')), { family: 6 })
   const refusals: [string, () => Promise<{ address: string; family: number }[]>, RegExp][] = [
-    ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /resolves to 10\.0\.0\.1, which is a private address/],
-    ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /linkLocal address/],
-    ['to no address', answering(), /does not resolve to any address/],
-    ['to something that is no address', answering('not-an-address'), /is a unparsable address/],
+    ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /^https:\/\/hooks\.example\/ resolves to 10\.0\.0\.1, a private address/],
+    ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /resolves to 169\.254\.169\.254, a link-local address/],
+    ['to no address', answering(), /^https:\/\/hooks\.example\/ does not resolve to any address$/],
+    ['to something that is no address', answering('not-an-address'), /resolves to not-an-address, not an IP address/],
     ['that does not exist', failing('ENOTFOUND'), /does not resolve to any address/],
   ]
   for (const [what, resolve, why] of refusals) {

@@ -2,8 +2,10 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyInstance, FastifyReply, onResponseHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Registry } from 'prom-client'
+import type { Backlog } from '../storage/deliveries.js'
 import type { StorageStats } from '../storage/index.js'
-import { attemptResults, type DispatcherMetrics } from '../webhooks/dispatcher.js'
+import type { DispatcherMetrics } from '../webhooks/dispatcher.js'
+import { attemptResults } from '../webhooks/outcome.js'
 import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
 import { RequestLatency } from './request-latency.js'
 
@@ -47,9 +49,10 @@ export interface Metrics {
  *   number of requests answered (as OpenTelemetry's http.server.request.duration, no separate
  *   counter is kept);
  * - petstore_rate_limit_refusals_total{reason};
- * - petstore_webhook_attempts_total{result}, petstore_webhook_deliveries_total{result} and
- *   petstore_webhook_oldest_pending_seconds (the lag of event deliveries, as the dispatcher last
- *   found it: a scrape asks the database nothing);
+ * - petstore_webhook_attempts_total{result}, petstore_webhook_deliveries_total{result},
+ *   petstore_webhook_disabled_subscriptions_total{reason}, and the lag of event deliveries as the
+ *   dispatcher last found it (a scrape asks the database nothing):
+ *   petstore_webhook_oldest_pending_seconds and petstore_webhook_oldest_due_seconds;
  * - petstore_lifecycle_requests_total{operation,lifecycle}: authenticated requests of the
  *   deprecated, experimental and beta operations (who calls them, per key: `npm run keys -- usage`);
  * - the database, read from `stats` only when scraped: PostgreSQL's pool, SQLite's group commits.
@@ -95,16 +98,32 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     registers,
   })
   for (const result of ['succeeded', 'failed'] as const) deliveries.inc({ result }, 0)
-  // when the oldest delivery waiting was created, as the dispatcher last found it
-  let oldestPendingAt: number | undefined
+  // the age of what waits, as the dispatcher last found it
+  let backlog: Backlog = {}
+  const ageOf = (since: number | undefined) => (since === undefined ? 0 : Math.max(0, (Date.now() - since) / 1000))
   new Gauge({
     name: 'petstore_webhook_oldest_pending_seconds',
-    help: 'Age of the oldest webhook delivery not yet made (0 when none waits): the lag to alert on; every instance reports the same store',
+    help: 'Age of the oldest webhook delivery not yet made (0 when none waits), retries of failing receivers included; every instance reports the same store',
     registers,
     collect() {
-      this.set(oldestPendingAt === undefined ? 0 : Math.max(0, (Date.now() - oldestPendingAt) / 1000))
+      this.set(ageOf(backlog.oldestPendingAt))
     },
   })
+  new Gauge({
+    name: 'petstore_webhook_oldest_due_seconds',
+    help: 'How long the oldest webhook delivery that is due (its receiver not backed off) has waited for its attempt (0 when none): the dispatchers falling behind; every instance reports the same store',
+    registers,
+    collect() {
+      this.set(ageOf(backlog.oldestDueAt))
+    },
+  })
+  const disabled = new Counter({
+    name: 'petstore_webhook_disabled_subscriptions_total',
+    help: 'Webhook subscriptions this instance disabled, by why: gone (the endpoint answered 410), failing (every attempt failed for WEBHOOK_DISABLE_AFTER_S)',
+    labelNames: ['reason'] as const,
+    registers,
+  })
+  for (const reason of ['gone', 'failing'] as const) disabled.inc({ reason }, 0)
 
   // counted on the request's path in a plain number per series (prom-client hashes the labels
   // at each inc, half a µs), added to the counter when it is scraped
@@ -144,9 +163,10 @@ export function createMetrics(stats: () => StorageStats): Metrics {
     webhooks: {
       attempted: (result) => attempts.inc({ result }),
       finished: (result) => deliveries.inc({ result }),
-      pending: (since) => {
-        oldestPendingAt = since
+      backlog: (found) => {
+        backlog = found
       },
+      disabled: (reason) => disabled.inc({ reason }),
     },
   }
 }

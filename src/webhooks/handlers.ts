@@ -5,7 +5,7 @@ import { pageOf } from '../http/pagination.js'
 import { andThen } from '../maybe-async.js'
 import type { WebhookRepository } from '../storage/webhooks.js'
 import { newSecret } from './signing.js'
-import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
+import { parseUrl, type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
 
 export interface WebhookHandlerOptions {
   policy: TargetPolicy
@@ -30,9 +30,16 @@ const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${web
 export function webhookHandlers(
   webhooks: WebhookRepository,
   { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, resolve = systemResolve }: WebhookHandlerOptions,
-): HandlersOf<'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries' | 'redeliverWebhook'> {
+): HandlersOf<
+  'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'enableWebhook' | 'listWebhookDeliveries' | 'redeliverWebhook'
+> {
   return {
     async createWebhook(request, reply) {
+      try {
+        parseUrl(request.body.url)
+      } catch (error) {
+        throw new ApiError('invalid_request', `body/url: ${(error as Error).message}`)
+      }
       for (const type of request.body.events) {
         const lacking = lackingRoles(request.roles, eventRoles(type))
         if (lacking.length > 0) throw new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which the event ${type} needs`)
@@ -65,6 +72,12 @@ export function webhookHandlers(
       const rotated = await webhooks.rotate(request.principal, request.params.webhookId, secret, secretOverlapMs)
       if (rotated === undefined) throw notFound(request.params.webhookId)
       return { secret, ...rotated }
+    },
+
+    async enableWebhook(request) {
+      const enabled = await webhooks.enable(request.principal, request.params.webhookId)
+      if (enabled === undefined) throw notFound(request.params.webhookId)
+      return enabled
     },
 
     listWebhookDeliveries(request, reply) {
