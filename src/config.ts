@@ -112,7 +112,7 @@ export const configSchema = Type.Object({
     description: 'the first retry comes after half to all of this; each next wait doubles it, up to an hour',
   }),
   WEBHOOK_TIMEOUT_MS: milliseconds(10_000, 'a webhook receiver must answer within this time, or the attempt failed'),
-  WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1_000, description: 'how often an instance looks for deliveries due' }),
+  WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 250, description: 'how often an instance looks for deliveries due' }),
   // Fairness: one subscription's attempts under way are bounded, so a slow receiver holds at
   // most its own share of an instance's attempts, and a failing one is backed off.
   WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 10_000, default: 256, description: 'webhook attempts one instance makes at once, at most' }),

@@ -5,6 +5,7 @@
  * Webhooks says; counted in the metrics.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer as createTcpServer } from 'node:net'
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -13,7 +14,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { answerCapBytes, post } from '../src/webhooks/send.js'
+import { answerCapBytes, Connections, post } from '../src/webhooks/send.js'
 import { eventBody, startDispatcher } from '../src/webhooks/dispatcher.js'
 import { retryDelay } from '../src/webhooks/outcome.js'
 import { openStorage } from '../src/storage/index.js'
@@ -98,7 +99,8 @@ function deliveryOn(name: string, store: Store) {
       t.match(delivery, { status: 'pending', lastError: /^connect ECONNREFUSED 127.0.0.1:\d+$/, nextAttemptAt: String }, 'pending, with why and when next')
       t.notOk('lastStatus' in delivery, 'no answer, no status')
     }
-    t.ok((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0, 'the lag shows in the metrics')
+    // (measured once a second)
+    await until('the lag shows in the metrics', async () => ((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0 ? true : undefined))
     t.ok((await metric(server, 'petstore_webhook_attempts_total{result="unreachable"}')) >= 6)
 
     await receiver.reopen()
@@ -218,7 +220,8 @@ for (const [name, store] of stores) {
 t.test('the database gone mid-delivery: the delivery is made again once it is back', { skip: postgresMissing }, async (t) => {
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
   const { lines, logger } = logCapture()
-  const server = await build(t, { ...quick, DATABASE_URL: proxy.url, DATABASE_TIMEOUT_MS: 500, LOG_LEVEL: 'info', logger })
+  // (an attempt held long enough for the lag to be measured while it is under way)
+  const server = await build(t, { ...quick, DATABASE_URL: proxy.url, DATABASE_TIMEOUT_MS: 500, WEBHOOK_TIMEOUT_MS: 5_000, LOG_LEVEL: 'info', logger })
   let release: (() => void) | undefined
   const receiver = await startReceiver(t, (n, _delivery, response) => {
     if (n > 0) return 204
@@ -228,7 +231,7 @@ t.test('the database gone mid-delivery: the delivery is made again once it is ba
   const { id, secret } = await subscribed(t, server, receiver.url)
   await createPet(t, server)
   await receiver.waitFor(1)
-  // (the dispatcher reads the lag right after its claim: it is known before the database goes)
+  // (the dispatcher measures the lag once a second: it is known before the database goes)
   await until('the lag known', async () => ((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0 ? true : undefined))
   await proxy.down()
   release!()
@@ -254,6 +257,52 @@ t.test('an https receiver is checked against its certificate, at the address tha
   const url = new URL(`https://localhost:${(server.address() as AddressInfo).port}/hooks`)
   const answer = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000)
   t.match(answer, { error: 'unreachable', detail: /self-signed certificate/ }, 'a certificate no authority signed is refused')
+  const connections = new Connections()
+  t.teardown(() => connections.close())
+  const kept = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000, undefined, connections)
+  t.match(kept, { error: 'unreachable', detail: /self-signed certificate/ }, 'on a kept-alive connection too')
+})
+
+t.test('attempts reuse kept-alive connections, per origin and checked address; idle pools are dropped', async (t) => {
+  const connections = new Connections({ idleMs: 100, sweepEveryMs: 50 })
+  t.teardown(() => connections.close())
+  const receiver = await startReceiver(t)
+  const url = new URL(receiver.url)
+  for (let i = 0; i < 5; i++) t.strictSame(await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000, undefined, connections), { status: 204 })
+  t.equal(receiver.connections, 1, 'five attempts, one connection')
+  t.equal(connections.size, 1)
+  const hanging = await startReceiver(t, () => 'hang')
+  const held = post({ url: new URL(hanging.url), address: '127.0.0.1', family: 4 }, {}, '{}', 1_000, undefined, connections)
+  await hanging.waitFor(1)
+  t.equal(connections.size, 2, 'another origin, another pool')
+  await sleep(400)
+  t.equal(connections.size, 1, 'the idle one dropped, the busy one kept')
+  t.match(await held, { error: 'timeout' })
+  await until('both dropped', async () => (connections.size === 0 ? true : undefined))
+})
+
+t.test('a kept-alive connection the receiver closed as the attempt went out: tried once more, on a new one', async (t) => {
+  let connectionsSeen = 0
+  let requests = 0
+  const server = createTcpServer((socket) => {
+    const connection = ++connectionsSeen
+    let onThis = 0
+    socket.on('data', (chunk) => {
+      if (!chunk.includes('\r\n\r\n')) return
+      requests++
+      // the second request on the first connection meets a reset
+      if (connection === 1 && ++onThis === 2) return socket.resetAndDestroy()
+      socket.write('HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const connections = new Connections()
+  t.teardown(() => connections.close())
+  const target = { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`), address: '127.0.0.1', family: 4 }
+  t.strictSame(await post(target, {}, '{}', 5_000, undefined, connections), { status: 204 })
+  t.strictSame(await post(target, {}, '{}', 5_000, undefined, connections), { status: 204 }, 'answered on the second try')
+  t.strictSame([connectionsSeen, requests], [2, 3])
 })
 
 t.test('an address the policy refuses is checked again at every attempt: no connection is made', async (t) => {

@@ -169,7 +169,7 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
         await tx.run(
           `update webhook_deliveries set status = 'failed', last_error = $2, next_attempt_at = null, finished_at = $3, lease_owner = null, lease_until = null
            where subscription_id = $1 and status = 'pending'`,
-          [id, `not sent: ${reason}`.slice(0, 200), now],
+          [id, `not sent: the subscription was disabled (${reason})`.slice(0, 200), now],
         )
         return true
       })

@@ -84,6 +84,9 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   let moreDue = false
   /** subscriptions whose room the last claim filled: more of theirs may be due */
   const filled = new Set<number>()
+  /** subscriptions whose attempt just failed, not sent to until that is written down: the
+   * circuit, a Retry-After's pause or a 410's disabling must hold before the next claim */
+  const held = new Set<number>()
   const underWay = new Set<Promise<void>>()
   /** outcomes waiting to be written, and those of them that answered 410 */
   let unwritten: { settlement: Settlement; gone: boolean }[] = []
@@ -145,6 +148,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     }
     const lease = `${instance}/${++claims}`
     const busy = new Map(inFlight)
+    for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
     const batch = await queue.claim(lease, { max: room, perSubscription, busy, circuitFailures: circuit.failures }, leaseMs)
     filled.clear()
     for (const claimed of batch) {
@@ -152,7 +156,9 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       if (inFlight.get(claimed.subscriptionId)! >= perSubscription) filled.add(claimed.subscriptionId)
       const running: Promise<void> = attempt(claimed)
         .then((made) => {
-          if (made !== undefined) written({ lease, deliveryId: claimed.deliveryId, subscriptionId: claimed.subscriptionId, outcome: made.outcome }, made.gone)
+          if (made === undefined) return
+          if (made.outcome.endpoint === 'down') held.add(claimed.subscriptionId)
+          written({ lease, deliveryId: claimed.deliveryId, subscriptionId: claimed.subscriptionId, outcome: made.outcome }, made.gone)
         })
         .finally(() => {
           underWay.delete(running)
@@ -195,6 +201,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     } catch (error) {
       log.warn({ err: error, deliveryIds: batch.map(({ settlement }) => settlement.deliveryId) }, 'a webhook delivery could not be written down')
     }
+    // (written; or not, and the lease of what was not runs out: its attempt is made again)
+    for (const { settlement } of batch) held.delete(settlement.subscriptionId)
   }
 
   async function disable(subscriptionId: number, reason: string, because: DisabledBecause) {
@@ -230,7 +238,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     })
   }
 
-  /** The backlog's age, on a timer of its own: a look that claims without end does not stop it. */
+  /** The backlog's age, on a timer of its own (a look that claims without end does not stop it),
+   * at most once a second: two statements, for figures that need no finer grain. */
   const measurer = setInterval(() => {
     measuring ??= Promise.resolve()
       .then(() => queue.backlog(circuit.failures))
@@ -240,7 +249,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       })
       .catch(() => {}) // the database is unavailable: the figures stay as last found
       .finally(() => (measuring = undefined))
-  }, pollMs).unref()
+  }, Math.max(pollMs, 1_000)).unref()
 
   const forgetter = setInterval(() => {
     queue.forgetFinished(Date.now() - keepFinishedMs).catch(() => {}) // the database is unavailable: next time

@@ -9,24 +9,33 @@ export const answerCapBytes = 4096
 /** How an attempt went: the status it was answered with (and its Retry-After), or why it got none. */
 export type Answer = { status: number; retryAfter?: string } | { error: 'timeout' | 'unreachable'; detail: string }
 
-/** An idle kept-alive connection is closed after this: before the receivers' own idle limits
- * (Node's is 5 s), so that a request seldom meets a connection its server is closing. */
-const idleMs = 4_000
-
 /**
  * Kept-alive connections to receivers, one pool per origin and checked address: an attempt
  * reuses a connection only to the very address it checked (a name that now resolves elsewhere
- * gets a pool, and connections, of its own). Pools with no connection left are dropped.
+ * gets a pool, and connections, of its own). An idle connection is closed after `idleMs`: before
+ * the receivers' own idle limits (Node's is 5 s), so that a request seldom meets a connection its
+ * server is closing. Pools with no connection left are dropped every `sweepEveryMs`.
  */
 export class Connections {
   readonly #pools = new Map<string, http.Agent>()
-  readonly #sweeper = setInterval(() => this.#sweep(), 60_000).unref()
+  readonly #idleMs: number
+  readonly #sweeper: NodeJS.Timeout
+
+  constructor({ idleMs = 4_000, sweepEveryMs = 60_000 } = {}) {
+    this.#idleMs = idleMs
+    this.#sweeper = setInterval(() => this.#sweep(), sweepEveryMs).unref()
+  }
+
+  /** pools kept */
+  get size() {
+    return this.#pools.size
+  }
 
   agentFor({ url, address }: Target): http.Agent {
     const key = `${url.protocol}//${url.host} ${address}`
     let agent = this.#pools.get(key)
     if (agent === undefined) {
-      const options = { keepAlive: true, timeout: idleMs, scheduling: 'lifo' as const }
+      const options = { keepAlive: true, timeout: this.#idleMs, scheduling: 'lifo' as const }
       agent = url.protocol === 'https:' ? new https.Agent(options) : new http.Agent(options)
       this.#pools.set(key, agent)
     }
