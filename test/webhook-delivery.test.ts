@@ -27,6 +27,7 @@ import { hashKey } from '../src/storage/keys.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { sleep } from './helpers/concurrency.js'
+import { deliveriesOf, metric, subscribed, until } from './helpers/webhooks.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver, verified } from './helpers/receiver.js'
 
@@ -62,27 +63,7 @@ function tempDir(t: Test): string {
   return dir
 }
 
-async function subscribed(t: Test, server: FastifyInstance, url: string) {
-  return (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
-}
 const createPet = (t: Test, server: FastifyInstance, name = 'Rex') => call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })
-const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json
-
-/** The value of a metric series in the app's exposition. */
-async function metric(server: FastifyInstance, series: string): Promise<number> {
-  const line = (await server.metrics.exposition()).split('\n').find((text) => text.startsWith(`${series} `))
-  return Number(line?.split(' ')[1])
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await sleep(20)
-  }
-}
 
 function deliveryOn(name: string, store: Store) {
   t.test(`${name}: a receiver that is down, then back, gets every event, within the backoff`, async (t) => {

@@ -15,6 +15,7 @@ import { retryAfterMs } from '../src/webhooks/retry-after.js'
 import { newSecret } from '../src/webhooks/signing.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
+import { deliveriesOf, metric, subscribed, until } from './helpers/webhooks.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver, verified } from './helpers/receiver.js'
 
@@ -35,25 +36,7 @@ const stores: [string, Store][] = [
   ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
 ]
 
-const subscribe = async (t: Test, server: FastifyInstance, url: string) =>
-  (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
 const createPet = async (t: Test, server: FastifyInstance, name: string) => (await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })).json
-const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json
-
-async function metric(server: FastifyInstance, series: string): Promise<number> {
-  const line = (await server.metrics.exposition()).split('\n').find((text) => text.startsWith(`${series} `))
-  return Number(line?.split(' ')[1])
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await sleep(20)
-  }
-}
 
 function disablingOn(name: string, store: Store) {
   t.test(`${name}: 410 Gone disables the subscription: its pending deliveries end, nothing more is sent, until enableWebhook`, async (t) => {
@@ -63,8 +46,8 @@ function disablingOn(name: string, store: Store) {
     let gone = true
     const receiver = await startReceiver(t, () => (gone ? 410 : 204))
     const kept = await startReceiver(t)
-    const { id, secret } = await subscribe(t, server, receiver.url)
-    await subscribe(t, server, kept.url)
+    const { id, secret } = await subscribed(t, server, receiver.url)
+    await subscribed(t, server, kept.url)
     for (const pet of ['A', 'B', 'C']) await createPet(t, server, pet)
     const disabled = await until('disabled', async () => {
       const webhook = (await call(t, server, { url: `/v1/webhooks/${id}` })).json
@@ -110,7 +93,7 @@ function disablingOn(name: string, store: Store) {
   t.test(`${name}: a subscription whose every attempt fails for WEBHOOK_DISABLE_AFTER_S is disabled`, async (t) => {
     const server = await build(t, { ...(await store(t)), ...quick, WEBHOOK_DISABLE_AFTER_S: 1 })
     const receiver = await startReceiver(t, () => 500)
-    const { id } = await subscribe(t, server, receiver.url)
+    const { id } = await subscribed(t, server, receiver.url)
     await createPet(t, server, 'A')
     const failing = await until('failing', async () => {
       const webhook = (await call(t, server, { url: `/v1/webhooks/${id}` })).json
@@ -140,7 +123,7 @@ function disablingOn(name: string, store: Store) {
       const [status, headers] = answers[n] ?? [204, () => ({})]
       return response.writeHead(status, headers()).end(), 'handled'
     })
-    const { id } = await subscribe(t, server, receiver.url)
+    const { id } = await subscribed(t, server, receiver.url)
     await createPet(t, server, 'A')
     await receiver.waitFor(1)
     await createPet(t, server, 'B') // due at once, but its subscription waits

@@ -10,6 +10,7 @@ import type { AppOptions } from '../src/app.js'
 import { afterFailures } from '../src/storage/deliveries.js'
 import { build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
+import { metric, subscribed, until } from './helpers/webhooks.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver } from './helpers/receiver.js'
 
@@ -22,30 +23,12 @@ const stores: [string, Store][] = [
   ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
 ]
 
-const subscribe = async (t: Test, server: FastifyInstance, url: string) =>
-  (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number }
 const createPets = (server: FastifyInstance, count: number) =>
   Promise.all(
     Array.from({ length: count }, (_, i) =>
       server.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${testKey}` }, payload: { name: `Pet ${i}`, categoryId: 1 } }),
     ),
   )
-
-/** The value of a metric series in the app's exposition. */
-async function metric(server: FastifyInstance, series: string): Promise<number> {
-  const line = (await server.metrics.exposition()).split('\n').find((text) => text.startsWith(`${series} `))
-  return Number(line?.split(' ')[1])
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await sleep(20)
-  }
-}
 
 const lagOf = (delivery: { body: string; at: number }) => delivery.at - Date.parse(JSON.parse(delivery.body).occurredAt)
 
@@ -59,8 +42,8 @@ function fairnessOn(name: string, store: Store) {
       return 'hang'
     })
     const fast = await startReceiver(t)
-    await subscribe(t, server, dead.url)
-    await subscribe(t, server, fast.url)
+    await subscribed(t, server, dead.url)
+    await subscribed(t, server, fast.url)
     const created = await createPets(server, 100)
     t.ok(created.every((answer) => answer.statusCode === 201))
     const arrived = await fast.waitFor(100, 8_000)
@@ -74,7 +57,7 @@ function fairnessOn(name: string, store: Store) {
     const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 10, WEBHOOK_CIRCUIT_OPEN_MS: 1_000 })
     const receiver = await startReceiver(t, (_n, delivery) => (delivery.at < reopened ? 500 : 204))
     let reopened = Number.POSITIVE_INFINITY
-    const { id } = await subscribe(t, server, receiver.url)
+    const { id } = await subscribed(t, server, receiver.url)
     await createPets(server, 3)
     await until('five failures', async () => (receiver.deliveries.length >= 5 ? true : undefined))
     await sleep(300)
@@ -108,10 +91,10 @@ function fairnessOn(name: string, store: Store) {
       return 'handled'
     })
     const other = await startReceiver(t)
-    await subscribe(t, server, slow.url)
+    await subscribed(t, server, slow.url)
     await createPets(server, 1)
     await slow.waitFor(1)
-    await subscribe(t, server, other.url)
+    await subscribed(t, server, other.url)
     await createPets(server, 1)
     const degraded = await until('degraded', async () => {
       const answer = await server.inject({ url: '/readyz' })
