@@ -30,7 +30,10 @@ export interface WebhookRow {
 interface Lag {
   rate: number
   seconds: number
+  /** creates answered 201 within the load (those under way as it ended are made too) */
   created: number
+  /** events that arrived (their webhook-ids), and deliveries (three an event) */
+  events: number
   delivered: number
   duplicates: number
   p50: number
@@ -43,7 +46,7 @@ interface Lag {
 /** A receiver in this process: each path is a subscription; it answers 204 (or, holding, never),
  * and notes when each event arrived and how late. */
 async function receiver(holding = false) {
-  const arrivals: { key: string; at: number; lag: number }[] = []
+  const arrivals: { path: string; id: string; at: number; lag: number }[] = []
   const server: Server = createServer((request, response) => {
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -51,7 +54,7 @@ async function receiver(holding = false) {
       if (holding) return
       const at = Date.now()
       const { occurredAt } = JSON.parse(Buffer.concat(chunks).toString()) as { occurredAt: string }
-      arrivals.push({ key: `${request.url} ${request.headers['webhook-id']}`, at, lag: at - Date.parse(occurredAt) })
+      arrivals.push({ path: request.url!, id: String(request.headers['webhook-id']), at, lag: at - Date.parse(occurredAt) })
       response.writeHead(204).end()
     })
   })
@@ -187,7 +190,10 @@ async function seedBacklog(url: string, events: number) {
  * events with a delivery each for every subscription seeded in the store, then the service
  * started: deliveries a second from the first arrival to the last.
  */
-async function drain(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string): Promise<WebhookRow['drain']> {
+export async function drainForProfile(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string, nodeArgs: string[]) {
+  return drain(servers, made, storeName, events, prefix, nodeArgs)
+}
+async function drain(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string, nodeArgs: string[] = []): Promise<WebhookRow['drain']> {
   const hooks = await receiver()
   const store = await made.make(storeName, `${prefix}_drain`, 0)
   try {
@@ -195,7 +201,7 @@ async function drain(servers: Servers, made: ReturnType<typeof stores>, storeNam
     await subscribe(first, hooks.urls)
     await stop(first)
     await seedBacklog(store.url, events)
-    const target = await servers.project('drain', store.url, 'stored', store.storedKey, 'on', [], local)
+    const target = await servers.project('drain', store.url, 'stored', store.storedKey, 'on', nodeArgs, local)
     const cpuBefore = cpuSeconds(target)
     const count = events * subscriptions
     await hooks.settled(count, 300_000)
@@ -233,12 +239,13 @@ async function lag(servers: Servers, made: ReturnType<typeof stores>, storeName:
       rate,
       seconds,
       created,
+      events: new Set(hooks.arrivals.map((arrival) => arrival.id)).size,
       delivered: hooks.arrivals.length,
-      duplicates: hooks.arrivals.length - new Set(hooks.arrivals.map((arrival) => arrival.key)).size,
+      duplicates: hooks.arrivals.length - new Set(hooks.arrivals.map((arrival) => `${arrival.path} ${arrival.id}`)).size,
       p50: quantile(lags, 0.5),
       p99: quantile(lags, 0.99),
       max: lags.at(-1) ?? Number.NaN,
-      tail: (hooks.arrivals.at(-1)?.at ?? ended) - ended,
+      tail: Math.max(0, (hooks.arrivals.at(-1)?.at ?? ended) - ended),
     }
   } finally {
     hooks.close()
@@ -295,11 +302,14 @@ export function webhookTable(rows: WebhookRow[], plan: { connections: number; pe
   lines.push('| store | deliveries | seconds | deliveries/s | service CPU µs/delivery |', '|---|---:|---:|---:|---:|')
   for (const { store, drain } of rows) lines.push(`| ${store} | ${fmt(drain.deliveries)} | ${fmt(drain.seconds, 1)} | ${fmt(drain.perSecond)} | ${fmt(drain.cpuUs, 1)} |`)
   lines.push('', `### Webhooks: createPet at a fixed rate, ${subscriptions} subscriptions: the lag from each event to its arrival`, '')
-  lines.push('| store | logs | creates/s × s | created | delivered | duplicates | lag p50 ms | p99 ms | max ms | last arrival after the load, ms |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
+  lines.push(
+    '| store | logs | creates/s × s | 201s | events | deliveries | duplicates | lag p50 ms | p99 ms | max ms | last arrival after the load ends, ms |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+  )
   for (const { store, lag } of rows) {
     for (const logs of ['on', 'off'] as const) {
       const l = lag[logs]
-      lines.push(`| ${store} | ${logs} | ${l.rate} × ${l.seconds} | ${fmt(l.created)} | ${fmt(l.delivered)} | ${l.duplicates} | ${fmt(l.p50)} | ${fmt(l.p99)} | ${fmt(l.max)} | ${fmt(l.tail)} |`)
+      lines.push(`| ${store} | ${logs} | ${l.rate} × ${l.seconds} | ${fmt(l.created)} | ${fmt(l.events)} | ${fmt(l.delivered)} | ${l.duplicates} | ${fmt(l.p50)} | ${fmt(l.p99)} | ${fmt(l.max)} | ${fmt(l.tail)} |`)
     }
   }
   return lines.join('\n')

@@ -169,13 +169,21 @@ const claimedSqlite = select(`select ${claimedColumns} from webhook_deliveries d
 const settleSqlite = `update webhook_deliveries
   set status = $3, attempts = attempts + $8, last_status = $4, last_error = $5, next_attempt_at = $6, finished_at = $7, lease_owner = null, lease_until = null
   where id = $1 and lease_owner = $2`
-/** The same for many, in one statement. */
-const settlePostgres = `update webhook_deliveries d
-  set status = o.state, attempts = d.attempts + o.counted, last_status = o.last_status, last_error = o.last_error,
-      next_attempt_at = o.next_attempt_at, finished_at = o.finished_at, lease_owner = null, lease_until = null
-  from unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::bigint[], $8::int[])
-    as o (id, lease, state, last_status, last_error, next_attempt_at, finished_at, counted)
-  where d.id = o.id and d.lease_owner = o.lease`
+/** An endpoint that answered: its failures forgotten, its circuit closed (a write only where
+ * there is something to forget). */
+const recoveredColumns = 'failures = 0, failing_since = null, circuit_openings = 0, paused_until = null'
+const recoveredWhere = '(failures > 0 or paused_until is not null)'
+const recoveredSqlite = `update webhook_subscriptions set ${recoveredColumns} where id = $1 and ${recoveredWhere}`
+/** PostgreSQL: the outcomes of many, and the endpoints that answered ($9), in one statement. */
+const settlePostgres = `with settled as (
+    update webhook_deliveries d
+    set status = o.state, attempts = d.attempts + o.counted, last_status = o.last_status, last_error = o.last_error,
+        next_attempt_at = o.next_attempt_at, finished_at = o.finished_at, lease_owner = null, lease_until = null
+    from unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::bigint[], $8::int[])
+      as o (id, lease, state, last_status, last_error, next_attempt_at, finished_at, counted)
+    where d.id = o.id and d.lease_owner = o.lease
+    returning d.id)
+  update webhook_subscriptions set ${recoveredColumns} where id = any($9::bigint[]) and ${recoveredWhere}`
 
 /** The values a settlement writes: its state, and when it finished (when it did). */
 function written({ outcome: { error, nextAttemptAt } }: Settlement, now: number) {
@@ -225,7 +233,8 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
   // SQLite pays an fsync per commit: settlements written together share one (see group-commit.ts).
   const write: (work: (tx: Statements) => Promise<void>) => Promise<void> = dialect === 'sqlite' ? transactions(sql, true) : (work) => sql.transaction(work)
 
-  async function settleDeliveries(tx: Statements, settlements: readonly Settlement[], now: number) {
+  /** The outcomes, and the endpoints that answered (`up`) recovered. */
+  async function settleDeliveries(tx: Statements, settlements: readonly Settlement[], up: number[], now: number) {
     const values = settlements.map((settlement) => {
       const { status, error, nextAttemptAt, withheld } = settlement.outcome
       const { state, finishedAt } = written(settlement, now)
@@ -233,21 +242,11 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
     })
     if (dialect === 'postgres') {
       // (the values by column, each an array)
-      await tx.run(settlePostgres, values[0]!.map((_, column) => values.map((row) => row[column])))
+      await tx.run(settlePostgres, [...values[0]!.map((_, column) => values.map((row) => row[column])), up])
       return
     }
     for (const row of values) await tx.run(settleSqlite, row)
-  }
-
-  /** Endpoints that answered: their failures forgotten, their circuit closed (a write only where there was something to forget). */
-  async function recovered(tx: Statements, up: number[]) {
-    for (const id of up) {
-      await tx.run(
-        `update webhook_subscriptions set failures = 0, failing_since = null, circuit_openings = 0, paused_until = null
-         where id = $1 and (failures > 0 or paused_until is not null)`,
-        [id],
-      )
-    }
+    for (const id of up) await tx.run(recoveredSqlite, [id])
   }
 
   return {
@@ -270,9 +269,10 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       const now = Date.now()
       const { up, down } = endpoints(settlements)
       const failingTooLong: { subscriptionId: number; failingSince: number }[] = []
-      await write(async (tx) => {
-        await settleDeliveries(tx, settlements, now)
-        await recovered(tx, up)
+      // (PostgreSQL: one statement, or a transaction when an endpoint failed)
+      const writeAll = dialect === 'postgres' && down.size === 0 ? (work: (tx: Statements) => Promise<void>) => work(sql) : write
+      await writeAll(async (tx) => {
+        await settleDeliveries(tx, settlements, up, now)
         for (const [id, { failures, pauseUntil }] of down) {
           const lock = dialect === 'postgres' ? 'for update' : ''
           const was = await tx.row<Health>(`select failures, failing_since, circuit_openings, paused_until from webhook_subscriptions where id = $1 and status = 'active' ${lock}`, [id])

@@ -102,8 +102,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   let again = false
   let measuring: Promise<void> | undefined
 
-  async function attempt(claimed: Claimed): Promise<{ outcome: Outcome; gone: boolean } | undefined> {
-    const reason = await withheld(claimed.owner, claimed.event.type)
+  async function attempt(claimed: Claimed, withheldNow: DispatcherOptions['withheld']): Promise<{ outcome: Outcome; gone: boolean } | undefined> {
+    const reason = await withheldNow(claimed.owner, claimed.event.type)
     if (reason !== undefined) {
       // ended without a request: retrying would not make the key hold its roles again
       log.info({ deliveryId: claimed.deliveryId, reason }, 'webhook delivery withheld')
@@ -151,10 +151,17 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
     const batch = await queue.claim(lease, { max: room, perSubscription, busy, circuitFailures: circuit.failures }, leaseMs)
     filled.clear()
+    // (asked once per key and type of a claim, just before its attempts: not once per delivery)
+    const asked = new Map<string, Promise<string | undefined>>()
+    const withheldNow = (owner: string, type: EventType) => {
+      const key = `${owner} ${type}`
+      if (!asked.has(key)) asked.set(key, withheld(owner, type))
+      return asked.get(key)!
+    }
     for (const claimed of batch) {
       started(claimed.subscriptionId, 1)
       if (inFlight.get(claimed.subscriptionId)! >= perSubscription) filled.add(claimed.subscriptionId)
-      const running: Promise<void> = attempt(claimed)
+      const running: Promise<void> = attempt(claimed, withheldNow)
         .then((made) => {
           if (made === undefined) return
           if (made.outcome.endpoint === 'down') held.add(claimed.subscriptionId)
