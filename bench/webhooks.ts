@@ -190,10 +190,7 @@ async function seedBacklog(url: string, events: number) {
  * events with a delivery each for every subscription seeded in the store, then the service
  * started: deliveries a second from the first arrival to the last.
  */
-export async function drainForProfile(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string, nodeArgs: string[]) {
-  return drain(servers, made, storeName, events, prefix, nodeArgs)
-}
-async function drain(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string, nodeArgs: string[] = []): Promise<WebhookRow['drain']> {
+async function drain(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string): Promise<WebhookRow['drain']> {
   const hooks = await receiver()
   const store = await made.make(storeName, `${prefix}_drain`, 0)
   try {
@@ -201,7 +198,7 @@ async function drain(servers: Servers, made: ReturnType<typeof stores>, storeNam
     await subscribe(first, hooks.urls)
     await stop(first)
     await seedBacklog(store.url, events)
-    const target = await servers.project('drain', store.url, 'stored', store.storedKey, 'on', nodeArgs, local)
+    const target = await servers.project('drain', store.url, 'stored', store.storedKey, 'on', [], local)
     const cpuBefore = cpuSeconds(target)
     const count = events * subscriptions
     await hooks.settled(count, 300_000)
