@@ -147,11 +147,12 @@ const claimPostgres = select(
      select d.id, d.next_attempt_at from room cross join lateral (
        select d.id, d.next_attempt_at from webhook_deliveries d
        where d.subscription_id = room.id and ${dueFree('$3')}
-       order by d.next_attempt_at limit room.n for update skip locked) d
+       order by d.subscription_id, d.next_attempt_at limit room.n for update skip locked) d
      where room.n > 0),
    claimed as (
+     -- (= any(array(...)): by the primary key, where in (select ...) scanned the whole table)
      update webhook_deliveries set lease_owner = $1, lease_until = $2
-     where id in (select id from due order by next_attempt_at limit $8)
+     where id = any(array(select id from due order by next_attempt_at limit $8))
      returning id, subscription_id, event_id, attempts, give_up_at)
    select ${claimedColumns} from claimed d ${claimedJoin} order by d.id`,
   claimedOf,
