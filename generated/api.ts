@@ -157,11 +157,13 @@ export interface paths {
          *     subscription was being created may be delivered too; earlier ones are not.
          *
          *     **Which URLs are taken.** An absolute `http` or `https` URL without a user name or
-         *     password (`WebhookUrl`); any other is a `400` (code `invalid_request`). Events are
-         *     sent to `https` only, unless the operator allows `http`: an `http` URL is otherwise
-         *     refused with `422` (code `webhook_url_not_allowed`), as is a host name that does
-         *     not resolve, and a host that is or resolves to a loopback, private, link-local,
-         *     shared or other non-public address (cloud metadata services among them); the
+         *     password (`WebhookUrl`) that can be read as a URL; any other (a port above 65535, a
+         *     host name with a character no host name holds) is a `400` (code `invalid_request`).
+         *     Events are sent to `https` only, unless the operator allows `http`: an `http` URL is
+         *     otherwise refused with `422` (code `webhook_url_not_allowed`), as is a host name that
+         *     does not resolve, and a host that is or resolves to anything but a public internet
+         *     address (loopback, private, link-local, shared, documentation, multicast or any other
+         *     special-purpose address, cloud metadata services among them; see Events above); the
          *     address is checked again before every delivery.
          *
          *     **Which events it may take.** The key must hold the roles each event names in
@@ -236,6 +238,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/webhooks/{webhookId}/enable": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Enable a disabled subscription again (experimental)
+         * @description Makes one of your subscriptions `active` again after it was disabled (its endpoint
+         *     answered `410 Gone`, or failed for too long; `getWebhook` says why), and forgets its
+         *     endpoint's past failures. Events of changes committed from now on are sent to it;
+         *     those of changes made while it was disabled are not, and the deliveries it had
+         *     pending when it was disabled stay `failed` (`redeliverWebhook` sends one again). An
+         *     `active` subscription is answered as it is.
+         *
+         *     **Experimental**: this operation may change or be withdrawn within `v1`.
+         */
+        post: operations["enableWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks/{webhookId}/deliveries": {
         parameters: {
             query?: never;
@@ -275,7 +304,8 @@ export interface paths {
          * Send a delivery again (experimental)
          * @description Sends one delivery of one of your subscriptions again, with the same event (the same
          *     `webhook-id`): a delivery that `failed` or `succeeded` becomes `pending`, due now, with
-         *     a new retry period; one still `pending` is made due now.
+         *     a new retry period; one still `pending` is made due now. A delivery of a `disabled`
+         *     subscription waits, `pending`, until the subscription is enabled again.
          *
          *     **Experimental**: this operation may change or be withdrawn within `v1`.
          */
@@ -564,13 +594,44 @@ export interface components {
             events: components["schemas"]["EventTypes"];
             createdAt: components["schemas"]["Timestamp"];
             previousSecretExpiresAt?: components["schemas"]["PreviousSecretExpiresAt"];
+            status?: components["schemas"]["WebhookStatus"];
+            /**
+             * @description While `disabled`, why: its endpoint answered `410 Gone`, or every attempt failed
+             *     for too long. Absent while `active`.
+             * @example its endpoint answered 410 Gone
+             */
+            disabledReason?: string;
+            /**
+             * Format: date-time
+             * @description While `disabled`, since when (RFC 3339, UTC). Absent while `active`.
+             * @example 2026-11-23T10:02:55.004Z
+             */
+            disabledAt?: string;
+            /**
+             * Format: date-time
+             * @description When its endpoint began to fail, while every attempt since has failed (RFC 3339,
+             *     UTC): after 5 days of it (unless the operator says otherwise) the subscription is
+             *     disabled. Absent once an attempt succeeds.
+             * @example 2026-11-23T10:02:55.004Z
+             */
+            failingSince?: string;
         };
+        /**
+         * @description `active`: events are sent to it. `disabled`: nothing is sent to it, and no event is
+         *     recorded for it, until its owner enables it again (`enableWebhook`); `disabledReason`
+         *     says why. A subscription is disabled when its endpoint answers `410 Gone`, or when
+         *     every attempt has failed for 5 days (unless the operator says otherwise).
+         * @example active
+         * @enum {string}
+         */
+        WebhookStatus: "active" | "disabled";
         /** @description A subscription just created, with its signing secret (shown this once). */
         CreatedWebhook: {
             id: components["schemas"]["WebhookId"];
             url: components["schemas"]["WebhookUrl"];
             events: components["schemas"]["EventTypes"];
             createdAt: components["schemas"]["Timestamp"];
+            status?: components["schemas"]["WebhookStatus"];
             secret: components["schemas"]["WebhookSecret"];
         };
         /** @description Webhook subscriptions, at most 100. */
@@ -596,7 +657,9 @@ export interface components {
         /**
          * @description Where a delivery stands: `pending` (an attempt is due at `nextAttemptAt`),
          *     `succeeded` (the receiver answered `2xx`) or `failed` (no attempt succeeded within the
-         *     retry period).
+         *     retry period, the receiver answered `410`, or the delivery ended unsent: its
+         *     subscription was disabled, or its key may no longer receive the event; `lastError`
+         *     says which).
          * @enum {string}
          */
         DeliveryStatus: "pending" | "succeeded" | "failed";
@@ -1941,7 +2004,8 @@ export interface operations {
                      *           "pet.created",
                      *           "pet.status_changed"
                      *         ],
-                     *         "createdAt": "2026-11-23T10:02:41.512Z"
+                     *         "createdAt": "2026-11-23T10:02:41.512Z",
+                     *         "status": "active"
                      *       }
                      *     ]
                      */
@@ -2004,6 +2068,7 @@ export interface operations {
                      *         "pet.status_changed"
                      *       ],
                      *       "createdAt": "2026-11-23T10:02:41.512Z",
+                     *       "status": "active",
                      *       "secret": "whsec_8kEC+x9U43vxcny3ozJXpdHzvEp4SQhn43Q6pk8yJRI="
                      *     }
                      */
@@ -2051,8 +2116,9 @@ export interface operations {
             /**
              * @description The URL is not one events may be sent to (code `webhook_url_not_allowed`): `http`
              *     where the operator allows `https` only, a host that does not resolve, or one that
-             *     is or resolves to a non-public address. The message says which. (A URL with a
-             *     user name or password, or of another scheme, is a `400`: it is not a `WebhookUrl`.)
+             *     is or resolves to an address outside the public internet. The message says which,
+             *     quoting the URL's host as written and the address it points to. (A URL with a user
+             *     name or password, of another scheme, or that cannot be read as a URL is a `400`.)
              */
             422: {
                 headers: {
@@ -2070,7 +2136,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "code": "webhook_url_not_allowed",
-                     *       "message": "hooks.internal resolves to 10.0.0.7, a private address: events are sent to public addresses only",
+                     *       "message": "https://hooks.internal/ resolves to 10.0.0.7, a private address: webhooks are sent only to public internet addresses",
                      *       "status": 422
                      *     }
                      */
@@ -2116,7 +2182,10 @@ export interface operations {
                      *         "pet.created",
                      *         "pet.status_changed"
                      *       ],
-                     *       "createdAt": "2026-11-23T10:02:41.512Z"
+                     *       "createdAt": "2026-11-23T10:02:41.512Z",
+                     *       "status": "disabled",
+                     *       "disabledReason": "its endpoint answered 410 Gone",
+                     *       "disabledAt": "2026-11-24T08:15:00.000Z"
                      *     }
                      */
                     "application/json": components["schemas"]["Webhook"];
@@ -2204,6 +2273,59 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["RotatedSecret"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    enableWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Identifier of the webhook subscription, in decimal digits. */
+                webhookId: components["parameters"]["WebhookId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The subscription, `active`. */
+            200: {
+                headers: {
+                    "API-Stability": components["headers"]["ApiStability"];
+                    "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                    "Cache-Control": components["headers"]["CacheControl"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                    Vary: components["headers"]["Vary"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": 1,
+                     *       "url": "https://hooks.example.com/petstore",
+                     *       "events": [
+                     *         "pet.created",
+                     *         "pet.status_changed"
+                     *       ],
+                     *       "createdAt": "2026-11-23T10:02:41.512Z",
+                     *       "status": "active"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Webhook"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

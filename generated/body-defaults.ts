@@ -13,6 +13,7 @@ export interface BodyDefaults {
   getWebhook: never
   deleteWebhook: never
   rotateWebhookSecret: never
+  enableWebhook: never
   listWebhookDeliveries: never
   redeliverWebhook: never
 }

@@ -13,6 +13,7 @@ export interface QueryDefaults {
   getWebhook: never
   deleteWebhook: never
   rotateWebhookSecret: never
+  enableWebhook: never
   listWebhookDeliveries: "limit"
   redeliverWebhook: never
 }

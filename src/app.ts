@@ -79,11 +79,11 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   await app.register(rateLimits, options)
   await app.register(access, { apiKeys })
   await app.register(cors, { origins: options.CORS_ORIGINS })
-  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL })
   await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
   await app.register(pets)
   await app.register(orders)
   await app.register(webhooks, options)
+  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
   await app.register(operations, {
     contract,
     handlers: { ...app.petOperations, ...app.orderOperations, ...app.webhookOperations },

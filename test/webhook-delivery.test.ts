@@ -5,6 +5,7 @@
  * Webhooks says; counted in the metrics.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer as createTcpServer } from 'node:net'
 import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -13,8 +14,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { Webhook } from 'standardwebhooks'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { answerCapBytes, post } from '../src/webhooks/send.js'
-import { eventBody, retryDelay, startDispatcher } from '../src/webhooks/dispatcher.js'
+import { answerCapBytes, Connections, post } from '../src/webhooks/send.js'
+import { eventBody, startDispatcher } from '../src/webhooks/dispatcher.js'
+import { retryDelay } from '../src/webhooks/outcome.js'
 import { openStorage } from '../src/storage/index.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
@@ -25,13 +27,32 @@ import { hashKey } from '../src/auth/secrets.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { sleep } from './helpers/concurrency.js'
+import { deliveriesOf, metric, subscribed, until } from './helpers/webhooks.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver, verified } from './helpers/receiver.js'
 
-/** Receivers on 127.0.0.1 over http; short waits, so that retries come within the test. */
 /** A receiver of what post() sends here: bare bodies, no deliveries to check against the contract. */
 const bareBodies = { contract: null }
-const quick = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 100, WEBHOOK_TIMEOUT_MS: 500 }
+
+/** What the dispatcher is given beside what a test sets. */
+const dispatcherDefaults = {
+  concurrency: 16,
+  perSubscription: 16,
+  circuit: { failures: 5, openMs: 30_000, maxOpenMs: 3_600_000, disableAfterMs: 0 },
+  retryAfterMaxMs: 3_600_000,
+  behindMs: 60_000,
+}
+
+/** Receivers on 127.0.0.1 over http; short waits, so that retries come within the test; no
+ * circuit opens (test/webhook-fairness.test.ts tests it). */
+const quick = {
+  WEBHOOK_ALLOW_HTTP: true,
+  WEBHOOK_ALLOW_PRIVATE: true,
+  WEBHOOK_POLL_MS: 20,
+  WEBHOOK_RETRY_BASE_MS: 100,
+  WEBHOOK_TIMEOUT_MS: 500,
+  WEBHOOK_CIRCUIT_FAILURES: 1_000,
+}
 
 type Store = (t: Test) => Promise<Partial<AppOptions>>
 const stores: [string, Store][] = [
@@ -45,27 +66,7 @@ function tempDir(t: Test): string {
   return dir
 }
 
-async function subscribed(t: Test, server: FastifyInstance, url: string) {
-  return (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
-}
 const createPet = (t: Test, server: FastifyInstance, name = 'Rex') => call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })
-const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json
-
-/** The value of a metric series in the app's exposition. */
-async function metric(server: FastifyInstance, series: string): Promise<number> {
-  const line = (await server.metrics.exposition()).split('\n').find((text) => text.startsWith(`${series} `))
-  return Number(line?.split(' ')[1])
-}
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    const found = await check()
-    if (found !== undefined) return found
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
-    await sleep(20)
-  }
-}
 
 function deliveryOn(name: string, store: Store) {
   t.test(`${name}: a receiver that is down, then back, gets every event, within the backoff`, async (t) => {
@@ -82,7 +83,8 @@ function deliveryOn(name: string, store: Store) {
       t.match(delivery, { status: 'pending', lastError: /^connect ECONNREFUSED 127.0.0.1:\d+$/, nextAttemptAt: String }, 'pending, with why and when next')
       t.notOk('lastStatus' in delivery, 'no answer, no status')
     }
-    t.ok((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0, 'the lag shows in the metrics')
+    // (measured once a second)
+    await until('the lag shows in the metrics', async () => ((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0 ? true : undefined))
     t.ok((await metric(server, 'petstore_webhook_attempts_total{result="unreachable"}')) >= 6)
 
     await receiver.reopen()
@@ -202,7 +204,8 @@ for (const [name, store] of stores) {
 t.test('the database gone mid-delivery: the delivery is made again once it is back', { skip: postgresMissing }, async (t) => {
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
   const { lines, logger } = logCapture()
-  const server = await build(t, { ...quick, DATABASE_URL: proxy.url, DATABASE_TIMEOUT_MS: 500, LOG_LEVEL: 'info', logger })
+  // (an attempt held long enough for the lag to be measured while it is under way)
+  const server = await build(t, { ...quick, DATABASE_URL: proxy.url, DATABASE_TIMEOUT_MS: 500, WEBHOOK_TIMEOUT_MS: 5_000, LOG_LEVEL: 'info', logger })
   let release: (() => void) | undefined
   const receiver = await startReceiver(t, (n, _delivery, response) => {
     if (n > 0) return 204
@@ -212,7 +215,7 @@ t.test('the database gone mid-delivery: the delivery is made again once it is ba
   const { id, secret } = await subscribed(t, server, receiver.url)
   await createPet(t, server)
   await receiver.waitFor(1)
-  // (the dispatcher reads the lag right after its claim: it is known before the database goes)
+  // (the dispatcher measures the lag once a second: it is known before the database goes)
   await until('the lag known', async () => ((await metric(server, 'petstore_webhook_oldest_pending_seconds')) > 0 ? true : undefined))
   await proxy.down()
   release!()
@@ -238,6 +241,52 @@ t.test('an https receiver is checked against its certificate, at the address tha
   const url = new URL(`https://localhost:${(server.address() as AddressInfo).port}/hooks`)
   const answer = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000)
   t.match(answer, { error: 'unreachable', detail: /self-signed certificate/ }, 'a certificate no authority signed is refused')
+  const connections = new Connections()
+  t.teardown(() => connections.close())
+  const kept = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000, undefined, connections)
+  t.match(kept, { error: 'unreachable', detail: /self-signed certificate/ }, 'on a kept-alive connection too')
+})
+
+t.test('attempts reuse kept-alive connections, per origin and checked address; idle pools are dropped', async (t) => {
+  const connections = new Connections({ idleMs: 100, sweepEveryMs: 50 })
+  t.teardown(() => connections.close())
+  const receiver = await startReceiver(t, undefined, bareBodies)
+  const url = new URL(receiver.url)
+  for (let i = 0; i < 5; i++) t.strictSame(await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000, undefined, connections), { status: 204 })
+  t.equal(receiver.connections, 1, 'five attempts, one connection')
+  t.equal(connections.size, 1)
+  const hanging = await startReceiver(t, () => 'hang', bareBodies)
+  const held = post({ url: new URL(hanging.url), address: '127.0.0.1', family: 4 }, {}, '{}', 1_000, undefined, connections)
+  await hanging.waitFor(1)
+  t.equal(connections.size, 2, 'another origin, another pool')
+  await sleep(400)
+  t.equal(connections.size, 1, 'the idle one dropped, the busy one kept')
+  t.match(await held, { error: 'timeout' })
+  await until('both dropped', async () => (connections.size === 0 ? true : undefined))
+})
+
+t.test('a kept-alive connection the receiver closed as the attempt went out: tried once more, on a new one', async (t) => {
+  let connectionsSeen = 0
+  let requests = 0
+  const server = createTcpServer((socket) => {
+    const connection = ++connectionsSeen
+    let onThis = 0
+    socket.on('data', (chunk) => {
+      if (!chunk.includes('\r\n\r\n')) return
+      requests++
+      // the second request on the first connection meets a reset
+      if (connection === 1 && ++onThis === 2) return socket.resetAndDestroy()
+      socket.write('HTTP/1.1 204 No Content\r\nConnection: keep-alive\r\n\r\n')
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => server.close())
+  const connections = new Connections()
+  t.teardown(() => connections.close())
+  const target = { url: new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`), address: '127.0.0.1', family: 4 }
+  t.strictSame(await post(target, {}, '{}', 5_000, undefined, connections), { status: 204 })
+  t.strictSame(await post(target, {}, '{}', 5_000, undefined, connections), { status: 204 }, 'answered on the second try')
+  t.strictSame([connectionsSeen, requests], [2, 3])
 })
 
 t.test('an address the policy refuses is checked again at every attempt: no connection is made', async (t) => {
@@ -254,7 +303,7 @@ t.test('an address the policy refuses is checked again at every attempt: no conn
     const found = await deliveriesOf(t, server, id)
     return found[0]?.attempts >= 1 ? found : undefined
   })
-  t.match(delivery, { status: 'pending', lastError: '127.0.0.1 is a loopback address: events are sent to public addresses only' })
+  t.match(delivery, { status: 'pending', lastError: `${new URL(receiver.url).origin}/ points to 127.0.0.1, a loopback address: webhooks are sent only to public internet addresses` })
   t.ok((await metric(server, 'petstore_webhook_attempts_total{result="refused"}')) >= 1)
   t.equal(receiver.connections, 0, 'the receiver was never connected to')
 })
@@ -271,7 +320,7 @@ t.test('closed mid-attempt, an instance gives its delivery back, due as it was, 
   t.teardown(() => storage.close())
   const [delivery] = (await storage.webhooks.deliveries(`env:${hashKey(testKey).slice(0, 12)}`, id, { limit: 1 }))!
   t.match(delivery, { status: 'pending', attempts: 0 })
-  t.equal((await storage.deliveries.claim('next/1', 10, 1_000)).length, 1, 'no lease holds it: it is claimed at once')
+  t.equal((await storage.deliveries.claim('next/1', { max: 10, perSubscription: 10, busy: new Map(), circuitFailures: 5 }, 1_000)).length, 1, 'no lease holds it: it is claimed at once')
 })
 
 t.test('a receiver answer is read up to a cap, and the connection closed', async (t) => {
@@ -328,6 +377,7 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
     storage.deliveries,
     {
       policy: { allowHttp: false, allowPrivate: false },
+      ...dispatcherDefaults,
       timeoutMs: 500,
       retryBaseMs: 50,
       pollMs: 20,
@@ -337,9 +387,10 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
       eventIdPrefix: 'evt_',
       resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
       withheld: async () => undefined,
+      disable: async () => false,
     },
     (await build(t, { logger })).log,
-    { attempted: (result) => attempted.push(result), finished: () => {}, pending: () => {} },
+    { attempted: (result) => attempted.push(result), finished: () => {}, backlog: () => {}, disabled: () => {} },
   )
   t.teardown(() => dispatcher.close())
   const [delivery] = await until('tried twice', async () => {
@@ -367,10 +418,10 @@ t.test('what resolveTarget takes and refuses', async (t) => {
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('93.184.215.14')), { address: '93.184.215.14', family: 4 })
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('2606:2800:21f:cb07:6820:80da:af6b:8b2c')), { family: 6 })
   const refusals: [string, () => Promise<{ address: string; family: number }[]>, RegExp][] = [
-    ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /resolves to 10\.0\.0\.1, which is a private address/],
-    ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /linkLocal address/],
-    ['to no address', answering(), /does not resolve to any address/],
-    ['to something that is no address', answering('not-an-address'), /is a unparsable address/],
+    ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /^https:\/\/hooks\.example\/ resolves to 10\.0\.0\.1, a private address/],
+    ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /resolves to 169\.254\.169\.254, a link-local address/],
+    ['to no address', answering(), /^https:\/\/hooks\.example\/ does not resolve to any address$/],
+    ['to something that is no address', answering('not-an-address'), /resolves to not-an-address, not an IP address/],
     ['that does not exist', failing('ENOTFOUND'), /does not resolve to any address/],
   ]
   for (const [what, resolve, why] of refusals) {

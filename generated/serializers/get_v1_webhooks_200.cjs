@@ -159,6 +159,58 @@ const asInteger = serializer.asInteger.bind(serializer)
         json += asDateTime(value_previousSecretExpiresAt_5)
       }
 
+      const value_status_6 = obj["status"]
+      if (value_status_6 !== undefined) {
+        json += ",\"status\":"
+        
+        if (typeof value_status_6 !== 'string') {
+          if (value_status_6 === null) {
+            json += JSON_STR_EMPTY_STRING
+          } else if (value_status_6 instanceof Date) {
+            json += JSON_STR_QUOTE + value_status_6.toISOString() + JSON_STR_QUOTE
+          } else if (value_status_6 instanceof RegExp) {
+            json += asString(value_status_6.source)
+          } else {
+            json += asString(value_status_6.toString())
+          }
+        } else {
+          json += asString(value_status_6)
+        }
+        
+      }
+
+      const value_disabledReason_7 = obj["disabledReason"]
+      if (value_disabledReason_7 !== undefined) {
+        json += ",\"disabledReason\":"
+        
+        if (typeof value_disabledReason_7 !== 'string') {
+          if (value_disabledReason_7 === null) {
+            json += JSON_STR_EMPTY_STRING
+          } else if (value_disabledReason_7 instanceof Date) {
+            json += JSON_STR_QUOTE + value_disabledReason_7.toISOString() + JSON_STR_QUOTE
+          } else if (value_disabledReason_7 instanceof RegExp) {
+            json += asString(value_disabledReason_7.source)
+          } else {
+            json += asString(value_disabledReason_7.toString())
+          }
+        } else {
+          json += asString(value_disabledReason_7)
+        }
+        
+      }
+
+      const value_disabledAt_8 = obj["disabledAt"]
+      if (value_disabledAt_8 !== undefined) {
+        json += ",\"disabledAt\":"
+        json += asDateTime(value_disabledAt_8)
+      }
+
+      const value_failingSince_9 = obj["failingSince"]
+      if (value_failingSince_9 !== undefined) {
+        json += ",\"failingSince\":"
+        json += asDateTime(value_failingSince_9)
+      }
+
 return json + JSON_STR_END_OBJECT
 
       }

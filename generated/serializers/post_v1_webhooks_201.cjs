@@ -175,6 +175,26 @@ const asInteger = serializer.asInteger.bind(serializer)
         throw new Error('"secret" is required!')
       }
       
+      const value_status_6 = obj["status"]
+      if (value_status_6 !== undefined) {
+        json += ",\"status\":"
+        
+        if (typeof value_status_6 !== 'string') {
+          if (value_status_6 === null) {
+            json += JSON_STR_EMPTY_STRING
+          } else if (value_status_6 instanceof Date) {
+            json += JSON_STR_QUOTE + value_status_6.toISOString() + JSON_STR_QUOTE
+          } else if (value_status_6 instanceof RegExp) {
+            json += asString(value_status_6.source)
+          } else {
+            json += asString(value_status_6.toString())
+          }
+        } else {
+          json += asString(value_status_6)
+        }
+        
+      }
+
 return json + JSON_STR_END_OBJECT
 
       }

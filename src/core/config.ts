@@ -113,7 +113,41 @@ export const configSchema = Type.Object({
     description: 'the first retry comes after half to all of this; each next wait doubles it, up to an hour',
   }),
   WEBHOOK_TIMEOUT_MS: milliseconds(10_000, 'a webhook receiver must answer within this time, or the attempt failed'),
-  WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 1_000, description: 'how often an instance looks for deliveries due' }),
+  WEBHOOK_POLL_MS: Type.Integer({ minimum: 10, maximum: 60_000, default: 250, description: 'how often an instance looks for deliveries due' }),
+  // Fairness: one subscription's attempts under way are bounded, so a slow receiver holds at
+  // most its own share of an instance's attempts, and a failing one is backed off.
+  WEBHOOK_CONCURRENCY: Type.Integer({ minimum: 1, maximum: 10_000, default: 256, description: 'webhook attempts one instance makes at once, at most' }),
+  WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: Type.Integer({
+    minimum: 1,
+    maximum: 1_000,
+    default: 16,
+    description: 'webhook attempts one instance makes at once to one subscription, at most',
+  }),
+  WEBHOOK_CIRCUIT_FAILURES: Type.Integer({
+    minimum: 1,
+    maximum: 1_000,
+    default: 5,
+    description: "failed attempts in a row that open a subscription's circuit: no attempt until it is half open, then one to probe",
+  }),
+  WEBHOOK_CIRCUIT_OPEN_MS: milliseconds(30_000, 'how long an open circuit waits before its probe; each failed probe doubles it, up to an hour'),
+  WEBHOOK_RETRY_AFTER_MAX_S: Type.Integer({
+    minimum: 0,
+    maximum: 86_400,
+    default: 3_600,
+    description: 'the longest Retry-After (of a 429 or 503) a webhook delivery waits for, in seconds; a longer one is cut to this',
+  }),
+  WEBHOOK_DISABLE_AFTER_S: Type.Integer({
+    minimum: 0,
+    maximum: 2_592_000,
+    default: 432_000,
+    description: 'a subscription whose every attempt has failed for this long is disabled, in seconds (0: never)',
+  }),
+  WEBHOOK_BEHIND_S: Type.Integer({
+    minimum: 1,
+    maximum: 86_400,
+    default: 60,
+    description: '/readyz says "degraded" while a webhook delivery that is due has waited longer than this for its attempt, in seconds',
+  }),
   WEBHOOK_SECRET_OVERLAP_S: Type.Integer({
     minimum: 0,
     maximum: 604_800,

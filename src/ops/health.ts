@@ -12,6 +12,8 @@ export interface HealthOptions {
   timeoutMs: number
   /** LOG_LEVEL */
   logLevel: Config['LOG_LEVEL']
+  /** why the instance serves but does part of its work late (webhook deliveries behind), if it does */
+  degraded: () => string | undefined
 }
 
 
@@ -25,10 +27,12 @@ const ok = JSON.stringify({ status: 'ok' })
  *   trivial statement within the bound; 503 with the Error body and Retry-After when it does
  *   not, or fails, or when the server is shutting down (SIGTERM: a load balancer stops sending
  *   before the connections close).
+ *   Ready, but doing part of its work late (`degraded`: webhook deliveries behind), it answers
+ *   200 with `{"status":"degraded","reason":...}`: taking it out of the balancer would not help.
  * HEAD works as GET. A probe every few seconds from every balancer would fill the log: at the
  * default level (info) the probes' access lines are not written; a change of readiness is, once.
  */
-async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel }: HealthOptions) {
+async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel, degraded }: HealthOptions) {
   const routeOptions = { logLevel: logLevel === 'info' ? 'warn' : logLevel }
   const isReady = readiness(app, Math.min(readyBoundMs, timeoutMs))
   const json = (reply: FastifyReply) => reply.type('application/json; charset=utf-8')
@@ -38,7 +42,10 @@ async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel }: Healt
   })
   app.get(app.contract.service.paths.ready, routeOptions, async (_request, reply) => {
     const problem = await isReady()
-    if (problem === undefined) return json(reply).send(ok)
+    if (problem === undefined) {
+      const reason = degraded()
+      return json(reply).send(reason === undefined ? ok : JSON.stringify({ status: 'degraded', reason }))
+    }
     // sent here, not through the error handler, which would log every failed probe
     return json(reply).code(problem.status).headers(problem.headers).send(JSON.stringify(problem.body))
   })

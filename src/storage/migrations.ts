@@ -181,6 +181,29 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute()
       },
     },
+    '0010_webhook_health': {
+      async up(db) {
+        // A subscription is `active` or `disabled` (its endpoint answered 410 Gone, or failed for
+        // too long), and says why and since when. Its endpoint's health, shared by the instances:
+        // the failed attempts in a row, since when they fail, how often its circuit opened in a
+        // row, and until when no attempt is made (an open circuit, or a Retry-After).
+        const subscriptions = () => db.schema.alterTable('webhook_subscriptions')
+        await subscriptions().addColumn('status', 'text', (c) => c.notNull().defaultTo('active')).execute()
+        await subscriptions().addColumn('disabled_reason', 'text').execute()
+        await subscriptions().addColumn('disabled_at', 'bigint').execute()
+        await subscriptions().addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+        await subscriptions().addColumn('failing_since', 'bigint').execute()
+        await subscriptions().addColumn('circuit_openings', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+        await subscriptions().addColumn('paused_until', 'bigint').execute()
+        // what is due, one subscription at a time: claims take each subscription's share
+        await db.schema
+          .createIndex('webhook_deliveries_subscription_due')
+          .on('webhook_deliveries')
+          .columns(['subscription_id', 'next_attempt_at'])
+          .where(sql<boolean>`status = 'pending'`)
+          .execute()
+      },
+    },
   }
 }
 

@@ -35,6 +35,12 @@ export interface WebhookRepository {
   deliveries(owner: string, id: number, query: DeliveryQuery): MaybePromise<WebhookDelivery[] | undefined>
   /** the delivery made pending again, due now, with a new retry period */
   redeliver(owner: string, id: number, deliveryId: number): Promise<WebhookDelivery | undefined>
+  /** Stops a subscription, saying why: no event is recorded for it any more, and its pending
+   * deliveries end, failed, with `lastError`. False when it is not active (any more). */
+  disable(id: number, reason: string, lastError: string): Promise<boolean>
+  /** Makes the owner's subscription active again, its endpoint's past failures forgotten: the
+   * events of changes committed from now on are recorded for it. Undefined when the owner has none so. */
+  enable(owner: string, id: number): Promise<Webhook | undefined>
 }
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -47,14 +53,23 @@ export const webhookColumns = columnNames<Webhook>('webhook_subscriptions', {
   events: 'events',
   createdAt: 'created_at',
   previousSecretExpiresAt: 'previous_secret_expires_at',
+  status: 'status',
+  disabledReason: 'disabled_reason',
+  disabledAt: 'disabled_at',
+  failingSince: 'failing_since',
 })
-const webhookOf = ([id, url, events, createdAt, previousExpiresAt]: [number, string, string, number, number | null]): Webhook => ({
+type WebhookValues = [number, string, string, number, number | null, 'active' | 'disabled', string | null, number | null, number | null]
+const webhookOf = ([id, url, events, createdAt, previousExpiresAt, status, disabledReason, disabledAt, failingSince]: WebhookValues): Webhook => ({
   id,
   url,
   events: JSON.parse(events) as EventType[],
   createdAt: iso(createdAt),
   // (shown while the previous secret still signs)
   ...(previousExpiresAt !== null && previousExpiresAt > Date.now() && { previousSecretExpiresAt: iso(previousExpiresAt) }),
+  status,
+  ...(disabledReason !== null && { disabledReason }),
+  ...(disabledAt !== null && { disabledAt: iso(disabledAt) }),
+  ...(failingSince !== null && { failingSince: iso(failingSince) }),
 })
 const listOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 order by id`, webhookOf)
 const findOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 and id = $2`, webhookOf)
@@ -89,6 +104,11 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
       if (dialect === 'postgres') await tx.run('lock table webhook_subscription_events in access exclusive mode')
       return work(tx)
     })
+  /** Inside a change: the events of `types` are recorded for subscription `id` from its commit on. */
+  const takes = async (tx: Statements, id: number, types: readonly EventType[]) => {
+    for (const type of types) await tx.run('insert into webhook_subscription_events (type, subscription_id) values ($1, $2)', [type, id])
+    outbox.willTake(types)
+  }
   const owns = async (tx: Statements, owner: string, id: number) =>
     (await tx.row('select id from webhook_subscriptions where owner = $1 and id = $2', [owner, id])) !== undefined
 
@@ -102,9 +122,8 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
           'insert into webhook_subscriptions (owner, url, events, secret, created_at) values ($1, $2, $3, $4, $5) returning id',
           [owner, url, JSON.stringify(events), secret, createdAt],
         ))!
-        for (const type of events) await tx.run('insert into webhook_subscription_events (type, subscription_id) values ($1, $2)', [type, id])
-        outbox.willTake(events)
-        return { created: { id, url, events, createdAt: iso(createdAt) } }
+        await takes(tx, id, events)
+        return { created: { id, url, events, createdAt: iso(createdAt), status: 'active' } }
       }),
 
     list: (owner) => sql.all(listOwned, [owner]),
@@ -146,6 +165,42 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
           [deliveryId, id, now, now + retryPeriodMs],
         )
         return due === 0 ? undefined : tx.one(findDelivery, [deliveryId])
+      }),
+
+    async disable(id, reason, lastError) {
+      const disabled = await change(async (tx) => {
+        const now = Date.now()
+        const changed = await tx.run("update webhook_subscriptions set status = 'disabled', disabled_reason = $2, disabled_at = $3 where id = $1 and status = 'active'", [
+          id,
+          reason,
+          now,
+        ])
+        if (changed === 0) return false
+        // (taken under the same lock as a subscription's creation: every change that recorded an
+        // event for it has committed, and its delivery ends here; later ones record none)
+        await tx.run('delete from webhook_subscription_events where subscription_id = $1', [id])
+        await tx.run(
+          `update webhook_deliveries set status = 'failed', last_error = $2, next_attempt_at = null, finished_at = $3, lease_owner = null, lease_until = null
+           where subscription_id = $1 and status = 'pending'`,
+          [id, lastError, now],
+        )
+        return true
+      })
+      if (disabled) await outbox.refresh()
+      return disabled
+    },
+
+    enable: (owner, id) =>
+      change(async (tx) => {
+        const found = await tx.row<{ events: string; status: string }>('select events, status from webhook_subscriptions where owner = $1 and id = $2', [owner, id])
+        if (found === undefined) return undefined
+        await tx.run(
+          `update webhook_subscriptions set status = 'active', disabled_reason = null, disabled_at = null, failures = 0, failing_since = null,
+             circuit_openings = 0, paused_until = null where id = $1`,
+          [id],
+        )
+        if (found.status === 'disabled') await takes(tx, id, JSON.parse(found.events) as EventType[])
+        return tx.one(findOwned, [owner, id])
       }),
   }
 }

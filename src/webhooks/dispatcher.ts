@@ -1,60 +1,51 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { redactUrl } from '../http/redact.js'
-import type { Claimed, DeliveryQueue, Settlement } from '../storage/deliveries.js'
+import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from '../storage/deliveries.js'
 import type { EventType } from '../storage/outbox.js'
-import { type Answer, post } from './send.js'
+import { type AttemptResult, outcomeOf, type Retries } from './outcome.js'
+import { type Answer, Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
 
-/** How an attempt ended, for the metrics: a 2xx, another status, no answer in time, no
- * connection, or an address the policy refuses. */
-export type AttemptResult = 'succeeded' | 'rejected' | 'timeout' | 'unreachable' | 'refused'
-export const attemptResults: readonly AttemptResult[] = ['succeeded', 'rejected', 'timeout', 'unreachable', 'refused']
+/** Why a subscription was disabled, for the metrics: its endpoint answered 410, or failed for too long. */
+export type DisabledBecause = 'gone' | 'failing'
 
 export interface DispatcherMetrics {
   attempted(result: AttemptResult): void
   /** a delivery is over: it succeeded, or failed for good */
   finished(result: 'succeeded' | 'failed'): void
-  /** when the oldest delivery not yet made was created (ms since the epoch), if any: found at each look */
-  pending(oldestAt: number | undefined): void
+  /** the age of what waits, as found at each look */
+  backlog(backlog: Backlog): void
+  disabled(because: DisabledBecause): void
 }
 
-export interface DispatcherOptions {
+export interface DispatcherOptions extends Retries {
   policy: TargetPolicy
   /** WEBHOOK_TIMEOUT_MS */
   timeoutMs: number
-  /** WEBHOOK_RETRY_BASE_MS */
-  retryBaseMs: number
   /** WEBHOOK_POLL_MS */
   pollMs: number
-  /** attempts under way at once, at most */
-  concurrency?: number
+  /** WEBHOOK_CONCURRENCY: attempts under way at once, at most */
+  concurrency: number
+  /** WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: of them, to one subscription */
+  perSubscription: number
+  /** WEBHOOK_CIRCUIT_* and WEBHOOK_DISABLE_AFTER_S */
+  circuit: CircuitPolicy
+  /** WEBHOOK_BEHIND_S, in ms: a due delivery that waits longer makes the instance `degraded` */
+  behindMs: number
   /** how often finished deliveries past their keeping are deleted */
   forgetEveryMs?: number
   /** how long finished deliveries are kept (the contract's x-service.limits) */
   keepFinishedMs: number
-  /** the longest lastError the contract allows a delivery */
-  lastErrorLength: number
   /** what an event's id begins with (`evt_`), the contract's x-service.events.idPrefix */
   eventIdPrefix: string
   resolve?: Resolve
   /** why the key of a subscription (its principal, `owner`) may not receive an event of `type`
    * now, or undefined when it may: asked before each attempt */
   withheld: (owner: string, type: EventType) => Promise<string | undefined>
-}
-
-/** The longest wait between two attempts. */
-const maxRetryDelayMs = 60 * 60 * 1000
-
-/**
- * The wait before attempt `attempts + 1`, `attempts` having failed: exponential (the base,
- * doubled for each failure, at most an hour), with jitter (a random half to all of it), so that
- * the retries of deliveries that failed together do not come together.
- */
-export function retryDelay(attempts: number, baseMs: number, random = Math.random()): number {
-  // (whole milliseconds: they are stored as integers)
-  return Math.round(Math.min(baseMs * 2 ** (attempts - 1), maxRetryDelayMs) * (0.5 + random / 2))
+  /** disables a subscription, saying why (webhooks.ts); false when it was not active */
+  disable: (subscriptionId: number, reason: string) => Promise<boolean>
 }
 
 /** The body of an event, as openapi.yaml's `webhooks` declare it. */
@@ -65,52 +56,72 @@ export function eventBody({ id, type, occurredAt, fields }: Claimed['event'], id
 export interface Dispatcher {
   /** looks for due deliveries now, rather than at the next poll */
   wake(): void
-  /** stops claiming, cuts the attempts under way short and gives their deliveries back */
+  /** why the deliveries are behind (a due one has waited longer than behindMs), or undefined */
+  degraded(): string | undefined
+  /** stops claiming, cuts the attempts under way short, gives their deliveries back */
   close(): Promise<void>
 }
 
 /**
- * Makes the deliveries of this instance's share: every `pollMs` (and when woken) it claims the
- * due deliveries it has room for, under a lease long enough for an attempt, and attempts each:
- * its target checked and resolved anew, the event signed and POSTed. A 2xx ends the delivery;
- * anything else is retried after retryDelay, until its retry period is over. Another instance
- * takes over a lease that an instance which died left behind.
+ * Makes the deliveries of this instance's share: every `pollMs` (and when woken, and when room
+ * frees up while more is due) it claims the due deliveries it has room for, under a lease long
+ * enough for an attempt, and attempts each: its target checked and resolved anew, the event
+ * signed and POSTed on a kept-alive connection. Room is counted per subscription too
+ * (`perSubscription`), and the claim skips subscriptions whose circuit is open: a slow or dead
+ * receiver holds only its own share. Outcomes are written in batches (outcome.ts says what each
+ * answer comes to); a 410, or failing for too long, disables the subscription. Another
+ * instance takes over a lease that an instance which died left behind.
  */
 export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions, log: FastifyBaseLogger, metrics: DispatcherMetrics): Dispatcher {
-  const { policy, timeoutMs, retryBaseMs, pollMs, concurrency = 16, forgetEveryMs = 10 * 60 * 1000, keepFinishedMs, lastErrorLength, eventIdPrefix, resolve = systemResolve, withheld } = options
+  const { policy, timeoutMs, pollMs, concurrency, perSubscription, circuit, behindMs, forgetEveryMs = 10 * 60 * 1000, keepFinishedMs, eventIdPrefix, resolve = systemResolve, withheld } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
   // time to resolve, attempt (timeoutMs) and write the outcome down, with room to spare
   const leaseMs = 2 * timeoutMs + 10_000
-  const underWay = new Set<Promise<void>>()
+  const connections = new Connections()
   const abort = new AbortController()
+  /** attempts under way, in all and per subscription */
+  const inFlight = new Map<number, number>()
+  let total = 0
+  /** the last claim took all the room it had: more may be due */
+  let moreDue = false
+  /** subscriptions whose room the last claim filled: more of theirs may be due */
+  const filled = new Set<number>()
+  /** subscriptions whose attempt just failed, not sent to until that is written down: the
+   * circuit, a Retry-After's pause or a 410's disabling must hold before the next claim */
+  const held = new Set<number>()
+  const underWay = new Set<Promise<void>>()
+  /** outcomes waiting to be written, and those of them that answered 410 */
+  let unwritten: { settlement: Settlement; gone: boolean }[] = []
+  /** the next batch, once this turn is over; the batches being written */
+  let flushing: Promise<void> | undefined
+  const writing = new Set<Promise<void>>()
+  let backlog: Backlog = {}
   let claims = 0
   let closed = false
   let timer: NodeJS.Timeout | undefined
   let looking: Promise<void> | undefined
+  /** woken while a look was under way */
+  let again = false
+  let measuring: Promise<void> | undefined
 
-  async function attempt(lease: string, claimed: Claimed) {
-    const reason = await withheld(claimed.owner, claimed.event.type)
+  async function attempt(claimed: Claimed, withheldNow: DispatcherOptions['withheld']): Promise<{ outcome: Outcome; gone: boolean } | undefined> {
+    const reason = await withheldNow(claimed.owner, claimed.event.type)
     if (reason !== undefined) {
       // ended without a request: retrying would not make the key hold its roles again
       log.info({ deliveryId: claimed.deliveryId, reason }, 'webhook delivery withheld')
       metrics.finished('failed')
-      return queue.settle(lease, claimed.deliveryId, { error: reason, withheld: true })
+      return { outcome: { error: reason, withheld: true, endpoint: 'unknown' }, gone: false }
     }
     const answer = await send(claimed)
-    if (closed) return // cut short by close: the delivery is given back, as it was
-    const result: AttemptResult = 'status' in answer ? (answer.status >= 200 && answer.status < 300 ? 'succeeded' : 'rejected') : answer.error
+    if (closed) return undefined // cut short by close: the delivery is given back, as it was
+    const { result, outcome, gone } = outcomeOf(answer, claimed, options)
     metrics.attempted(result)
-    const outcome: Settlement = { status: 'status' in answer ? answer.status : undefined }
     if (result !== 'succeeded') {
-      // (at most what openapi.yaml allows lastError)
-      outcome.error = ('status' in answer ? `answered ${answer.status}` : answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ')).slice(0, lastErrorLength)
-      const next = Date.now() + retryDelay(claimed.attempts + 1, retryBaseMs)
-      if (next <= claimed.giveUpAt) outcome.nextAttemptAt = next
       log.info({ deliveryId: claimed.deliveryId, url: redactUrl(claimed.url, []), error: outcome.error, retry: outcome.nextAttemptAt !== undefined }, 'webhook attempt failed')
     }
     if (outcome.nextAttemptAt === undefined) metrics.finished(result === 'succeeded' ? 'succeeded' : 'failed')
-    await queue.settle(lease, claimed.deliveryId, outcome)
+    return { outcome, gone }
   }
 
   async function send(claimed: Claimed): Promise<Answer | { error: 'refused'; detail: string }> {
@@ -118,37 +129,101 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     const body = eventBody(claimed.event, eventIdPrefix)
     try {
       const target = await resolveTarget(claimed.url, policy, resolve)
-      return await post(target, signedHeaders(id, body, claimed.secrets), body, timeoutMs, abort.signal)
+      return await post(target, signedHeaders(id, body, claimed.secrets), body, timeoutMs, abort.signal, connections)
     } catch (error) {
       if (error instanceof TargetRefused) return { error: 'refused', detail: error.message }
       return { error: 'unreachable', detail: (error as Error).message }
     }
   }
 
+  function started(subscriptionId: number, by: number) {
+    inFlight.set(subscriptionId, (inFlight.get(subscriptionId) ?? 0) + by)
+    if (inFlight.get(subscriptionId) === 0) inFlight.delete(subscriptionId)
+    total += by
+  }
+
   /** Claims what there is room for; true when it filled the room (more may be due). */
   async function claimDue(): Promise<boolean> {
-    const room = concurrency - underWay.size
-    if (room <= 0) return false
+    const room = concurrency - total
+    if (room <= 0) {
+      moreDue = true
+      return false
+    }
     const lease = `${instance}/${++claims}`
-    const batch = await queue.claim(lease, room, leaseMs)
+    const busy = new Map(inFlight)
+    for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
+    const batch = await queue.claim(lease, { max: room, perSubscription, busy, circuitFailures: circuit.failures }, leaseMs)
+    filled.clear()
+    // (asked once per key and type of a claim, just before its attempts: not once per delivery)
+    const asked = new Map<string, Promise<string | undefined>>()
+    const withheldNow = (owner: string, type: EventType) => {
+      const key = `${owner} ${type}`
+      if (!asked.has(key)) asked.set(key, withheld(owner, type))
+      return asked.get(key)!
+    }
     for (const claimed of batch) {
-      const running: Promise<void> = attempt(lease, claimed)
-        .catch((error: Error) => log.warn({ err: error, deliveryId: claimed.deliveryId }, 'a webhook delivery could not be written down'))
+      started(claimed.subscriptionId, 1)
+      if (inFlight.get(claimed.subscriptionId)! >= perSubscription) filled.add(claimed.subscriptionId)
+      const running: Promise<void> = attempt(claimed, withheldNow)
+        .then((made) => {
+          if (made === undefined) return
+          if (made.outcome.endpoint === 'down') held.add(claimed.subscriptionId)
+          written({ lease, deliveryId: claimed.deliveryId, subscriptionId: claimed.subscriptionId, outcome: made.outcome }, made.gone)
+        })
         .finally(() => {
           underWay.delete(running)
-          // room for half a claim again: the next due deliveries need not wait for the poll (a
-          // claim for fewer would cost as much, a commit, for less)
-          if (!closed && underWay.size === Math.floor(concurrency / 2)) wake()
+          started(claimed.subscriptionId, -1)
         })
       underWay.add(running)
     }
-    return batch.length === room
+    return (moreDue = batch.length === room)
+  }
+
+  /** An outcome to write: with the others of this turn, in one batch. */
+  function written(settlement: Settlement, gone: boolean) {
+    unwritten.push({ settlement, gone })
+    flushing ??= new Promise(setImmediate).then(writeDown)
+  }
+
+  async function writeDown() {
+    const batch = unwritten
+    unwritten = []
+    flushing = undefined // (what comes while this batch is written goes in the next)
+    const done = settle(batch)
+    writing.add(done)
+    await done
+    writing.delete(done)
+    // room freed up while more is due (half of it, so that a claim takes a batch): claim now
+    const roomy = [...filled].some((subscriptionId) => (inFlight.get(subscriptionId) ?? 0) <= perSubscription / 2)
+    if (!closed && ((moreDue && total <= concurrency / 2) || roomy)) wake()
+  }
+
+  async function settle(batch: { settlement: Settlement; gone: boolean }[]) {
+    try {
+      const { failingTooLong } = await queue.settle(
+        batch.map(({ settlement }) => settlement),
+        circuit,
+      )
+      for (const { settlement, gone } of batch) if (gone) await disable(settlement.subscriptionId, 'its endpoint answered 410 Gone', 'gone')
+      for (const { subscriptionId, failingSince } of failingTooLong) {
+        await disable(subscriptionId, `every attempt has failed since ${new Date(failingSince).toISOString()}`, 'failing')
+      }
+    } catch (error) {
+      log.warn({ err: error, deliveryIds: batch.map(({ settlement }) => settlement.deliveryId) }, 'a webhook delivery could not be written down')
+    }
+    // (written; or not, and the lease of what was not runs out: its attempt is made again)
+    for (const { settlement } of batch) held.delete(settlement.subscriptionId)
+  }
+
+  async function disable(subscriptionId: number, reason: string, because: DisabledBecause) {
+    if (!(await options.disable(subscriptionId, reason))) return
+    log.warn({ subscriptionId, reason }, 'webhook subscription disabled')
+    metrics.disabled(because)
   }
 
   async function look() {
     try {
       while (!closed && (await claimDue()));
-      metrics.pending(await queue.oldestPendingAt())
     } catch (error) {
       log.warn({ err: error }, 'cannot claim webhook deliveries: the database is unavailable')
     }
@@ -157,11 +232,34 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   // (never called once closed: the timer is cleared, and requests are over before close)
   function wake() {
     clearTimeout(timer)
-    looking ??= look().finally(() => {
+    if (looking !== undefined) {
+      // (the look under way may have claimed before this room freed up: another follows it)
+      again = true
+      return
+    }
+    looking = look().finally(() => {
       looking = undefined
-      if (!closed) timer = setTimeout(wake, pollMs).unref()
+      if (closed) return
+      if (again) {
+        again = false
+        return wake()
+      }
+      timer = setTimeout(wake, pollMs).unref()
     })
   }
+
+  /** The backlog's age, on a timer of its own (a look that claims without end does not stop it),
+   * at most once a second: two statements, for figures that need no finer grain. */
+  const measurer = setInterval(() => {
+    measuring ??= Promise.resolve()
+      .then(() => queue.backlog(circuit.failures))
+      .then((found) => {
+        backlog = found
+        metrics.backlog(found)
+      })
+      .catch(() => {}) // the database is unavailable: the figures stay as last found
+      .finally(() => (measuring = undefined))
+  }, Math.max(pollMs, 1_000)).unref()
 
   const forgetter = setInterval(() => {
     queue.forgetFinished(Date.now() - keepFinishedMs).catch(() => {}) // the database is unavailable: next time
@@ -170,13 +268,23 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
 
   return {
     wake,
+    degraded() {
+      const waited = backlog.oldestDueAt === undefined ? 0 : Date.now() - backlog.oldestDueAt
+      if (waited <= behindMs) return undefined
+      return `webhook deliveries are behind: a delivery due has waited ${Math.round(waited / 1000)} s for its attempt`
+    },
     async close() {
       closed = true
       clearTimeout(timer)
+      clearInterval(measurer)
       clearInterval(forgetter)
       abort.abort()
       await looking
       await Promise.all(underWay)
+      await flushing
+      await Promise.all(writing)
+      await measuring
+      connections.close()
       await queue.release(instance).catch(() => {}) // unavailable: the leases run out by themselves
     },
   }

@@ -5,7 +5,7 @@ import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
 import type { WebhookRepository } from '../storage/webhooks.js'
 import { newSecret } from './signing.js'
-import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
+import { parseUrl, type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
 
 export interface WebhookHandlerOptions {
   policy: TargetPolicy
@@ -25,7 +25,15 @@ export interface WebhookHandlerOptions {
   resolve?: Resolve
 }
 
-export type WebhookOperation = 'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries' | 'redeliverWebhook'
+export type WebhookOperation =
+  | 'createWebhook'
+  | 'listWebhooks'
+  | 'getWebhook'
+  | 'deleteWebhook'
+  | 'rotateWebhookSecret'
+  | 'enableWebhook'
+  | 'listWebhookDeliveries'
+  | 'redeliverWebhook'
 
 const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${webhookId} not found`)
 
@@ -49,6 +57,11 @@ export function webhookHandlers(
 
   return {
     async createWebhook(request, _reply, answer) {
+      try {
+        parseUrl(request.body.url)
+      } catch (error) {
+        return new ApiError('invalid_request', `body/url: ${(error as Error).message}`)
+      }
       const refusal = subscriptionRefusal(request.roles, request.body.events, eventRoles) ?? (await targetRefusal(request.body.url))
       if (refusal !== undefined) return refusal
       const secret = newSecret()
@@ -74,6 +87,11 @@ export function webhookHandlers(
       const rotated = await webhooks.rotate(request.principal, request.params.webhookId, secret, secretOverlapMs)
       if (rotated === undefined) return notFound(request.params.webhookId)
       return answer(200, { secret, ...rotated })
+    },
+
+    async enableWebhook(request, _reply, answer) {
+      const enabled = await webhooks.enable(request.principal, request.params.webhookId)
+      return enabled === undefined ? notFound(request.params.webhookId) : answer(200, enabled)
     },
 
     listWebhookDeliveries(request, _reply, answer) {

@@ -6,17 +6,33 @@ import type { HandlersOf } from '../http/handlers.js'
 import { startDispatcher } from './dispatcher.js'
 import { type WebhookOperation, webhookHandlers } from './handlers.js'
 import { webhookMetrics } from './metrics.js'
+import { maxRetryDelayMs } from './outcome.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** the handlers of the webhook operations, for the operations plugin */
     webhookOperations: HandlersOf<WebhookOperation>
+    /** why the webhook deliveries are behind, or undefined (for /readyz) */
+    webhooksBehind: () => string | undefined
   }
 }
 
 export type WebhookSettings = Pick<
   Config,
-  'WEBHOOK_ALLOW_HTTP' | 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_TIMEOUT_MS' | 'WEBHOOK_RETRY_BASE_MS' | 'WEBHOOK_POLL_MS' | 'WEBHOOK_MAX_PER_KEY' | 'WEBHOOK_SECRET_OVERLAP_S'
+  | 'WEBHOOK_ALLOW_HTTP'
+  | 'WEBHOOK_ALLOW_PRIVATE'
+  | 'WEBHOOK_TIMEOUT_MS'
+  | 'WEBHOOK_RETRY_BASE_MS'
+  | 'WEBHOOK_RETRY_AFTER_MAX_S'
+  | 'WEBHOOK_POLL_MS'
+  | 'WEBHOOK_CONCURRENCY'
+  | 'WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION'
+  | 'WEBHOOK_CIRCUIT_FAILURES'
+  | 'WEBHOOK_CIRCUIT_OPEN_MS'
+  | 'WEBHOOK_DISABLE_AFTER_S'
+  | 'WEBHOOK_BEHIND_S'
+  | 'WEBHOOK_MAX_PER_KEY'
+  | 'WEBHOOK_SECRET_OVERLAP_S'
 >
 
 /**
@@ -35,16 +51,29 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
       policy,
       timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
       retryBaseMs: settings.WEBHOOK_RETRY_BASE_MS,
+      retryAfterMaxMs: settings.WEBHOOK_RETRY_AFTER_MAX_S * 1000,
       pollMs: settings.WEBHOOK_POLL_MS,
+      concurrency: settings.WEBHOOK_CONCURRENCY,
+      perSubscription: settings.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION,
+      circuit: {
+        failures: settings.WEBHOOK_CIRCUIT_FAILURES,
+        openMs: settings.WEBHOOK_CIRCUIT_OPEN_MS,
+        maxOpenMs: maxRetryDelayMs,
+        disableAfterMs: settings.WEBHOOK_DISABLE_AFTER_S * 1000,
+      },
+      behindMs: settings.WEBHOOK_BEHIND_S * 1000,
       keepFinishedMs: limits.finishedDeliveriesKeptDays * 86_400_000,
       lastErrorLength: limits.lastErrorLength,
       eventIdPrefix: contract.service.eventIdPrefix,
       withheld: (owner, type) => eventWithheld(owner, type, access.rolesNow, contract.rolesOfEvent(type), limits.lastErrorLength),
+      disable: (subscriptionId, reason) =>
+        storage.webhooks.disable(subscriptionId, reason, `not sent: the subscription was disabled (${reason})`.slice(0, limits.lastErrorLength)),
     },
     app.log,
     webhookMetrics(app.metrics.registry),
   )
   app.addHook('onClose', () => dispatcher.close())
+  app.decorate('webhooksBehind', dispatcher.degraded)
   app.decorate(
     'webhookOperations',
     webhookHandlers(storage.webhooks, {

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises'
 import { isIP } from 'node:net'
-import ipaddr from 'ipaddr.js'
+import { judgeAddress } from './public-address.js'
 
 /** What an operator allows beyond public https URLs (WEBHOOK_ALLOW_HTTP, WEBHOOK_ALLOW_PRIVATE). */
 export interface TargetPolicy {
@@ -20,53 +20,62 @@ export interface Target {
   family: number
 }
 
-/** Events are not sent to this URL: the message says why, for the client (422) or the log. */
+/** Events are not sent to this URL: the message says why, in words for the client (422) or the log. */
 export class TargetRefused extends Error {}
 
 /** DNS error codes that say the name has no address (rather than "not now"). */
 const noSuchName = new Set(['ENOTFOUND', 'ENODATA', 'EAI_NONAME', 'EAI_NODATA'])
 
+const publicOnly = 'webhooks are sent only to public internet addresses'
+
+/** The URL's scheme and host as the client wrote them (`https://[::ffff:10.0.0.1]/`): what a
+ * message quotes, rather than Node's normal form of it, and never the path or query. */
+export function writtenOrigin(url: string): string {
+  // (every URL taken has a scheme and `//`: openapi.yaml's WebhookUrl pattern)
+  return `${/^[^:/?#]+:\/\/[^/?#]*/.exec(url)![0]}/`
+}
+
 /**
  * Checks `url` against the policy and resolves its host: every address it resolves to must be
- * public (a unicast address outside the loopback, private, link-local, shared, reserved and
- * other special ranges; cloud metadata services are link-local, private or shared), unless
- * the operator allows private ones. The attempt then connects to the address checked here, not
- * to whatever a second lookup would give (DNS rebinding). Throws TargetRefused, or the
- * resolver's error when it cannot answer now.
+ * public (see public-address.ts), unless the operator allows private ones. The attempt then
+ * connects to the address checked here, not to whatever a second lookup would give (DNS
+ * rebinding). Throws TargetRefused, or the resolver's error when it cannot answer now.
  */
 export async function resolveTarget(url: string, policy: TargetPolicy, resolve: Resolve = systemResolve): Promise<Target> {
-  const target = new URL(url)
+  const written = writtenOrigin(url)
+  const target = parseUrl(url)
   if (target.protocol !== 'https:' && !(policy.allowHttp && target.protocol === 'http:')) {
-    throw new TargetRefused(`${target.protocol} URLs are not allowed: events are sent to https:// URLs only`)
+    throw new TargetRefused(`${written} is not an https:// URL: webhooks are sent only to https:// URLs`)
   }
   if (target.username !== '' || target.password !== '') throw new TargetRefused('A webhook URL may not hold a user name or password')
   const host = target.hostname.replace(/^\[(.*)\]$/, '$1')
-  const addresses = isIP(host) !== 0 ? [{ address: host, family: isIP(host) }] : await resolveName(host, resolve)
-  if (!policy.allowPrivate) {
-    for (const { address } of addresses) {
-      const range = rangeOf(address)
-      if (range !== 'unicast') {
-        const what = address === host ? host : `${host} resolves to ${address}, which`
-        throw new TargetRefused(`${what} is a ${range} address: events are sent to public addresses only`)
-      }
-    }
+  const literal = isIP(host) !== 0
+  const addresses = literal ? [{ address: host, family: isIP(host) }] : await resolveName(written, host, resolve)
+  if (policy.allowPrivate) return { url: target, ...addresses[0]! }
+  let first: Target | undefined
+  for (const { address } of addresses) {
+    const judged = judgeAddress(address)
+    if (!judged.public) throw new TargetRefused(`${written} ${literal ? 'points' : 'resolves'} to ${judged.address}, ${judged.what}: ${publicOnly}`)
+    first ??= { url: target, address: judged.address, family: judged.family }
   }
-  return { url: target, ...addresses[0]! }
+  return first!
 }
 
-async function resolveName(host: string, resolve: Resolve) {
+/** `url` as Node reads it; TargetRefused when Node cannot read it (a port past 65535, a host
+ * name with a character no host name holds): at createWebhook, the client's mistake (400). */
+export function parseUrl(url: string): URL {
+  if (!URL.canParse(url)) throw new TargetRefused(`${writtenOrigin(url)} is not a URL that can be used: check its host name, and its port (at most 65535)`)
+  return new URL(url)
+}
+
+async function resolveName(written: string, host: string, resolve: Resolve) {
+  const noAddress = () => new TargetRefused(`${written} does not resolve to any address`)
   try {
     const addresses = await resolve(host)
-    if (addresses.length === 0) throw new TargetRefused(`${host} does not resolve to any address`)
+    if (addresses.length === 0) throw noAddress()
     return addresses
   } catch (error) {
-    if (noSuchName.has((error as NodeJS.ErrnoException).code ?? '')) throw new TargetRefused(`${host} does not resolve to any address`)
+    if (noSuchName.has((error as NodeJS.ErrnoException).code ?? '')) throw noAddress()
     throw error
   }
-}
-
-/** ipaddr.js's name for the range of `address` (`unicast` for a public one); an IPv4 address
- * written as IPv6 (::ffff:10.0.0.1) is judged as IPv4. */
-function rangeOf(address: string): string {
-  return ipaddr.isValid(address) ? ipaddr.process(address).range() : 'unparsable'
 }

@@ -1,0 +1,65 @@
+import type { Claimed, Outcome } from '../storage/deliveries.js'
+import { retryAfterMs } from './retry-after.js'
+import type { Answer } from './send.js'
+
+/** How an attempt ended, for the metrics: a 2xx, another status, no answer in time, no
+ * connection, or an address the policy refuses. */
+export type AttemptResult = 'succeeded' | 'rejected' | 'timeout' | 'unreachable' | 'refused'
+export const attemptResults: readonly AttemptResult[] = ['succeeded', 'rejected', 'timeout', 'unreachable', 'refused']
+
+/** The longest wait between two attempts. */
+export const maxRetryDelayMs = 60 * 60 * 1000
+
+/**
+ * The wait before attempt `attempts + 1`, `attempts` having failed: exponential (the base,
+ * doubled for each failure, at most an hour), with jitter (a random half to all of it), so that
+ * the retries of deliveries that failed together do not come together.
+ */
+export function retryDelay(attempts: number, baseMs: number, random = Math.random()): number {
+  // (whole milliseconds: they are stored as integers)
+  return Math.round(Math.min(baseMs * 2 ** (attempts - 1), maxRetryDelayMs) * (0.5 + random / 2))
+}
+
+/** The statuses whose Retry-After sets the next attempt (RFC 9110: 503; RFC 6585: 429). */
+const sayWhenToRetry = new Set([429, 503])
+
+/** A receiver that answers this says its URL is gone for good (Standard Webhooks: disable it). */
+export const goneStatus = 410
+
+export interface Retries {
+  /** WEBHOOK_RETRY_BASE_MS */
+  retryBaseMs: number
+  /** WEBHOOK_RETRY_AFTER_MAX_S, in ms: the longest Retry-After obeyed */
+  retryAfterMaxMs: number
+  /** the longest lastError the contract allows a delivery (x-service.limits) */
+  lastErrorLength: number
+}
+
+/**
+ * What an attempt's answer (or why it had none) comes to: a 2xx succeeds; a 410 fails for good
+ * (its subscription is then disabled); a 429 or 503 with a Retry-After is tried again when it
+ * asks (at most retryAfterMaxMs later), and its subscription waits as long; any other failure is
+ * tried again after retryDelay. No retry is made past the delivery's retry period.
+ */
+export function outcomeOf(
+  answer: Answer | { error: 'refused'; detail: string },
+  { attempts, giveUpAt }: Pick<Claimed, 'attempts' | 'giveUpAt'>,
+  { retryBaseMs, retryAfterMaxMs, lastErrorLength }: Retries,
+  now = Date.now(),
+): { result: AttemptResult; outcome: Outcome; gone: boolean } {
+  if ('error' in answer) {
+    const error = answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ').slice(0, lastErrorLength)
+    return { result: answer.error, outcome: retried({ error, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt), gone: false }
+  }
+  const { status } = answer
+  if (status >= 200 && status < 300) return { result: 'succeeded', outcome: { status, endpoint: 'up' }, gone: false }
+  if (status === goneStatus) return { result: 'rejected', outcome: { status, error: 'answered 410 Gone: the subscription is disabled', endpoint: 'down' }, gone: true }
+  const asked = sayWhenToRetry.has(status) ? retryAfterMs(answer.retryAfter, now) : undefined
+  if (asked === undefined) return { result: 'rejected', outcome: retried({ status, error: `answered ${status}`, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt), gone: false }
+  const at = now + Math.min(asked, retryAfterMaxMs)
+  const error = `answered ${status}, Retry-After ${answer.retryAfter!.trim()}`.slice(0, lastErrorLength)
+  return { result: 'rejected', outcome: retried({ status, error, endpoint: 'down', pauseUntil: at }, at, giveUpAt), gone: false }
+}
+
+/** The outcome, tried again at `at` unless that is past the retry period. */
+const retried = (outcome: Outcome, at: number, giveUpAt: number): Outcome => (at <= giveUpAt ? { ...outcome, nextAttemptAt: at } : outcome)

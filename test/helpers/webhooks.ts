@@ -1,0 +1,30 @@
+/**
+ * What the webhook tests share: a subscription to pet.created, a delivery list, a metric of
+ * the app, and a wait for a condition.
+ */
+import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { call } from './app.js'
+import { sleep } from './concurrency.js'
+
+export const subscribed = async (t: Test, server: FastifyInstance, url: string) =>
+  (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
+
+export const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json
+
+/** The value of a metric series in the app's exposition. */
+export async function metric(server: FastifyInstance, series: string): Promise<number> {
+  const line = (await server.metrics.exposition()).split('\n').find((text) => text.startsWith(`${series} `))
+  return Number(line?.split(' ')[1])
+}
+
+/** What `check` answers once it answers something, within `ms`; else the test fails saying `what`. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms
+  for (;;) {
+    const found = await check()
+    if (found !== undefined) return found
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`)
+    await sleep(20)
+  }
+}

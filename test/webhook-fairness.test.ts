@@ -1,0 +1,130 @@
+/**
+ * One receiver cannot slow another: each instance makes at most WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION
+ * attempts at once to one subscription, a failing endpoint's circuit opens (its deliveries wait,
+ * others go on) and is probed once it has waited, and /readyz says `degraded` while due
+ * deliveries wait for want of room. On each store, with real receivers.
+ */
+import type { FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
+import type { AppOptions } from '../src/app.js'
+import { afterFailures } from '../src/storage/deliveries.js'
+import { build, call, testKey } from './helpers/app.js'
+import { sleep } from './helpers/concurrency.js'
+import { metric, subscribed, until } from './helpers/webhooks.js'
+import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { startReceiver } from './helpers/receiver.js'
+
+/** Receivers on 127.0.0.1, over http. */
+const local = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true }
+
+type Store = (t: Test) => Promise<Partial<AppOptions>>
+const stores: [string, Store][] = [
+  ['SQLite', async () => ({})],
+  ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
+]
+
+const createPets = (server: FastifyInstance, count: number) =>
+  Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      server.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${testKey}` }, payload: { name: `Pet ${i}`, categoryId: 1 } }),
+    ),
+  )
+
+const lagOf = (delivery: { body: string; at: number }) => delivery.at - Date.parse(JSON.parse(delivery.body).occurredAt)
+
+function fairnessOn(name: string, store: Store) {
+  t.test(`${name}: a receiver that hangs, with 100 deliveries pending, costs a fast one nothing`, async (t) => {
+    // the defaults but the addresses: attempts time out after 10 s, looks every second
+    const server = await build(t, { ...(await store(t)), ...local })
+    let hanging = 0
+    const dead = await startReceiver(t, () => {
+      hanging++
+      return 'hang'
+    })
+    const fast = await startReceiver(t)
+    await subscribed(t, server, dead.url)
+    await subscribed(t, server, fast.url)
+    const created = await createPets(server, 100)
+    t.ok(created.every((answer) => answer.statusCode === 201))
+    const arrived = await fast.waitFor(100, 8_000)
+    const lags = arrived.map(lagOf).sort((a, b) => a - b)
+    const p99 = lags[Math.ceil(0.99 * lags.length) - 1]!
+    t.ok(p99 < 2_000, `the fast receiver's lag: p50 ${lags[49]} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`)
+    t.equal(hanging, 16, 'the hanging one holds 16 attempts (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), no more')
+  })
+
+  t.test(`${name}: a dead receiver's circuit opens after 5 failures in a row; once it has waited, one attempt probes it`, async (t) => {
+    const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 10, WEBHOOK_CIRCUIT_OPEN_MS: 1_000 })
+    const receiver = await startReceiver(t, (_n, delivery) => (delivery.at < reopened ? 500 : 204))
+    let reopened = Number.POSITIVE_INFINITY
+    const { id } = await subscribed(t, server, receiver.url)
+    await createPets(server, 3)
+    await until('five failures', async () => (receiver.deliveries.length >= 5 ? true : undefined))
+    await sleep(300)
+    const whileOpen = receiver.deliveries.length
+    t.ok(whileOpen >= 5 && whileOpen <= 7, `${whileOpen} attempts, then none (retries are due every 10-20 ms)`)
+    await sleep(400)
+    t.equal(receiver.deliveries.length, whileOpen, 'nothing is sent while the circuit is open')
+    t.match((await call(t, server, { url: `/v1/webhooks/${id}` })).json, { status: 'active', failingSince: String })
+    // (the probe that comes after the second's wait finds it failing: the circuit opens again, for two seconds)
+    const probe = await receiver.waitFor(whileOpen + 1, 3_000)
+    const probedAfter = probe.at(-1)!.at - probe[whileOpen - 1]!.at
+    t.ok(probedAfter >= 900, `one probe, ${probedAfter} ms after the last failure`)
+    await sleep(300)
+    t.equal(receiver.deliveries.length, whileOpen + 1, 'one probe only, while the circuit is half open')
+    reopened = Date.now()
+    await until('all delivered', async () => {
+      const deliveries = (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json as { status: string }[]
+      return deliveries.every((delivery) => delivery.status === 'succeeded') ? true : undefined
+    }, 5_000)
+    const after = receiver.deliveries.filter((delivery) => delivery.at >= reopened)
+    t.ok(after.length >= 3, 'the probe that succeeded closed the circuit: the rest followed at once')
+    t.notOk('failingSince' in (await call(t, server, { url: `/v1/webhooks/${id}` })).json, 'its failures are forgotten')
+  })
+
+  t.test(`${name}: /readyz says degraded while due deliveries wait for room, and the metric shows how long`, async (t) => {
+    const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 20, WEBHOOK_CONCURRENCY: 1, WEBHOOK_BEHIND_S: 1 })
+    let release: (() => void) | undefined
+    const slow = await startReceiver(t, (n, _delivery, response) => {
+      if (n > 0) return 204
+      release = () => response.writeHead(204).end()
+      return 'handled'
+    })
+    const other = await startReceiver(t)
+    await subscribed(t, server, slow.url)
+    await createPets(server, 1)
+    await slow.waitFor(1)
+    await subscribed(t, server, other.url)
+    await createPets(server, 1)
+    const degraded = await until('degraded', async () => {
+      const answer = await server.inject({ url: '/readyz' })
+      return answer.json().status === 'degraded' ? answer : undefined
+    })
+    t.equal(degraded.statusCode, 200, 'still ready: it serves')
+    t.match(degraded.json(), { status: 'degraded', reason: /^webhook deliveries are behind: a delivery due has waited \d+ s for its attempt$/ })
+    t.ok((await metric(server, 'petstore_webhook_oldest_due_seconds')) >= 1)
+    t.equal(other.deliveries.length, 0)
+    release!()
+    await other.waitFor(1)
+    await slow.waitFor(2)
+    await until('ok again', async () => ((await server.inject({ url: '/readyz' })).body === '{"status":"ok"}' ? true : undefined))
+    t.equal(await metric(server, 'petstore_webhook_oldest_due_seconds'), 0)
+  })
+}
+
+for (const [name, store] of stores) {
+  if (name === 'PostgreSQL' && postgresMissing) t.test(name, { skip: postgresMissing }, async () => {})
+  else fairnessOn(name, store)
+}
+
+t.test('the circuit: opens at the threshold, doubles at each opening in a row up to its maximum, and holds a Retry-After', async (t) => {
+  const policy = { failures: 5, openMs: 1_000, maxOpenMs: 10_000, disableAfterMs: 0 }
+  const closed = { failures: 0, failingSince: null, openings: 0, pausedUntil: null }
+  t.strictSame(afterFailures(closed, 4, 0, policy, 100), { failures: 4, failingSince: 100, openings: 0, pausedUntil: null }, 'below the threshold: closed')
+  t.strictSame(afterFailures(closed, 5, 0, policy, 100), { failures: 5, failingSince: 100, openings: 1, pausedUntil: 1_100 }, 'at it: open')
+  const open = { failures: 5, failingSince: 100, openings: 1, pausedUntil: 1_100 }
+  t.strictSame(afterFailures(open, 3, 0, policy, 200), { failures: 8, failingSince: 100, openings: 1, pausedUntil: 1_100 }, 'attempts under way as it opened do not open it again')
+  t.strictSame(afterFailures(open, 1, 0, policy, 1_200), { failures: 6, failingSince: 100, openings: 2, pausedUntil: 3_200 }, 'a failed probe: open twice as long')
+  t.strictSame(afterFailures({ ...open, openings: 40 }, 1, 0, policy, 1_200).pausedUntil, 11_200, 'an hour at most (here maxOpenMs)')
+  t.strictSame(afterFailures(closed, 1, 5_000, policy, 100), { failures: 1, failingSince: 100, openings: 0, pausedUntil: 5_000 }, 'a Retry-After holds it till then')
+})
