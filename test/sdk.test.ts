@@ -41,6 +41,7 @@ const calls = [
   'createPet',
   'createWebhook',
   'deleteWebhook',
+  'enableWebhook',
   'getOrder',
   'getPet',
   'getWebhook',
