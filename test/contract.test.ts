@@ -15,6 +15,7 @@ const allOperations = [
   'createPet',
   'createWebhook',
   'deleteWebhook',
+  'enableWebhook',
   'getOrder',
   'getPet',
   'getWebhook',

@@ -41,6 +41,7 @@ const calls = [
   'createPet',
   'createWebhook',
   'deleteWebhook',
+  'enableWebhook',
   'getOrder',
   'getPet',
   'getWebhook',
@@ -185,7 +186,7 @@ t.test('SDKs generated with default options compile under strict and make every 
           listed: [1],
           delivered: { id: 1, petId: 2, status: 'delivered' },
         },
-        // subscribed, listed, found, its secret rotated, no delivery (no change since), deleted
+        // subscribed, listed, found, its secret rotated, no delivery (no change since), enabled (active already), deleted
         webhooks: {
           created: { id: 1, url: 'https://93.184.215.14/hooks', events: ['pet.created'] },
           listed: [1],
@@ -193,6 +194,7 @@ t.test('SDKs generated with default options compile under strict and make every 
           rotated: true,
           deliveries: 0,
           redeliver: 404,
+          enabled: 'active',
           deleted: 204,
         },
       })

@@ -66,6 +66,7 @@ function disablingOn(name: string, store: Store) {
     ])
     t.ok(lines.some((line) => line.msg === 'webhook subscription disabled' && line.subscriptionId === id))
     t.equal(await metric(server, 'petstore_webhook_disabled_subscriptions_total{reason="gone"}'), 1)
+    t.equal(await server.storage.webhooks.disable(id, 'again'), false, 'a disabled subscription is not disabled again')
 
     await createPet(t, server, 'D')
     await kept.waitFor(4)
@@ -167,6 +168,14 @@ t.test('outcomeOf: what each answer comes to', async (t) => {
   t.ok(ignored.nextAttemptAt! <= 1_000 && ignored.pauseUntil === undefined, 'a Retry-After on another status is not obeyed')
   t.ok(outcomeOf({ status: 503, retryAfter: 'soon' }, claimed, retries, 0).outcome.nextAttemptAt! <= 1_000, 'nor one that is not a Retry-After')
   t.match(outcomeOf({ error: 'timeout', detail: 'no answer\nwithin 10 ms' }, claimed, retries, 0), { result: 'timeout', outcome: { error: 'no answer within 10 ms', endpoint: 'down' } })
+})
+
+t.test('the failure of a subscription deleted meanwhile changes no subscription', async (t) => {
+  const storage = await openStorage('sqlite::memory:', { poolSize: 1 })
+  t.teardown(() => storage.close())
+  const policy = { failures: 1, openMs: 1_000, maxOpenMs: 1_000, disableAfterMs: 1 }
+  const settled = await storage.deliveries.settle([{ lease: 'gone/1', deliveryId: 1, subscriptionId: 1, outcome: { error: 'answered 500', endpoint: 'down' } }], policy)
+  t.strictSame(settled, { failingTooLong: [] })
 })
 
 t.test('a subscription another instance disabled first is not disabled twice', async (t) => {
