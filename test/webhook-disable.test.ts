@@ -66,7 +66,7 @@ function disablingOn(name: string, store: Store) {
     ])
     t.ok(lines.some((line) => line.msg === 'webhook subscription disabled' && line.subscriptionId === id))
     t.equal(await metric(server, 'petstore_webhook_disabled_subscriptions_total{reason="gone"}'), 1)
-    t.equal(await server.storage.webhooks.disable(id, 'again'), false, 'a disabled subscription is not disabled again')
+    t.equal(await server.storage.webhooks.disable(id, 'again', 'again'), false, 'a disabled subscription is not disabled again')
 
     await createPet(t, server, 'D')
     await kept.waitFor(4)
