@@ -27,6 +27,17 @@ const pet = {
     status: { type: 'string' },
   },
 }
+// version 2's pet: its category as {id, name}, the name when the category exists
+const petV2 = {
+  type: 'object',
+  required: ['id', 'name', 'category'],
+  properties: {
+    id: { type: 'integer' },
+    name: { type: 'string' },
+    category: { type: 'object', required: ['id'], properties: { id: { type: 'integer' }, name: { type: 'string' } } },
+    status: { type: 'string' },
+  },
+}
 const newPet = {
   type: 'object',
   additionalProperties: false,
@@ -143,6 +154,35 @@ export async function startPeer(store) {
         reply.header('Link', `</v1/pets?${query}&after=${page[limit - 1].id}>; rel="next"`)
       }
       return page
+    },
+  )
+
+  // version 2's listPets by status, as the bench drives it: the category of each pet, by name
+  app.get(
+    '/v2/pets',
+    {
+      schema: {
+        querystring: {
+          type: 'object',
+          required: ['status'],
+          properties: {
+            limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 },
+            status,
+            after: { type: 'integer', minimum: 0, maximum: maxId },
+          },
+        },
+        response: { 200: { type: 'array', items: petV2 }, '4xx': error },
+      },
+      onRequest: authenticate,
+    },
+    async (request, reply) => {
+      const { limit, status, after = 0 } = request.query
+      const rows = await store.listV2(limit + 1, status, after)
+      if (rows.length > limit) {
+        rows.length = limit
+        reply.header('Link', `</v2/pets?limit=${limit}&status=${status}&after=${rows[limit - 1].id}>; rel="next"`)
+      }
+      return rows.map(({ id, name, categoryId, categoryName, status }) => ({ id, name, category: categoryName === null ? { id: categoryId } : { id: categoryId, name: categoryName }, status }))
     },
   )
 

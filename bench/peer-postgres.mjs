@@ -16,6 +16,9 @@ const columns = 'id, name, category_id as "categoryId", status'
 const findOne = `select ${columns} from pets where id = $1`
 const listAll = `select ${columns} from pets where id > $1 order by id limit $2`
 const listByStatus = `select ${columns} from pets where status = $1 and id > $2 order by id limit $3`
+// version 2: each pet with its category's name, when the category exists
+const listByStatusV2 = `select id, name, category_id as "categoryId", (select name from categories where categories.id = pets.category_id) as "categoryName", status
+  from pets where status = $1 and id > $2 order by id limit $3`
 const insertOne = 'insert into pets (name, category_id, status) values ($1, $2, $3) returning id'
 
 const orderColumns = 'id, pet_id as "petId", status, placed_at as "placedAt"'
@@ -78,6 +81,9 @@ await startPeer({
         ? { name: 'list_all', text: listAll, values: [after, limit] }
         : { name: 'list_by_status', text: listByStatus, values: [status, after, limit] }
     return (await pool.query(query)).rows
+  },
+  async listV2(limit, status, after) {
+    return (await pool.query({ name: 'list_by_status_v2', text: listByStatusV2, values: [status, after, limit] })).rows
   },
   async create({ name, categoryId, status }) {
     const { rows } = await pool.query({ name: 'insert', text: insertOne, values: [name, categoryId, status] })

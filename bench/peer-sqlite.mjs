@@ -18,6 +18,10 @@ const columns = 'id, name, category_id as categoryId, status'
 const findOne = db.prepare(`select ${columns} from pets where id = ?`)
 const listAll = db.prepare(`select ${columns} from pets where id > ? order by id limit ?`)
 const listByStatus = db.prepare(`select ${columns} from pets where status = ? and id > ? order by id limit ?`)
+// version 2: each pet with its category's name, when the category exists
+const listByStatusV2 = db.prepare(
+  `select ${columns}, (select name from categories where categories.id = pets.category_id) as categoryName from pets where status = ? and id > ? order by id limit ?`,
+)
 const insertOne = db.prepare('insert into pets (name, category_id, status) values (?, ?, ?)')
 
 const orderColumns = 'id, pet_id as petId, status, placed_at as placedAt'
@@ -77,6 +81,7 @@ const update = db.transaction((id, target) => {
 await startPeer({
   find: (id) => findOne.get(id),
   list: (limit, status, after) => (status === undefined ? listAll.all(after, limit) : listByStatus.all(status, after, limit)),
+  listV2: (limit, status, after) => listByStatusV2.all(status, after, limit),
   create({ name, categoryId, status }) {
     const { lastInsertRowid } = insertOne.run(name, categoryId, status)
     return { id: Number(lastInsertRowid), name, categoryId, status }

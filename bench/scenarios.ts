@@ -7,6 +7,8 @@ export const newPetBody = JSON.stringify({ name: 'Bench', categoryId: 7, status:
 export const petScenarios = (pets: number): Scenario[] => [
   { name: 'getPet', method: 'GET', path: '/v1/pets/1', randomIdUpTo: pets },
   { name: 'listPets limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold' },
+  // version 2: each pet with its category (most of them created, some named by version 1 only)
+  { name: 'listPets@v2 limit=20, status', method: 'GET', path: '/v2/pets?limit=20&status=sold' },
   { name: 'createPet', method: 'POST', path: '/v1/pets', body: newPetBody },
 ]
 
@@ -65,6 +67,7 @@ export async function sameAnswers(project: Target, peer: Target, store: Store): 
   const probes: [string, () => Probe][] = [
     ['getPet', () => ({ path: '/v1/pets/42' })],
     ['listPets', () => ({ path: '/v1/pets?limit=20&status=sold' })],
+    ['listPets@v2', () => ({ path: '/v2/pets?limit=20&status=sold' })],
     ['createPet', () => ({ method: 'POST', path: '/v1/pets', body: newPetBody })],
   ]
   const orders = store.orders

@@ -174,12 +174,20 @@ async function seedOrders(url: string, size: number, owner: string): Promise<Ord
 }
 
 /** `pets` pets in bulk, straight into the service's table, a third of each status. */
+/** Of the 50 categories the seeded pets name, those created (version 2 shows their names); the
+ * rest were named by version 1 only. */
+const createdCategories = 40
+
 async function seed(url: string, pets: number) {
   const began = performance.now()
   if (url.startsWith('sqlite:')) {
     const db = new SQLite(url.slice('sqlite:'.length))
     db.pragma('journal_mode = WAL')
     db.transaction(() => {
+      db.prepare(
+        `with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+         insert into categories (name, name_key, created_at) select 'Category ' || i, 'category ' || i, 0 from n`,
+      ).run(createdCategories)
       db.prepare(
         `with recursive n(i) as (select 0 union all select i + 1 from n where i + 1 < ?)
          insert into pets (name, category_id, status)
@@ -191,6 +199,7 @@ async function seed(url: string, pets: number) {
   } else {
     const client = new pg.Client({ connectionString: url })
     await client.connect()
+    await client.query(`insert into categories (name, name_key, created_at) select 'Category ' || i, 'category ' || i, 0 from generate_series(1, $1::int) i`, [createdCategories])
     await client.query(
       `insert into pets (name, category_id, status)
        select 'Pet ' || i, 1 + i % 50, (array['available','pending','sold'])[1 + i % 3] from generate_series(0, $1::int - 1) i`,

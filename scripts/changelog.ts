@@ -82,20 +82,22 @@ export function entry({ version, date, previous, current, compatible, allowed, r
   return `## ${version} (${date})\n\n${body || 'No change a client can see.'}\n`
 }
 
-/** Every deprecation of `current`, by sunset. */
-export function inForce(current: Node): string {
-  const deprecated = operationsOf(current)
-    .filter((operation) => operation.lifecycle.deprecation !== undefined)
-    .map((operation) => ({ operation, sunset: operation.lifecycle.deprecation!.sunset?.getTime() ?? Infinity }))
+/** Every deprecation of the served documents (`served`, one per major version), by sunset;
+ * each named with its version when there are several. */
+export function inForce(served: readonly Node[]): string {
+  const deprecated = served
+    .flatMap((current) => operationsOf(current).map((operation) => ({ operation, version: String(current.info?.version ?? '').split('.')[0] })))
+    .filter(({ operation }) => operation.lifecycle.deprecation !== undefined)
+    .map((found) => ({ ...found, sunset: found.operation.lifecycle.deprecation!.sunset?.getTime() ?? Infinity }))
     .sort((a, b) => a.sunset - b.sunset)
-    .map(({ operation }) => operation)
-  return `## Deprecations and sunsets in force\n\n${deprecated.length === 0 ? 'None.' : deprecated.map((operation) => `- ${deprecation(operation)}`).join('\n')}\n`
+  const line = ({ operation, version }: (typeof deprecated)[number]) => `- ${served.length > 1 ? `version ${version}: ` : ''}${deprecation(operation)}`
+  return `## Deprecations and sunsets in force\n\n${deprecated.length === 0 ? 'None.' : deprecated.map(line).join('\n')}\n`
 }
 
-/** The changelog with `newEntry` on top of the entries of `existing`, and the deprecations in
- * force as `current` says. */
-export function withEntry(existing: string, newEntry: string, current: Node): string {
+/** The changelog with `newEntry` on top of the entries of `existing` (of every major version,
+ * newest first), and the deprecations in force as the served documents say. */
+export function withEntry(existing: string, newEntry: string, served: readonly Node[]): string {
   const first = existing.search(/^## \d+\.\d+\.\d+ /m)
   const entries = first === -1 ? '' : `\n${existing.slice(first)}`
-  return `${preamble}\n\n${inForce(current)}\n${newEntry}${entries}`
+  return `${preamble}\n\n${inForce(served)}\n${newEntry}${entries}`
 }

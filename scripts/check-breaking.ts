@@ -1,12 +1,13 @@
 /**
- * npm run check:breaking: openapi.yaml against the released contracts in contract/released/.
+ * npm run check:breaking: each served document (openapi.yaml, openapi-v2.yaml) against the
+ * released contracts of its major version in contract/released/ (1.x, 2.x).
  *
  * The rule (docs/compatibility.md): a change that can break a client of a released version
  * (redocly diff rates it `major`: a removed operation or response field, a parameter made
  * required, an enum a client sends or receives that lost or gained a value, a tighter limit on
- * what a client sends...) needs a new major version: `info.version` with a major above every
- * released one, and the servers' version segment `/v<major>`. Within a major version, every
- * change must be compatible with every release of that major. A reviewed exception, a change
+ * what a client sends...) needs a new major version, served beside the old one: a document of
+ * its own, with `info.version` of that major and the servers' version segment `/v<major>`.
+ * Within a major version, every change must be compatible with every release of that major. A reviewed exception, a change
  * rated major that provably breaks no client, is listed in contract/accepted-changes.yaml with
  * its reason.
  *
@@ -35,7 +36,7 @@ import { readContract } from '../src/contract/model.js'
 import { keysOf } from '../src/contract/pointer.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
-import { projectRoot, specPath } from '../src/core/paths.js'
+import { projectRoot, specPath, specPaths } from '../src/core/paths.js'
 import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')
@@ -206,15 +207,18 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
     ok = false
     lines.push(line)
   }
-  const latest = releases.at(-1)!
+  // each major version is judged by its own releases (v1 by 1.x, v2 by 2.x): a document of an
+  // older major goes on beside a newer one
+  const sameMajor = releases.filter((release) => release.version[0] === current[0])
+  const latest = sameMajor.at(-1) ?? releases.filter((release) => release.version[0] < current[0]).at(-1)
   const named = versionText
+  if (latest === undefined) throw new Error(`${released} holds no release of major version ${current[0]} or below to compare ${relative(projectRoot, spec)} with`)
   if (compareVersions(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
 
   // the lifecycle markers and the version segment, refused as the server refuses them
   const { contract, problems } = readContract(document, { file: basename(spec) })
   for (const problem of problems) if (problem.rule === 'lifecycle' || problem.rule === 'version') fail(`${contract.file}: ${describe(problem)}`)
 
-  const sameMajor = releases.filter((release) => release.version[0] === current[0])
   if (current[0] > latest.version[0]) {
     lines.push(`info.version ${named(current)} starts major version ${current[0]}: breaking changes to ${named(latest.version)} are allowed`)
   }
@@ -235,7 +239,7 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
     }
     // the two ways on, so that the refusal says what to do
     fail(
-      `${breaking.length} breaking change(s) to the released ${named(release.version)}; each needs a new major version (info.version ${current[0] + 1}.0.0, servers ending in /v${current[0] + 1}), or, if it breaks no client that worked before, a reviewed entry in ${relative(projectRoot, accepted)} (its rule, its pointer and why):`,
+      `${breaking.length} breaking change(s) to the released ${named(release.version)}; each needs a new major version, served beside this one (a document of its own with info.version ${current[0] + 1}.0.0 and servers ending in /v${current[0] + 1}, and the change declared in src/versions/: docs/compatibility.md), or, if it breaks no client that worked before, a reviewed entry in ${relative(projectRoot, accepted)} (its rule, its pointer and why):`,
     )
     lines.push(...breaking)
     if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
@@ -254,8 +258,14 @@ if (process.argv[1] === import.meta.filename) {
   try {
     const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } })
     const now = values.now === undefined ? undefined : dayOption(values.now)
-    const { ok, lines } = await checkBreaking({ ...values, now })
-    console.log(lines.join('\n'))
+    // every served document, each against the releases of its major, unless --spec names one
+    const specs = values.spec === undefined ? specPaths : [values.spec]
+    let ok = true
+    for (const spec of specs) {
+      const result = await checkBreaking({ ...values, spec, now })
+      console.log([...(specs.length > 1 ? [`${relative(projectRoot, spec)}:`] : []), ...result.lines].join('\n'))
+      ok &&= result.ok
+    }
     process.exitCode = ok ? 0 : 1
   } catch (error) {
     console.error(`check:breaking: ${(error as Error).message}`)

@@ -12,14 +12,14 @@
  * (no VERSION, or one that is not MAJOR.MINOR.PATCH, an unknown option, a --now that is not a
  * date) or a file it cannot read.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, relative } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import { keysOf } from '../src/contract/pointer.js'
 import { compareVersions, parseVersion } from '../src/contract/version.js'
-import { changelogPath, projectRoot, specPath } from '../src/core/paths.js'
+import { changelogPath, projectRoot, specPaths } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
 import { acceptedFile, type Change, checkBreaking, dayOption, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
 import { generate } from './generate.js'
@@ -47,12 +47,15 @@ export function withVersion(source: string, version: string): string {
   return source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
 }
 
-export async function release({ version, spec = specPath, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date() }: ReleaseOptions): Promise<ReleaseResult> {
+export async function release({ version, spec, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date() }: ReleaseOptions): Promise<ReleaseResult> {
   // (a usage error, not a refusal)
-  if (parseVersion(version) === undefined) throw new Error(`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`)
+  const major = parseVersion(version)?.[0]
+  if (major === undefined) throw new Error(`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`)
+  spec ??= documentOf(major)
+  // each major version has releases of its own: the first of a major comes after the older ones'
   const releases = readdirSync(released)
     .map((name) => name.slice(0, -'.yaml'.length))
-    .filter((name) => parseVersion(name) !== undefined)
+    .filter((name) => parseVersion(name) !== undefined && parseVersion(name)![0] <= major)
     .sort(compare)
   const last = releases.at(-1)
   if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
@@ -83,7 +86,8 @@ export async function release({ version, spec = specPath, released = releasedDir
     const releasedFile = join(released, `${version}.yaml`)
     writeFileSync(spec, source)
     writeFileSync(releasedFile, source)
-    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, current))
+    const beside = servedBeside(spec).filter((path) => path !== spec && existsSync(path)).map((path) => parse(readFileSync(path, 'utf8')))
+    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, [...beside, current].sort((a, b) => compare(a.info.version, b.info.version))))
     const shown = (file: string) => relative(projectRoot, file)
     return {
       ok: true,
@@ -94,18 +98,30 @@ export async function release({ version, spec = specPath, released = releasedDir
   }
 }
 
-/** generated/ beside `spec`, made anew: it carries info.version, and CI refuses it stale. Says
- * so, or, when it cannot be made, what to run. */
+/** generated/ beside `spec`, made anew from it and the documents served beside it (those of
+ * core/paths.ts's specPaths of other names): it carries info.version, and CI refuses it stale.
+ * Says so, or, when it cannot be made, what to run. */
 async function regenerated(spec: string): Promise<string> {
   const dir = join(dirname(spec), 'generated')
   const shown = `${relative(projectRoot, dir)}/`
   try {
-    await generate(dir, spec)
+    await generate(dir, servedBeside(spec))
     return `and ${shown} made anew from it`
   } catch (error) {
     return `but ${shown} could not be made anew (${(error as Error).message}): run npm run generate`
   }
 }
+
+/** The served document of major version `major` (openapi-v2.yaml for 2), or the error that
+ * says there is none yet. */
+function documentOf(major: number): string {
+  const found = specPaths.find((path) => parseVersion(parse(readFileSync(path, 'utf8')).info.version)?.[0] === major)
+  if (found === undefined) throw new Error(`no served document is of major version ${major}: write it first (docs/compatibility.md), beside ${specPaths.map((path) => basename(path)).join(', ')}`)
+  return found
+}
+
+/** The documents served with `spec`: the served ones, `spec` in place of the one of its name. */
+export const servedBeside = (spec: string) => specPaths.map((path) => (basename(path) === basename(spec) ? spec : path))
 
 /**
  * The compatible changes (rated minor), one line per place and kind: `GET /pets: added response

@@ -4,15 +4,17 @@
  * not hold, is shown by its principal (`env:` and 12 hex digits of its SHA-256), never the key.
  */
 import { storedKeyIdOf, storedKeyPrincipal } from '../src/auth/access.js'
-import { loadContract } from '../src/contract/load.js'
+import { loadContracts } from '../src/contract/load.js'
 import type { Storage } from '../src/storage/index.js'
 
 export interface UsageLine {
   /** the key's id, or the principal of an API_KEYS key */
   key: string
   name: string
+  /** the major version the calls were made through */
+  version: number
   operation: string
-  /** as openapi.yaml says now: deprecated, experimental, beta, stable, or removed */
+  /** as that version's document says now: deprecated, experimental, beta, stable, or removed */
   lifecycle: string
   calls: number
   firstCallAt: string
@@ -20,17 +22,18 @@ export interface UsageLine {
 }
 
 export async function usageLines(storage: Storage): Promise<UsageLine[]> {
-  const contract = loadContract()
+  const contracts = new Map(loadContracts().map((contract) => [contract.version[0], contract]))
   const names = new Map((await storage.keys.list()).map((key) => [storedKeyPrincipal(key.id), key.name]))
   // stored keys by id, then the API_KEYS ones (the store lists them by principal, as text)
   const order = (principal: string) => storedKeyIdOf(principal) ?? Number.POSITIVE_INFINITY
   const records = (await storage.usage.list()).sort((a, b) => order(a.principal) - order(b.principal) || a.principal.localeCompare(b.principal))
   return records.map((record) => {
-    const operation = contract.operations.get(record.operation)
+    const operation = contracts.get(record.version)?.operations.get(record.operation)
     const id = storedKeyIdOf(record.principal)
     return {
       key: id === undefined ? record.principal : String(id),
       name: id === undefined ? '(API_KEYS)' : (names.get(record.principal) ?? '(deleted)'),
+      version: record.version,
       operation: record.operation,
       lifecycle: operation === undefined ? 'removed' : (operation.lifecycle.label ?? 'stable'),
       calls: record.calls,
@@ -48,8 +51,8 @@ export async function usageCommand(storage: Storage, json: boolean, table: (rows
     const second = (iso: string) => iso.replace(/\.\d+Z$/, 'Z')
     console.log(
       table([
-        ['key', 'name', 'operation', 'lifecycle', 'calls', 'last call'],
-        ...lines.map((line) => [line.key, line.name, line.operation, line.lifecycle, String(line.calls), second(line.lastCallAt)]),
+        ['key', 'name', 'version', 'operation', 'lifecycle', 'calls', 'last call'],
+        ...lines.map((line) => [line.key, line.name, `v${line.version}`, line.operation, line.lifecycle, String(line.calls), second(line.lastCallAt)]),
       ]),
     )
   }

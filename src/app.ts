@@ -3,11 +3,14 @@ import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerO
 import access from './auth/plugin.js'
 import { type StaticKey, staticKey } from './auth/bearer.js'
 import type { Config } from './core/config.js'
-import { loadContract } from './contract/load.js'
+import categories from './categories/plugin.js'
+import { loadContracts } from './contract/load.js'
 import type { Contract } from './contract/model.js'
+import { servedTogether } from './contract/served.js'
 import { changelogPath } from './core/paths.js'
 import docs from './docs/plugin.js'
 import { generatedCompilers } from './http/compilers.js'
+import type { OperationHandlers } from './http/handlers.js'
 import { protectiveHeaders, serverOptions } from './http/connections.js'
 import cors from './http/cors.js'
 import { errorHandler } from './http/error-handler.js'
@@ -20,9 +23,13 @@ import health from './ops/health.js'
 import { lifecycleCalls } from './ops/lifecycle-calls.js'
 import metrics from './ops/metrics.js'
 import orders from './orders/plugin.js'
+import { petEvents } from './pets/events.js'
 import pets from './pets/plugin.js'
 import { openStorage, type Storage } from './storage/index.js'
 import storagePlugin from './storage/plugin.js'
+import { changes } from './versions/index.js'
+import { type AnyHandler, deriveHandlers, eventsDownTo } from './versions/derive.js'
+import { categoriesChecked } from './versions/changes/category-object.js'
 import webhooks from './webhooks/plugin.js'
 import { refuseUnmapped } from './storage/schema-check.js'
 
@@ -31,7 +38,9 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   logger?: Exclude<FastifyServerOptions['logger'], boolean>
   /** the compilers of validators and serializers: by default those in generated/ */
   schemaController?: FastifyServerOptions['schemaController']
-  /** the contract to serve: by default openapi.yaml */
+  /** the contracts to serve, oldest first: by default those of core/paths.ts's specPaths */
+  contracts?: readonly Contract[]
+  /** a contract to serve in place of the one of its major version (a test's edited copy) */
   contract?: Contract
   /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
   clock?: () => number
@@ -42,7 +51,9 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** the contract the app serves (src/contract/model.ts) */
+    /** the contracts the app serves, one per major version, oldest first (src/contract/model.ts) */
+    contracts: readonly Contract[]
+    /** the newest of them: what the handlers are written against, whose x-service it keeps */
     contract: Contract
   }
 }
@@ -50,8 +61,9 @@ declare module 'fastify' {
 /** The service as a Fastify instance, ready to listen or to be injected into. Closing it
  * closes its storage. */
 export async function buildApp(options: AppOptions) {
-  const contract = options.contract ?? loadContract()
-  if (options.requireMapped !== false) refuseUnmapped(contract.document)
+  const contracts = servedTogether((options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)))
+  const contract = contracts.at(-1)!
+  if (options.requireMapped !== false) refuseUnmapped(contracts)
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
     readConnections: options.DATABASE_READ_CONNECTIONS,
@@ -60,7 +72,7 @@ export async function buildApp(options: AppOptions) {
     idempotencyWindowMs: contract.service.limits.idempotencyKeyHours * 3_600_000,
   })
   try {
-    return await assemble(contract, storage, options)
+    return await assemble(contracts, storage, options)
   } catch (error) {
     await storage.close()
     throw error
@@ -68,9 +80,11 @@ export async function buildApp(options: AppOptions) {
 }
 
 /** The plugins of the service, in order: each feature declares what it needs of those before it. */
-async function assemble(contract: Contract, storage: Storage, options: AppOptions) {
+async function assemble(contracts: readonly Contract[], storage: Storage, options: AppOptions) {
+  const contract = contracts.at(-1)!
   const apiKeys = options.API_KEYS.map(staticKey)
-  const app = Fastify(fastifyOptions(contract, options, apiKeys))
+  const app = Fastify(fastifyOptions(contracts, options, apiKeys))
+  app.decorate('contracts', contracts)
   app.decorate('contract', contract)
   // operating it first: each route counts its own requests
   await app.register(metrics)
@@ -79,18 +93,27 @@ async function assemble(contract: Contract, storage: Storage, options: AppOption
   await app.register(rateLimits, options)
   await app.register(access, { apiKeys })
   await app.register(cors, { origins: options.CORS_ORIGINS })
-  await app.register(docs, { contract, changelog: readFileSync(changelogPath, 'utf8') })
-  await app.register(pets)
+  const changelog = readFileSync(changelogPath, 'utf8')
+  for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, changelog }))
+  await app.register(pets, { categoryChecked: (apiVersion: number) => apiVersion >= categoriesChecked })
+  await app.register(categories)
   await app.register(orders)
-  await app.register(webhooks, options)
+  // an event is recorded once, as stored; each subscription is sent it as its version shows it
+  const shownIn = eventsDownTo(changes, contract.version[0])
+  await app.register(webhooks, { ...options, show: (type, fields, major) => shownIn(type, petEvents[type]?.(fields) ?? fields, major) })
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
-  await app.register(operations, {
-    contract,
-    handlers: { ...app.petOperations, ...app.orderOperations, ...app.webhookOperations },
-    guardOf: app.access.guardOf,
-    clock: options.clock ?? Date.now,
-    callsOf: lifecycleCalls(app.metrics, storage.usage),
-  })
+  // handlers are written once, against the newest version; each older one is derived from them
+  // by the declared changes between the two (src/versions/)
+  const newest: OperationHandlers = { ...app.petOperations, ...app.categoryOperations, ...app.orderOperations, ...app.webhookOperations }
+  for (const served of contracts) {
+    await app.register(operations, {
+      contract: served,
+      handlers: served === contract ? newest : deriveHandlers(newest as unknown as Record<string, AnyHandler>, changes, served, contract),
+      guardOf: app.access.guardOf,
+      clock: options.clock ?? Date.now,
+      callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),
+    })
+  }
   return app
 }
 
@@ -102,15 +125,15 @@ class AccessLog extends LogController {
 
 /** Fastify's options: the log, the HTTP server's limits, the compilers from generated/, and the
  * way out of errors met before routing. */
-function fastifyOptions(contract: Contract, options: AppOptions, apiKeys: readonly StaticKey[]): FastifyServerOptions {
+function fastifyOptions(contracts: readonly Contract[], options: AppOptions, apiKeys: readonly StaticKey[]): FastifyServerOptions {
+  const contract = contracts.at(-1)!
   const secrets = apiKeys.map(({ key }) => key)
   // the access-log line of a request of a deprecated, experimental or beta operation says so
   const lifecycleField = (reply: FastifyReply) => {
-    const operationId = (reply.request.routeOptions.schema as { operationId?: string } | undefined)?.operationId
-    const label = operationId === undefined ? undefined : contract.operations.get(operationId)?.lifecycle.label
+    const label = (reply.request.routeOptions.config as { lifecycle?: string } | undefined)?.lifecycle
     return label === undefined ? undefined : { lifecycle: label }
   }
-  const lifecycle = new Map([...contract.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, contract)]))
+  const lifecycle = new Map(contracts.flatMap((served) => [...served.operations.values()].map((operation) => [operation, lifecycleHeaders(operation, served)])))
   return {
     logger: {
       level: options.LOG_LEVEL,
@@ -134,7 +157,8 @@ function fastifyOptions(contract: Contract, options: AppOptions, apiKeys: readon
     // errors Fastify meets before routing (a malformed URL) leave through the same door as all
     // others, with the headers the request's operation and every answer carry
     frameworkErrors: (error, request, reply) => {
-      const operation = contract.operationAt(request.method, request.url.split('?')[0]!)
+      const path = request.url.split('?')[0]!
+      const operation = contracts.find((served) => path.startsWith(`${served.basePath}/`))?.operationAt(request.method, path)
       reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)) })
       request.server.metrics.observeUnrouted(reply)
       return errorHandler(error, request, reply)

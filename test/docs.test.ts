@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
-import { specPath } from '../src/core/paths.js'
+import { basename } from 'node:path'
+import { specPath, specPaths } from '../src/core/paths.js'
 import { build, call } from './helpers/app.js'
 
 t.test('the spec is published without a key: the YAML byte for byte, the same document as JSON', async (t) => {
@@ -22,6 +23,20 @@ t.test('the spec is published without a key: the YAML byte for byte, the same do
     t.equal(operation['x-stability'], 'experimental', `${operation.operationId} is published experimental`)
   }
   t.equal(json.json.components.parameters.IdempotencyKey['x-stability'], 'experimental', 'and so is its Idempotency-Key')
+})
+
+t.test('each version publishes its own document, byte for byte, and its own documentation page', async (t) => {
+  const app = await build(t)
+  for (const path of specPaths) {
+    const source = readFileSync(path, 'utf8')
+    const base = `/v${parse(source).info.version.split('.')[0]}`
+    t.equal((await call(t, app, { url: `${base}/openapi.yaml`, key: null })).body, source, `${base}/openapi.yaml is ${basename(path)}`)
+    t.strictSame((await call(t, app, { url: `${base}/openapi.json`, key: null })).json, parse(source), `${base}/openapi.json is its document`)
+    const page = await call(t, app, { url: `${base}/docs/`, key: null })
+    t.equal(page.status, 200, `${base}/docs/`)
+    const initializer = await call(t, app, { url: `${base}/docs/static/swagger-initializer.js`, key: null })
+    t.match(initializer.body, `"urls":[{"url":"${base}/openapi.json"`, 'the page shows its own version')
+  }
 })
 
 t.test('the documentation page is served without a key and tries requests against this server', async (t) => {

@@ -1,7 +1,7 @@
 import { connect } from 'node:net'
 import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
-import type { paths } from '../generated/api.js'
+import type { paths } from '../generated/v1/api.js'
 import { build, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 

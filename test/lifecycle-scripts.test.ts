@@ -20,9 +20,11 @@ t.test('the changelog: no change, a removal, a deprecation without sunset or suc
   const text = entry({ version: '1.1.0', date: '2026-11-25', previous: old, current, compatible: [], allowed: [] })
   t.match(text, '- `getA` (GET /a), its sunset 2026-12-01 passed\n- `getB` (GET /b)\n')
   t.match(text, '- `postC` (POST /c): deprecated on 2026-11-25; no successor')
-  t.match(inForce(documentOf({})), 'None.')
-  t.match(inForce(documentOf({ '/a': old.paths['/a'], '/c': current.paths['/c'] })), /`getA`.*\n- `postC`/, 'one without a sunset comes last')
-  t.match(withEntry('# old title, no entries\n', text, current), /## Deprecations and sunsets in force\n\n- `postC`.*\n\n## 1\.1\.0 \(2026-11-25\)/)
+  t.match(inForce([documentOf({})]), 'None.')
+  t.match(inForce([documentOf({ '/a': old.paths['/a'], '/c': current.paths['/c'] })]), /`getA`.*\n- `postC`/, 'one without a sunset comes last')
+  t.match(withEntry('# old title, no entries\n', text, [current]), /## Deprecations and sunsets in force\n\n- `postC`.*\n\n## 1\.1\.0 \(2026-11-25\)/)
+  const second = { info: { version: '2.0.0' }, ...documentOf({ '/d': { get: { operationId: 'getD', deprecated: true, 'x-deprecated-at': '2027-01-01', 'x-sunset': '2028-01-01' } } }) }
+  t.match(inForce([{ info: { version: '1.1.0' }, ...current }, second]), /^- version 2: `getD` \(GET \/d\)/m, 'each served document, named by its version')
 })
 
 t.test('judgements the gate tests do not reach', async (t) => {

@@ -171,7 +171,7 @@ t.test('getPet answers 404 not_found for an unknown id and 400 for an id that ca
 
 t.test('unknown paths are 404 not_found; a known path with another method is 405 with Allow', async (t) => {
   const app = await build(t)
-  for (const url of ['/v2/pets', '/v1/pets/1/owner', '/v1/cats', '/docs']) {
+  for (const url of ['/v3/pets', '/v2/pets/1', '/v1/pets/1/owner', '/v1/cats', '/docs']) {
     const response = await call(t, app, { url })
     t.strictSame(response.json, { code: 'not_found', message: `No route GET ${url}`, status: 404 }, url)
   }
@@ -182,7 +182,7 @@ t.test('unknown paths are 404 not_found; a known path with another method is 405
       root.json,
       {
         code: 'not_found',
-        message: 'No route GET /: the API is under /v1; its documentation is at /v1/docs/ and its contract at /v1/openapi.yaml',
+        message: 'No route GET /: the API is under /v1 and /v2; its documentation is at /v1/docs/ and /v2/docs/ and its contract at /v1/openapi.yaml and /v2/openapi.yaml',
         status: 404,
       },
       url,

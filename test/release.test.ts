@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { releasedDir } from '../scripts/check-breaking.js'
 import { filesIn, generate } from '../scripts/generate.js'
-import { release, withVersion } from '../scripts/release.js'
+import { release, servedBeside, withVersion } from '../scripts/release.js'
 import { changelogPath, generatedDir, specPath } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
@@ -82,7 +82,7 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   const first = await release({ ...files, version: '1.1.0' })
   t.ok(first.ok, first.lines.join('\n'))
   t.match(first.lines.at(-1), /^released 1\.1\.0: .*released\/1\.1\.0\.yaml, info\.version of .*openapi\.yaml, its entry in .*CHANGELOG\.md, and .*generated\/ made anew from it$/)
-  t.strictSame((await generate(files.generated, files.spec)).changed, [], 'generated/ beside the spec is as npm run generate makes it')
+  t.strictSame((await generate(files.generated, servedBeside(files.spec))).changed, [], 'generated/ beside the spec is as npm run generate makes it')
   const written = readFileSync(files.spec, 'utf8')
   t.equal(written, withVersion(source, '1.1.0'), 'only info.version changed')
   t.equal(parse(written).info.version, '1.1.0')

@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
 import { loadContract } from '../src/contract/load.js'
+import { specPaths } from '../src/core/paths.js'
 import { build, call } from './helpers/app.js'
 import { atMost } from './helpers/concurrency.js'
 import { run } from './helpers/processes.js'
@@ -17,12 +18,16 @@ import { editedContract } from './helpers/spec.js'
 
 const contract = loadContract()
 const { roles } = contract
+/** the newest version's catalogue, which keys are issued from (version 1's roles are among it) */
+const newest = loadContract(specPaths.at(-1)).roles
 const allRoles = [...roles.roles.keys()]
 /** API_KEYS' way to write a key with roles */
 const entry = (key: string, given: readonly string[]) => `${key}:${given.join('+')}`
 
 t.test('the catalogue: every role the brief of the service names; all but staff given by default', async (t) => {
   t.strictSame(allRoles, ['pets:read', 'pets:write', 'orders:read', 'orders:write', 'orders:admin', 'webhooks:read', 'webhooks:write'])
+  t.strictSame([...newest.roles.keys()], ['pets:read', 'pets:write', 'categories:write', 'orders:read', 'orders:write', 'orders:admin', 'webhooks:read', 'webhooks:write'], 'version 2 adds who adds categories')
+  t.strictSame(newest.defaults, roles.defaults, 'not given by default: keys of version 1 hold the same roles')
   t.strictSame(roles.defaults, ['pets:read', 'pets:write', 'orders:read', 'orders:write', 'webhooks:read', 'webhooks:write'])
   t.strictSame(roles.staff, ['orders:admin'])
   for (const operation of contract.operations.values()) {
@@ -154,14 +159,14 @@ t.test('API_KEYS: KEY holds the default roles, KEY:role+role those; an unknown r
   t.equal((await call(t, app, { url: '/v1/store/orders', key: 'plain-key-0001' })).status, 200)
   await t.rejects(
     build(t, { API_KEYS: [entry('k1', ['pets:read', 'pets:delete'])] }),
-    /^invalid configuration: API_KEYS names the role pets:delete, which is not one of pets:read, pets:write, orders:read, orders:write, orders:admin, webhooks:read, webhooks:write$/,
+    /^invalid configuration: API_KEYS names the role pets:delete, which is not one of pets:read, pets:write, categories:write, orders:read, orders:write, orders:admin, webhooks:read, webhooks:write$/,
   )
 })
 
 t.test('keys CLI: the roles command; --role checked against the catalogue (exit 2)', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-roles-')), 'keys.db')
   const cases: [string[], RegExp][] = [
-    [['create', '--name', 'ci', '--role', 'pets:read', '--role', 'pets:delete'], /unknown role "pets:delete": the roles are pets:read, pets:write, orders:read, orders:write, orders:admin, webhooks:read, webhooks:write\n/],
+    [['create', '--name', 'ci', '--role', 'pets:read', '--role', 'pets:delete'], /unknown role "pets:delete": the roles are pets:read, pets:write, categories:write, orders:read, orders:write, orders:admin, webhooks:read, webhooks:write\n/],
     [['list', '--role', 'pets:read'], /--role goes with create and set-roles only/],
     [['set-roles', '1'], /set-roles needs --role ROLE/],
     [['set-roles', '--role', 'pets:read'], /set-roles takes one ID/],
@@ -178,7 +183,7 @@ t.test('keys CLI: the roles command; --role checked against the catalogue (exit 
   t.equal(listed.code, 0)
   t.strictSame(
     listed.stdout.trimEnd().split('\n').map((row) => row.split(/ {2,}/).slice(0, 2)),
-    [['role', 'default'], ...[...roles.roles].map(([name, role]) => [name, role.default ? 'yes' : 'no'])],
+    [['role', 'default'], ...[...newest.roles].map(([name, role]) => [name, role.default ? 'yes' : 'no'])],
     'roles: the catalogue of openapi.yaml, and which roles are given by default',
   )
   t.match(listed.stdout, /orders:admin +no +Store staff/)

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Sqlite from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { loadContract } from '../src/contract/load.js'
+import { loadContracts } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
 import { openStorage } from '../src/storage/index.js'
 import { StorageMismatch, storedSchemas, unmappedFields } from '../src/storage/schema-check.js'
@@ -21,7 +21,7 @@ import { editedContract } from './helpers/spec.js'
 const label = { type: 'string', minLength: 1, maxLength: 50, pattern: '^\\S' }
 
 t.test('the contract as it is: every field of a stored schema has its column', async (t) => {
-  t.strictSame(unmappedFields(loadContract().document), [])
+  for (const contract of loadContracts()) t.strictSame(unmappedFields(contract), [], contract.file)
 })
 
 t.test('a contract with a field the storage does not keep is refused, naming the field and the map', async (t) => {
@@ -44,9 +44,10 @@ t.test('a contract with a field the storage does not keep is refused, naming the
 
 t.test('a schema the contract does not have, or one without properties, asks for nothing', async (t) => {
   const document = { openapi: '3.1.0', info: { title: 'none', version: '1.0.0' }, paths: {} }
-  t.strictSame(unmappedFields(document), [], 'no components')
-  t.strictSame(unmappedFields({ ...document, components: {} }), [], 'no schemas')
-  t.strictSame(unmappedFields({ ...document, components: { schemas: { Pet: { type: 'object' } } } }), [], 'no properties')
+  const served = (edited: object) => ({ file: 'none.yaml', document: { ...document, ...edited } })
+  t.strictSame(unmappedFields(served({})), [], 'no components')
+  t.strictSame(unmappedFields(served({ components: {} })), [], 'no schemas')
+  t.strictSame(unmappedFields(served({ components: { schemas: { Pet: { type: 'object' } } } })), [], 'no properties')
 })
 
 t.test('each line names a map that is in the file it names', async (t) => {

@@ -25,12 +25,12 @@ async function checkUsageStore(t: Test, url: string) {
   t.teardown(() => (closed ? undefined : one.close()))
   t.strictSame(await one.usage.list(), [], 'nothing recorded yet')
   const start = Date.now()
-  one.usage.note('key:1', 'getPet')
-  one.usage.note('key:1', 'getPet')
-  one.usage.note('env:0123456789ab', 'listOrders')
+  one.usage.note('key:1', { version: 1, operation: 'getPet' })
+  one.usage.note('key:1', { version: 1, operation: 'getPet' })
+  one.usage.note('env:0123456789ab', { version: 1, operation: 'listOrders' })
   t.strictSame(await one.usage.list(), [], 'nothing is written by a call')
   await one.usage.flush()
-  two.usage.note('key:1', 'getPet')
+  two.usage.note('key:1', { version: 1, operation: 'getPet' })
   await two.usage.flush()
   await two.usage.flush()
   const records = await two.usage.list()
@@ -45,7 +45,7 @@ async function checkUsageStore(t: Test, url: string) {
   const getPet = records[1]!
   t.ok(getPet.firstCallAt.getTime() >= start && getPet.firstCallAt <= getPet.lastCallAt && getPet.lastCallAt.getTime() <= Date.now(), 'first and last call')
   // what an instance counted is written on close: a restart keeps it
-  one.usage.note('key:1', 'getPet')
+  one.usage.note('key:1', { version: 1, operation: 'getPet' })
   closed = true
   await one.close()
   const reopened = await openStorage(url, { poolSize: 1 })
@@ -68,15 +68,15 @@ t.test('counts kept while the store is unavailable are written at the next flush
   t.teardown(() => storage.close())
   const beside = new SQLite(file)
   t.teardown(() => beside.close())
-  storage.usage.note('key:1', 'getPet')
-  beside.exec('alter table lifecycle_usage rename to usage_away')
+  storage.usage.note('key:1', { version: 1, operation: 'getPet' })
+  beside.exec('alter table lifecycle_calls rename to usage_away')
   const failing = storage.usage.flush()
   // a call counted while the failing flush is under way: the counts kept are added to it
-  storage.usage.note('key:1', 'getPet')
+  storage.usage.note('key:1', { version: 1, operation: 'getPet' })
   await failing
-  beside.exec('alter table usage_away rename to lifecycle_usage')
+  beside.exec('alter table usage_away rename to lifecycle_calls')
   t.strictSame(await storage.usage.list(), [], 'the flush failed')
-  storage.usage.note('key:1', 'getPet')
+  storage.usage.note('key:1', { version: 1, operation: 'getPet' })
   await storage.usage.flush()
   t.equal((await storage.usage.list())[0]!.calls, 3, 'nothing lost')
 })
@@ -91,12 +91,14 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
   for (let i = 0; i < 3; i++) await call(t, app, { url: '/v1/pets/1', key: stored.key })
   await call(t, app, { url: '/v1/pets/1' })
   await call(t, app, { url: '/v1/store/orders', key: other })
+  await call(t, app, { url: '/v2/store/orders', key: other })
   await call(t, app, { url: '/v1/pets' })
   await call(t, app, { url: '/v1/pets/1', key: 'wrong-key-000000' })
 
   const exposition = await app.metrics.exposition()
-  t.match(exposition, /^petstore_lifecycle_requests_total\{operation="getPet",lifecycle="deprecated"\} 4$/m, 'authenticated calls only')
-  t.match(exposition, /^petstore_lifecycle_requests_total\{operation="listOrders",lifecycle="experimental"\} 1$/m)
+  t.match(exposition, /^petstore_lifecycle_requests_total\{operation="getPet",lifecycle="deprecated",version="1"\} 4$/m, 'authenticated calls only')
+  t.match(exposition, /^petstore_lifecycle_requests_total\{operation="listOrders",lifecycle="experimental",version="1"\} 1$/m)
+  t.match(exposition, /^petstore_lifecycle_requests_total\{operation="listOrders",lifecycle="experimental",version="2"\} 1$/m, 'each version apart')
   t.notMatch(exposition, /lifecycle_requests_total\{operation="listPets"/, 'a stable operation is not counted')
   const answered = log.lines.filter((line) => line.msg === 'request completed').map((line) => line.res as Record<string, unknown>)
   t.match(answered.find((res) => res.url === '/v1/pets/1'), { statusCode: 200, lifecycle: 'deprecated' })
@@ -104,24 +106,25 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
   t.notOk('lifecycle' in answered.find((res) => res.url === '/v1/pets')!, 'a stable operation\'s line has no lifecycle')
 
   // a key since deleted from the store, an operation since removed from the spec
-  app.storage.usage.note('key:999', 'findPets')
+  app.storage.usage.note('key:999', { version: 1, operation: 'findPets' })
   // (and one that has become stable since)
-  app.storage.usage.note('key:999', 'listPets')
+  app.storage.usage.note('key:999', { version: 1, operation: 'listPets' })
   await app.close()
   const report = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: url })
   t.equal(report.code, 0, report.stderr)
   t.comment(report.stdout)
   const rows = report.stdout.trimEnd().split('\n').map((line) => line.split(/ {2,}/))
-  t.strictSame(rows[0], ['key', 'name', 'operation', 'lifecycle', 'calls', 'last call'])
+  t.strictSame(rows[0], ['key', 'name', 'version', 'operation', 'lifecycle', 'calls', 'last call'])
   t.strictSame(
-    rows.slice(1).map((row) => row.slice(0, 5)),
+    rows.slice(1).map((row) => row.slice(0, 6)),
     [
-      [String(stored.record.id), 'mobile app', 'getPet', 'deprecated', '3'],
-      ['999', '(deleted)', 'findPets', 'removed', '1'],
-      ['999', '(deleted)', 'listPets', 'stable', '1'],
+      [String(stored.record.id), 'mobile app', 'v1', 'getPet', 'deprecated', '3'],
+      ['999', '(deleted)', 'v1', 'findPets', 'removed', '1'],
+      ['999', '(deleted)', 'v1', 'listPets', 'stable', '1'],
       ...[
-        [envPrincipal(other), '(API_KEYS)', 'listOrders', 'experimental', '1'],
-        [envPrincipal(testKey), '(API_KEYS)', 'getPet', 'deprecated', '1'],
+        [envPrincipal(other), '(API_KEYS)', 'v1', 'listOrders', 'experimental', '1'],
+        [envPrincipal(other), '(API_KEYS)', 'v2', 'listOrders', 'experimental', '1'],
+        [envPrincipal(testKey), '(API_KEYS)', 'v1', 'getPet', 'deprecated', '1'],
       ].sort(([a], [b]) => (a! < b! ? -1 : 1)),
     ],
     'stored keys by id, then those of API_KEYS',
@@ -129,7 +132,7 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
   t.notMatch(report.stdout, testKey, 'never an API_KEYS key itself')
   const json = await run(t, 'scripts/keys.ts', ['usage', '--json'], { DATABASE_URL: url })
   t.equal(json.code, 0)
-  t.match(JSON.parse(json.stdout)[0], { key: String(stored.record.id), name: 'mobile app', operation: 'getPet', lifecycle: 'deprecated', calls: 3, firstCallAt: /Z$/, lastCallAt: /Z$/ })
+  t.match(JSON.parse(json.stdout)[0], { key: String(stored.record.id), name: 'mobile app', version: 1, operation: 'getPet', lifecycle: 'deprecated', calls: 3, firstCallAt: /Z$/, lastCallAt: /Z$/ })
   const empty = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: tempDb() })
   t.equal(empty.stdout, 'No calls to deprecated, experimental or beta operations recorded yet.\n')
   const misused = await run(t, 'scripts/keys.ts', ['list', '--json'], { DATABASE_URL: url })

@@ -361,7 +361,7 @@ t.test('an answer whose body stalls is taken at its status; the connection is cu
 t.test('a resolver that cannot answer fails the attempt, which is retried; finished deliveries are forgotten on a timer', async (t) => {
   const storage = await openStorage('sqlite::memory:', { poolSize: 1 })
   t.teardown(() => storage.close())
-  const { created } = (await storage.webhooks.create('key:1', { url: 'https://hooks.example/x', events: ['pet.created'] }, newSecret(), 1)) as {
+  const { created } = (await storage.webhooks.create('key:1', { url: 'https://hooks.example/x', events: ['pet.created'] }, newSecret(), 1, 2)) as {
     created: { id: number }
   }
   await storage.pets.create({ name: 'Rex', categoryId: 1, status: 'available' })
@@ -385,6 +385,7 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
       keepFinishedMs: 1_000,
       lastErrorLength: 200,
       eventIdPrefix: 'evt_',
+      show: (_type, fields) => fields,
       resolve: async () => Promise.reject(Object.assign(new Error('getaddrinfo EAI_AGAIN hooks.example'), { code: 'EAI_AGAIN' })),
       withheld: async () => undefined,
       disable: async () => false,
@@ -455,7 +456,7 @@ t.test('a host that cannot be resolved now is a 503 at createWebhook, not a refu
 
 t.test('the signature is the one Standard Webhooks verifies, and the backoff is bounded', async (t) => {
   const secret = newSecret()
-  const body = eventBody({ id: 7, type: 'pet.created', occurredAt: 0, fields: '{"data":{"id":1,"name":"Rex","categoryId":1,"status":"available"}}' }, 'evt_')
+  const body = eventBody({ id: 7, type: 'pet.created', occurredAt: 0 }, 'evt_', { data: { id: 1, name: 'Rex', category: { id: 1 }, status: 'available' } })
   const headers = signedHeaders('evt_7', body, [secret])
   t.strictSame(new Webhook(secret).verify(body, headers), JSON.parse(body))
   t.throws(() => new Webhook(newSecret()).verify(body, headers), 'not with another secret')

@@ -182,7 +182,7 @@ t.test('a subscription another instance disabled first is not disabled twice', a
   const storage = await openStorage('sqlite::memory:', { poolSize: 1 })
   t.teardown(() => storage.close())
   const receiver = await startReceiver(t, () => 410)
-  const { created } = (await storage.webhooks.create('key:1', { url: receiver.url, events: ['pet.created'] }, newSecret(), 1)) as { created: { id: number } }
+  const { created } = (await storage.webhooks.create('key:1', { url: receiver.url, events: ['pet.created'] }, newSecret(), 1, 2)) as { created: { id: number } }
   await storage.pets.create({ name: 'Rex', categoryId: 1, status: 'available' })
   const { lines, logger } = logCapture()
   const asked: number[] = []
@@ -201,6 +201,7 @@ t.test('a subscription another instance disabled first is not disabled twice', a
       keepFinishedMs: 1_000,
       lastErrorLength: 200,
       eventIdPrefix: 'evt_',
+      show: (_type, fields) => fields,
       withheld: async () => undefined,
       disable: async (subscriptionId) => {
         asked.push(subscriptionId)

@@ -1,7 +1,7 @@
 /**
  * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
- * Error body. openapi.yaml lists the same codes (Error.code, x-extensible-enum); a test holds the
- * two lists equal. Every layer uses this module, so it imports nothing of the service; errors
+ * Error body. The newest served document lists the same codes (Error.code, x-extensible-enum),
+ * and an older one those it may be answered with; a test holds the lists so. Every layer uses this module, so it imports nothing of the service; errors
  * leave through the one handler, in http/error-handler.ts.
  */
 export const errorStatus = {
@@ -15,11 +15,13 @@ export const errorStatus = {
   pet_unavailable: 409,
   invalid_transition: 409,
   webhook_limit_reached: 409,
+  category_name_taken: 409,
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   webhook_url_not_allowed: 422,
+  category_not_found: 422,
   too_many_requests: 429,
   internal_error: 500,
   unavailable: 503,

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import type { OpenAPIV3 } from 'openapi-types'
 import type { Contract } from '../contract/model.js'
 import { deref } from '../contract/pointer.js'
+import { methodsAt as methodsOfContracts } from './error-handler.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,12 +33,12 @@ const readableAnyway = new Set(['cache-control', 'content-language', 'content-le
  */
 async function corsPlugin(app: FastifyInstance, { origins }: { origins: readonly string[] }): Promise<void> {
   if (origins.length === 0) return
-  const { contract, notFound } = app
+  const { contract, contracts, notFound } = app
   const anyOrigin = origins.includes('*')
-  const exposedHeaders = documentedHeaders(contract).join(', ')
-  const allowedHeaders = allowedRequestHeaders(contract).join(', ')
-  const published = new Set([contract.service.paths.json, contract.service.paths.yaml])
-  const methodsAt = (path: string) => (published.has(path) ? ['GET', 'HEAD'] : contract.methodsAt(path))
+  const exposedHeaders = [...new Set(contracts.flatMap(documentedHeaders))].sort().join(', ')
+  const allowedHeaders = [...new Set(contracts.flatMap(allowedRequestHeaders))].sort().join(', ')
+  const published = new Set(contracts.flatMap(({ service }) => [service.paths.json, service.paths.yaml]))
+  const methodsAt = (path: string) => (published.has(path) ? ['GET', 'HEAD'] : methodsOfContracts(contracts, path))
 
   const optionsFor = (request: FastifyRequest): FastifyCorsOptions => {
     const origin = request.headers.origin
@@ -91,4 +92,4 @@ export function documentedHeaders({ document, operations }: Contract): string[] 
   return [...names.values()].sort()
 }
 
-export default fp(corsPlugin, { name: 'cors', fastify: '5.x', dependencies: ['http'], decorators: { fastify: ['contract'] } })
+export default fp(corsPlugin, { name: 'cors', fastify: '5.x', dependencies: ['http'], decorators: { fastify: ['contract', 'contracts'] } })

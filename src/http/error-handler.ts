@@ -100,6 +100,9 @@ export function unavailableLog(log: FastifyBaseLogger, intervalMs = unavailableL
   }
 }
 
+/** The methods the contract under whose base path `path` is serves there, if any. */
+export const methodsAt = (contracts: readonly Contract[], path: string) => contracts.find(({ basePath }) => path.startsWith(`${basePath}/`))?.methodsAt(path)
+
 /** The one way out for every error: the Error body, with its status and headers. */
 export function errorHandler(error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = toApiError(error, request)
@@ -113,14 +116,15 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
   return reply.code(apiError.status).headers(apiError.headers).send(apiError.body)
 }
 
-/** No route: a path the spec lacks is a 404; a path it has, asked with another method, a 405
- * that names the methods it takes (RFC 9110). The root, where a person is likely to look
- * first, is a 404 that says where the API and its documentation are. */
-export function notFoundHandler(contract: Contract) {
-  const atRoot = `: the API is under ${contract.basePath}; its documentation is at ${contract.service.paths.docs} and its contract at ${contract.service.paths.yaml}`
+/** No route: a path no served contract has is a 404; a path one has, asked with another
+ * method, a 405 that names the methods it takes (RFC 9110). The root, where a person is likely
+ * to look first, is a 404 that says where each version of the API and its documentation are. */
+export function notFoundHandler(contracts: readonly Contract[]) {
+  const each = (read: (contract: Contract) => string) => contracts.map(read).join(' and ')
+  const atRoot = `: the API is under ${each(({ basePath }) => basePath)}; its documentation is at ${each(({ service }) => service.paths.docs)} and its contract at ${each(({ service }) => service.paths.yaml)}`
   return (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0]!
-    const allowed = contract.methodsAt(path)?.join(', ')
+    const allowed = methodsAt(contracts, path)?.join(', ')
     const error = allowed
       ? new ApiError('method_not_allowed', `${request.method} is not served at ${path}; it takes ${allowed}`, { Allow: allowed })
       : new ApiError('not_found', `No route ${request.method} ${path}${path === '/' ? atRoot : ''}`)

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { operations } from '../../generated/api.js'
-import type { BodyDefaults } from '../../generated/body-defaults.js'
-import type { QueryDefaults } from '../../generated/query-defaults.js'
+import type { operations } from '../../generated/v2/api.js'
+import type { BodyDefaults } from '../../generated/v2/body-defaults.js'
+import type { QueryDefaults } from '../../generated/v2/query-defaults.js'
 import type { ApiError, ErrorCode, errorStatus } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 

@@ -20,9 +20,20 @@ function grantContinue(request: FastifyRequest, reply: FastifyReply): void {
  * by returning (at once, or when its promise resolves), or refuses by throwing (an ApiError). */
 export type OperationHook = (request: FastifyRequest, reply: FastifyReply) => MaybePromise<void>
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the major version of the API the request was made through (1 for /v1) */
+    apiVersion: number
+  }
+}
+
+/** The handlers of a contract's operations, by operationId: the newest version's are typed
+ * (OperationHandlers, handlers.ts), an older one's derived from them (src/versions/). */
+export type ServedHandlers = OperationHandlers | Readonly<Record<string, GenericHandler>>
+
 export interface OperationsOptions {
   contract: Contract
-  handlers: OperationHandlers
+  handlers: ServedHandlers
   /** what an operation's requests go through first: authentication and the roles its
    * `security` asks, or the rate limit of requests without a key (src/auth/) */
   guardOf: (operation: Operation) => OperationHook
@@ -41,8 +52,11 @@ export interface OperationsOptions {
  * operations' routes only (each GET twice: HEAD is made from it).
  */
 export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf }: OperationsOptions) {
+  const major = contract.version[0]
   app.addHook('onRoute', (route) => {
     const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
+    // (the access log names the lifecycle of the operation a request was of)
+    route.config = { ...route.config, lifecycle: operation.lifecycle.label } as never
     jsonBodyOnly(route)
     jsonAnswersOnly(route)
     headersInLowerCase(route)
@@ -65,6 +79,7 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
       done()
     }
     const admit: onRequestHookHandler = (request, reply, done) => {
+      request.apiVersion = major
       if (headers !== undefined) reply.headers(headers)
       const guarded = guard(request, reply)
       if (guarded instanceof Promise) guarded.then(() => admitted(request, reply, done), done)
@@ -76,7 +91,7 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
   await app.register(openapiGlue, { specification: contract.document, operationResolver: (operationId: string) => answering(served[operationId]!), prefix: contract.basePath })
 }
 
-type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> } | ApiError
+type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> | undefined } | ApiError
 type GenericHandler = (request: FastifyRequest, reply: FastifyReply, respond: typeof answer) => MaybePromise<GenericAnswer>
 
 /** A route handler that sends what an operation's handler answers: its status, headers and

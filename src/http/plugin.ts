@@ -15,7 +15,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** the sockets open now (for draining) */
     connections: ReadonlySet<import('node:net').Socket>
-    /** answers a request no route serves: 404, or 405 on a path of the contract */
+    /** answers a request no route serves: 404, or 405 on a path of a served contract */
     notFound: ReturnType<typeof notFoundHandler>
   }
 }
@@ -29,13 +29,14 @@ async function httpPlugin(app: FastifyInstance, { bodyIdleTimeoutMs, ...limits }
   guardServer(app.server, app.log, limits)
   app.decorate('connections', openConnections(app.server))
   app.decorate('reportUnavailable', unavailableLog(app.log))
-  requestHooks(app, app.contract)
+  app.decorateRequest('apiVersion', 0)
+  requestHooks(app, app.contracts)
 
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit: app.contract.service.limits.requestBodyBytes, idleTimeoutMs: bodyIdleTimeoutMs }))
   app.addContentTypeParser('*', otherMediaTypes)
 
-  const notFound = notFoundHandler(app.contract)
+  const notFound = notFoundHandler(app.contracts)
   app.decorate('notFound', notFound)
   // A request no operation serves is a 404 or 405, whatever Fastify finds wrong with its body
   // (an unreadable request, our own ApiError, stays what it is). No route counts it: it is
@@ -51,4 +52,4 @@ async function httpPlugin(app: FastifyInstance, { bodyIdleTimeoutMs, ...limits }
   })
 }
 
-export default fp(httpPlugin, { name: 'http', fastify: '5.x', dependencies: ['metrics'], decorators: { fastify: ['contract'] } })
+export default fp(httpPlugin, { name: 'http', fastify: '5.x', dependencies: ['metrics'], decorators: { fastify: ['contract', 'contracts'] } })

@@ -17,10 +17,10 @@ declare module 'fastify' {
  * What every request goes through, an operation's or not, before anything else: HTTP/1.1 rules
  * Node no longer checks for us, the protective headers, and the connection's fate.
  */
-export function requestHooks(app: FastifyInstance, contract: Contract): void {
+export function requestHooks(app: FastifyInstance, contracts: readonly Contract[]): void {
   app.decorate('draining', false)
   // the methods whose requests' bodies the server reads: those of the spec's operations that take one
-  const readsBody = new Set([...contract.operations.values()].filter((operation) => operation.takesBody).map(({ method }) => method))
+  const readsBody = new Set(contracts.flatMap(({ operations }) => [...operations.values()]).filter((operation) => operation.takesBody).map(({ method }) => method))
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(protectiveHeaders)

@@ -25,7 +25,7 @@ export interface Count {
 const spentBound = 10_000
 
 /** A count as rate-limiter-flexible gives it: what is left, and for how long. */
-type Outcome = Pick<RateLimiterRes, 'remainingPoints' | 'msBeforeNext'>
+type Tally = Pick<RateLimiterRes, 'remainingPoints' | 'msBeforeNext'>
 
 /**
  * Fixed windows counted in this instance's memory, at once. (rate-limiter-flexible's memory
@@ -53,7 +53,7 @@ class LocalWindows {
   }
 
   /** Where `client` stands, without counting; null when it has no window open. */
-  get(client: string): Outcome | null {
+  get(client: string): Tally | null {
     const now = Date.now()
     const window = this.windows.get(client)
     if (window === undefined || window.endsAt <= now) return null
@@ -126,7 +126,7 @@ export class Counter {
   }
 
   /** A count Redis made. */
-  private counted(client: string, [outcome, exceeded]: [Outcome, boolean]): Count {
+  private counted(client: string, [outcome, exceeded]: [Tally, boolean]): Count {
     this.remember(client, outcome)
     return this.count(outcome, exceeded)
   }
@@ -167,7 +167,7 @@ export class Counter {
     return this.spent.size > 0
   }
 
-  private count(outcome: Outcome | null, exceeded: boolean): Count {
+  private count(outcome: Tally | null, exceeded: boolean): Count {
     // no request yet in this window: the whole quota, for a window that would start now
     if (outcome === null) return { policy: this.policy, remaining: this.policy.quota, resetS: this.policy.windowS, exceeded }
     return this.countOf(outcome.remainingPoints, outcome.msBeforeNext, exceeded)
@@ -178,7 +178,7 @@ export class Counter {
     return { policy: this.policy, remaining: Math.max(0, remainingPoints), resetS: Math.max(1, Math.ceil(msBeforeNext / 1000)), exceeded }
   }
 
-  private remember(client: string, outcome: Outcome): void {
+  private remember(client: string, outcome: Tally): void {
     if (outcome.remainingPoints <= 0) this.rememberUntil(client, Date.now() + outcome.msBeforeNext)
   }
 

@@ -1,9 +1,9 @@
 import type { Operation } from '../contract/model.js'
 import type { Metrics } from './metrics.js'
 
-/** Where who calls what is written down (storage/usage.ts). */
+/** Where who calls what is written down (storage/usage.ts), by operation of a version. */
 export interface UsageNotes {
-  note(principal: string, operationId: string): void
+  note(principal: string, call: { version: number; operation: string }): void
 }
 
 /**
@@ -11,13 +11,14 @@ export interface UsageNotes {
  * experimental, beta): in the metrics, and per key for `npm run keys -- usage`. Undefined for a
  * stable operation in good standing: its calls cost nothing more.
  */
-export function lifecycleCalls(metrics: Pick<Metrics, 'lifecycleRequests'>, usage: UsageNotes) {
+export function lifecycleCalls(metrics: Pick<Metrics, 'lifecycleRequests'>, usage: UsageNotes, version: number) {
   return ({ id, lifecycle }: Operation): ((principal: string) => void) | undefined => {
     if (lifecycle.label === undefined) return undefined
-    const counted = metrics.lifecycleRequests(id, lifecycle.label)
+    const counted = metrics.lifecycleRequests(id, lifecycle.label, version)
+    const call = { version, operation: id }
     return (principal) => {
       counted()
-      usage.note(principal, id)
+      usage.note(principal, call)
     }
   }
 }

@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, onResponseHookHandler, RouteOptions
 import fp from 'fastify-plugin'
 import { Counter, Gauge, Registry } from 'prom-client'
 import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
-import { RequestLatency } from './request-latency.js'
+import { type OperationLatency, RequestLatency } from './request-latency.js'
 
 /** Why the rate limiter refused a request: its API key spent its allowance, or (without a
  * valid key) its client address did. */
@@ -31,8 +31,8 @@ export interface Metrics {
   /** a log line was dropped: too many waited to be written (log-destination.ts) */
   logLineDropped(): void
   /** the counter of an operation's authenticated requests, for one that is deprecated,
-   * experimental or beta (its `lifecycle`): made once, then called per request */
-  lifecycleRequests(operation: string, lifecycle: string): () => void
+   * experimental or beta (its `lifecycle`), of a major `version`: made once, then called per request */
+  lifecycleRequests(operation: string, lifecycle: string, version: number): () => void
 }
 
 
@@ -75,11 +75,11 @@ function createMetrics(): Metrics {
 
   // counted on the request's path in a plain number per series (prom-client hashes the labels
   // at each inc, half a µs), added to the counter when it is scraped
-  const lifecycleSeries: { labels: { operation: string; lifecycle: string }; calls: number }[] = []
+  const lifecycleSeries: { labels: { operation: string; lifecycle: string; version: string }; calls: number }[] = []
   const lifecycleRequests = new Counter({
     name: 'petstore_lifecycle_requests_total',
     help: 'Authenticated requests of the operations that are deprecated, experimental or beta, by operationId and lifecycle (deprecated wins over a stability level)',
-    labelNames: ['operation', 'lifecycle'] as const,
+    labelNames: ['operation', 'lifecycle', 'version'] as const,
     registers,
     collect() {
       for (const series of lifecycleSeries) {
@@ -96,8 +96,8 @@ function createMetrics(): Metrics {
     rateLimitRefused: (reason) => refusals.inc({ reason }),
     connectionRefused: () => refusedConnections.inc(),
     logLineDropped: () => droppedLogLines.inc(),
-    lifecycleRequests(operation, lifecycle) {
-      const series = { labels: { operation, lifecycle }, calls: 0 }
+    lifecycleRequests(operation, lifecycle, version) {
+      const series = { labels: { operation, lifecycle, version: String(version) }, calls: 0 }
       lifecycleRequests.inc(series.labels, 0)
       lifecycleSeries.push(series)
       return () => {
@@ -107,10 +107,12 @@ function createMetrics(): Metrics {
   }
 }
 
-/** The `operation` label of a route: its operationId; outside the API, its pattern (`/readyz`,
- * `/v1/docs/*`: a set fixed at startup). (A request no route matched is `unmatched`.) */
-function operationOf(route: RouteOptions): string {
-  return (route.schema as { operationId?: string } | undefined)?.operationId ?? route.url
+/** The `operation` label of a route: its operationId, with the major version it is served
+ * under (its prefix, `/v2`); outside the API, its pattern (`/readyz`, `/v1/docs/*`: a set fixed
+ * at startup). (A request no route matched is `unmatched`.) */
+function seriesOf(requests: RequestLatency, route: RouteOptions): OperationLatency {
+  const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
+  return operationId === undefined ? requests.of(route.url) : requests.of(operationId, Number(/[0-9]+$/.exec((route as { prefix?: string }).prefix ?? '')?.[0]))
 }
 
 /** Counts a request no route answers (the not-found handler's 404 and 405, a malformed URL that
@@ -149,7 +151,7 @@ async function metricsPlugin(app: FastifyInstance) {
     },
   })
   app.addHook('onRoute', (route) => {
-    const series = metrics.requests.of(operationOf(route))
+    const series = seriesOf(metrics.requests, route)
     const observe: onResponseHookHandler = (_request, reply, done) => {
       series.observe(reply.statusCode, reply.elapsedTime / 1000)
       done()

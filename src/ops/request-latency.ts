@@ -7,7 +7,7 @@
  * prom-client writes for its own histograms.
  */
 export class RequestLatency {
-  private readonly operations = new Map<string, OperationLatency>()
+  private readonly operations = new Map<string, { labels: string; latency: OperationLatency }>()
 
   constructor(
     readonly name: string,
@@ -16,19 +16,24 @@ export class RequestLatency {
     private readonly buckets: readonly number[],
   ) {}
 
-  /** The series of one `operation` label: what its requests are counted in. */
-  of(operation: string): OperationLatency {
-    let found = this.operations.get(operation)
-    if (found === undefined) this.operations.set(operation, (found = new OperationLatency(this.buckets)))
-    return found
+  /** The series of one `operation` label (and `version`, the major version of the API, for an
+   * operation of one): what its requests are counted in. */
+  of(operation: string, version?: number): OperationLatency {
+    const key = version === undefined ? operation : `${operation} ${version}`
+    let found = this.operations.get(key)
+    if (found === undefined) {
+      const labels = `operation="${escapeLabel(operation)}"${version === undefined ? '' : `,version="${version}"`}`
+      this.operations.set(key, (found = { labels, latency: new OperationLatency(this.buckets) }))
+    }
+    return found.latency
   }
 
   /** The histogram in Prometheus's text exposition format (version 0.0.4). */
   exposition(): string {
     const lines = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} histogram`]
-    for (const [operation, byStatus] of this.operations) {
-      for (const [status, series] of byStatus.series) {
-        const labels = `operation="${escapeLabel(operation)}",status="${status}"`
+    for (const { labels: named, latency } of this.operations.values()) {
+      for (const [status, series] of latency.series) {
+        const labels = `${named},status="${status}"`
         let cumulative = 0
         this.buckets.forEach((bound, i) => {
           cumulative += series.counts[i]!

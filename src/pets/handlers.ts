@@ -1,35 +1,49 @@
+import type { components } from '../../generated/v2/api.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { PetRepository } from '../storage/pets.js'
+import type { CategoryRepository } from '../storage/categories.js'
+import type { Pet, PetRepository } from '../storage/pets.js'
 
-export type PetOperation = 'listPets' | 'createPet' | 'getPet'
+export type PetOperation = 'listPets' | 'createPet'
+
+/** A pet as the API shows it (its category as `{id, name}`, the name when the category exists). */
+export type ApiPet = components['schemas']['Pet']
+
+/** The API's pet, of the stored one. */
+export function petOf({ id, name, categoryId, categoryName, status }: Pet): ApiPet {
+  return { id, name, category: categoryName === undefined ? { id: categoryId } : { id: categoryId, name: categoryName }, status }
+}
+
+export interface PetHandlerOptions {
+  /** the URL of the list (for its next page, and the Location of a 201: the list of one pet) */
+  petsUrl: string
+  /** whether a request's pet must name a category that exists: asked of its version (version 1
+   * took any id, see src/versions/) */
+  categoryChecked: (apiVersion: number) => boolean
+}
 
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
  * answer at once when the repository does. */
-export function petHandlers(
-  pets: PetRepository,
-  /** the URL of the list (for its next page) and that of a pet (the Location of a 201), from the spec */
-  { petsUrl, petUrl }: { petsUrl: string; petUrl: (petId: number) => string },
-): HandlersOf<PetOperation> {
+export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoryChecked }: PetHandlerOptions): HandlersOf<PetOperation> {
   return {
     listPets(request, _reply, answer) {
-      const { limit, status, after } = request.query
-      return andThen(pets.list({ limit: limit + 1, status, after }), (items) => {
-        const { page, link } = pageOf(items, { url: petsUrl, limit, status })
-        return answer(200, page, link === undefined ? undefined : { Link: link })
+      const { limit, id, status, categoryId, after } = request.query
+      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after }), (items) => {
+        const { page, link } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
+        return answer(200, page.map(petOf), link === undefined ? undefined : { Link: link })
       })
     },
 
     async createPet(request, _reply, answer) {
+      const { categoryId } = request.body
+      if (categoryChecked(request.apiVersion) && (await categories.find(categoryId)) === undefined) {
+        return new ApiError('category_not_found', `Category ${categoryId} not found: add it first (createCategory)`)
+      }
       const pet = await pets.create(request.body)
-      return answer(201, pet, { Location: petUrl(pet.id) })
-    },
-
-    getPet(request, _reply, answer) {
-      return andThen(pets.find(request.params.petId), (pet) => (pet === undefined ? new ApiError('not_found', `Pet ${request.params.petId} not found`) : answer(200, pet)))
+      return answer(201, petOf(pet), { Location: `${petsUrl}?id=${pet.id}` })
     },
   }
 }

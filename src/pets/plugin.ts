@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { HandlersOf } from '../http/handlers.js'
-import { type PetOperation, petHandlers } from './handlers.js'
+import { type PetHandlerOptions, type PetOperation, petHandlers } from './handlers.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,10 +10,11 @@ declare module 'fastify' {
   }
 }
 
-/** The pet catalogue: its operations, on the store's pets, at the contract's URLs. */
-async function petsPlugin(app: FastifyInstance) {
+/** The pet catalogue: its operations, on the store's pets, at the newest contract's URLs. Whether
+ * a pet's category must exist is the versions' to say (version 1 took any id). */
+async function petsPlugin(app: FastifyInstance, { categoryChecked }: Pick<PetHandlerOptions, 'categoryChecked'>) {
   const { contract, storage } = app
-  app.decorate('petOperations', petHandlers(storage.pets, { petsUrl: contract.urlOf('listPets'), petUrl: (petId) => contract.urlOf('getPet', { petId }) }))
+  app.decorate('petOperations', petHandlers(storage.pets, storage.categories, { petsUrl: contract.urlOf('listPets'), categoryChecked }))
 }
 
 export default fp(petsPlugin, { name: 'pets', fastify: '5.x', dependencies: ['storage'], decorators: { fastify: ['contract'] } })

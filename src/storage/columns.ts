@@ -31,14 +31,26 @@ export interface ColumnNames {
   table: string
   /** each property's column */
   byProperty: Readonly<Record<string, string>>
-  /** the columns, in the order of the map: a select list */
+  /** the properties read from other tables (a pet's category name), not columns of this one */
+  computed: ReadonlySet<string>
+  /** the properties an API shows made of stored ones (a pet's `category`, of its id and name) */
+  shown: ReadonlySet<string>
+  /** the columns, in the order of the map, then the computed ones: a select list */
   list: string
 }
 
 /** The columns of `table` that hold T: for a table whose rows are made into T by hand. */
 export function columnNames<T>(table: string, columns: Columns<T>): ColumnNames {
   const byProperty = Object.fromEntries(Object.entries(columns as Record<string, Column<unknown>>).map(([key, column]) => [key, nameOf(column)]))
-  return { table, byProperty, list: Object.values(byProperty).join(', ') }
+  return { table, byProperty, computed: new Set(), shown: new Set(), list: Object.values(byProperty).join(', ') }
+}
+
+/** What a table's rows hold beyond its own columns: properties read by a select expression of
+ * their own (`computed`: a subquery on another table), and those an API shows made of stored
+ * ones (`shown`, by the handlers). */
+export interface Beyond<Computed extends PropertyKey> {
+  computed?: Record<Computed, string>
+  shown?: readonly string[]
 }
 
 const nameOf = (column: Column<unknown>) => (typeof column === 'string' ? column : column.name)
@@ -49,28 +61,41 @@ export interface Mapping<T> extends ColumnNames {
   read(values: unknown[]): T
   /** `insert ... returning list`, as a Select: the written properties are $1, $2…, and
    * `extra` columns the API does not show (an owner, say) follow them; with `onlyIf`, a
-   * condition, the row is inserted (and returned) only when it holds */
-  insert(extra?: readonly string[], onlyIf?: string): Select<T>
+   * condition, the row is inserted (and returned) only when it holds; with `unlessTaken`, a
+   * unique column, not when another row holds its value (then nothing is returned) */
+  insert(extra?: readonly string[], onlyIf?: string, unlessTaken?: string): Select<T>
   /** the parameters of `insert` for `row`, before those of the extra columns */
   values(row: Written<T>): unknown[]
 }
 
-export function mapping<T extends { id: number }>(table: string, columns: Columns<T>): Mapping<T> {
+export function mapping<T extends { id: number }, Computed extends keyof T = never>(
+  table: string,
+  columns: Columns<Omit<T, Computed>>,
+  { computed, shown = [] }: Beyond<Computed> = {},
+): Mapping<T> {
   const entries = Object.entries(columns) as [string, Column<unknown>][]
-  const keys = entries.map(([key]) => key)
-  const readers = entries.map(([, column]) => (typeof column === 'string' ? undefined : column))
+  const expressions = Object.entries<string>(computed ?? {})
+  const keys = [...entries.map(([key]) => key), ...expressions.map(([key]) => key)]
+  const readers = [...entries.map(([, column]) => (typeof column === 'string' ? undefined : column)), ...expressions.map(() => undefined)]
   const written = entries.filter(([key]) => key !== 'id')
-  const names = columnNames(table, columns)
+  const own = columnNames(table, columns)
+  const names: ColumnNames = {
+    ...own,
+    computed: new Set(expressions.map(([key]) => key)),
+    shown: new Set(shown),
+    list: [own.list, ...expressions.map(([, expression]) => expression)].join(', '),
+  }
   const { list } = names
   const read = reader<T>(keys, readers)
   return {
     ...names,
     read,
-    insert(extra = [], onlyIf) {
+    insert(extra = [], onlyIf, unlessTaken) {
       const into = [...written.map(([, column]) => nameOf(column)), ...extra]
       const values = into.map((_, i) => `$${i + 1}`).join(', ')
       const rows = onlyIf === undefined ? `values (${values})` : `select ${values} where ${onlyIf}`
-      return select(`insert into ${table} (${into.join(', ')}) ${rows} returning ${list}`, read)
+      const conflict = unlessTaken === undefined ? '' : ` on conflict (${unlessTaken}) do nothing`
+      return select(`insert into ${table} (${into.join(', ')}) ${rows}${conflict} returning ${list}`, read)
     },
     values: (row) =>
       written.map(([key, column]) => {

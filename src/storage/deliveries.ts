@@ -15,6 +15,8 @@ export interface Claimed {
   url: string
   /** the principal of the subscription's key */
   owner: string
+  /** the major version of the API the subscription was made through: its events are shown so */
+  apiVersion: number
   /** the secrets that sign it: the current one first, then the previous one while it overlaps */
   secrets: string[]
   event: { id: number; type: EventType; occurredAt: number; fields: string }
@@ -99,13 +101,14 @@ export interface DeliveryQueue {
   forgetFinished(before: number): Promise<void>
 }
 
-const claimedOf = ([deliveryId, subscriptionId, attempts, giveUpAt, url, owner, secret, previous, previousExpiresAt, eventId, type, occurredAt, fields]: [
+const claimedOf = ([deliveryId, subscriptionId, attempts, giveUpAt, url, owner, apiVersion, secret, previous, previousExpiresAt, eventId, type, occurredAt, fields]: [
   number,
   number,
   number,
   number,
   string,
   string,
+  number,
   string,
   string | null,
   number | null,
@@ -120,10 +123,11 @@ const claimedOf = ([deliveryId, subscriptionId, attempts, giveUpAt, url, owner, 
   giveUpAt,
   url,
   owner,
+  apiVersion,
   secrets: previous !== null && previousExpiresAt! > Date.now() ? [secret, previous] : [secret],
   event: { id: eventId, type, occurredAt, fields },
 })
-const claimedColumns = `d.id, d.subscription_id, d.attempts, d.give_up_at, s.url, s.owner, s.secret, s.previous_secret, s.previous_secret_expires_at,
+const claimedColumns = `d.id, d.subscription_id, d.attempts, d.give_up_at, s.url, s.owner, s.api_version, s.secret, s.previous_secret, s.previous_secret_expires_at,
   e.id, e.type, e.occurred_at, e.fields`
 const claimedJoin = 'join webhook_subscriptions s on s.id = d.subscription_id join webhook_events e on e.id = d.event_id'
 

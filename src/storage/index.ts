@@ -1,4 +1,5 @@
 import { configSchema } from '../core/config.js'
+import { type CategoryRepository, categoryRepository } from './categories.js'
 import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseReadConnections, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
 import { type DeliveryQueue, deliveryQueue } from './deliveries.js'
 import type { GroupCommitStats } from './group-commit.js'
@@ -18,6 +19,8 @@ export { DatabaseConfigError } from './database.js'
 /** Everything the service keeps, behind repositories that hide the database. */
 export interface Storage {
   pets: PetRepository
+  /** the categories pets are grouped under (version 2) */
+  categories: CategoryRepository
   keys: KeyRepository
   orders: OrderRepository
   /** webhook subscriptions (the changes above record their events for them) */
@@ -96,6 +99,7 @@ export async function openStorage(url: string, options: StorageOptions): Promise
   const usage = usageRepository(sql, dialect)
   return {
     pets,
+    categories: categoryRepository(sql),
     keys,
     orders,
     webhooks: webhookRepository(sql, dialect, outbox, retryPeriodMs),

@@ -204,6 +204,36 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .execute()
       },
     },
+    '0011_categories_and_versions': {
+      async up(db) {
+        // Version 2's categories: a name unique whatever its case (name_key, the name in lower
+        // case), numbered as pets are. A pet names its category by id (pets.category_id), which
+        // version 1 took unchecked: no foreign key.
+        await tableWithId(db, 'categories')
+          .addColumn('name', 'text', (c) => c.notNull())
+          .addColumn('name_key', 'text', (c) => c.notNull().unique())
+          .addColumn('created_at', 'bigint', (c) => c.notNull())
+          .execute()
+        // listPets filters by category and pages in id order
+        await db.schema.createIndex('pets_category_id').on('pets').columns(['category_id', 'id']).execute()
+        // The version a subscription was made through: its events are rendered so.
+        await db.schema.alterTable('webhook_subscriptions').addColumn('api_version', 'integer', (c) => c.notNull().defaultTo(1)).execute()
+        // Who calls what, by version too: the calls counted so far were version 1's.
+        await db.schema
+          .createTable('lifecycle_calls')
+          .addColumn('principal', 'text', (c) => c.notNull())
+          .addColumn('version', 'integer', (c) => c.notNull())
+          .addColumn('operation', 'text', (c) => c.notNull())
+          .addColumn('calls', 'bigint', (c) => c.notNull())
+          .addColumn('first_call_at', 'bigint', (c) => c.notNull())
+          .addColumn('last_call_at', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('lifecycle_calls_pk', ['principal', 'version', 'operation'])
+          .execute()
+        await sql`insert into lifecycle_calls (principal, version, operation, calls, first_call_at, last_call_at)
+          select principal, 1, operation, calls, first_call_at, last_call_at from lifecycle_usage`.execute(db)
+        await db.schema.dropTable('lifecycle_usage').execute()
+      },
+    },
   }
 }
 

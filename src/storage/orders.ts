@@ -1,4 +1,4 @@
-import type { components } from '../../generated/api.js'
+import type { components } from '../../generated/v2/api.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import { mapping } from './columns.js'
 import type { Dialect } from './database.js'

@@ -1,23 +1,27 @@
-import type { webhooks } from '../../generated/api.js'
+import type { webhooks } from '../../generated/v2/api.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import type { Dialect } from './database.js'
 import type { Sql, Statements } from './sql.js'
 
-/** The events of openapi.yaml, by their names under `webhooks`. */
+/** The events of the contract, by their names under `webhooks`. */
 export type EventType = keyof webhooks
 
-/** The body openapi.yaml declares for an event. */
-export type EventPayload<T extends EventType = EventType> = NonNullable<webhooks[T]['post']['requestBody']>['content']['application/json']
+/** An event's payload beyond its envelope (`data`, `from`, `to`), as recorded or as shown. */
+export type EventFields = Record<string, unknown>
 
-/** The envelope every event shares: filled in when it is sent. */
-type Envelope = 'id' | 'sequence' | 'type' | 'occurredAt'
-
-/** An event as a change records it: its type, its payload beyond the envelope (`data`, and
- * `from` and `to` for a change of status), and who may see it (`audience`): absent, every
- * subscription of its type (a pet's events: the catalogue is shared); a principal, only its own
- * subscriptions (an order's events go to the key that placed it, OWASP API1); null, no one (an
- * order placed before orders had owners). */
-export type NewEvent = { [T in EventType]: { type: T; audience?: string | null } & Omit<EventPayload<T>, Envelope> }[EventType]
+/** An event as a change records it: its type, what it is about as stored (`data`: a pet or an
+ * order, and `from` and `to` for a change of status), and who may see it (`audience`): absent,
+ * every subscription of its type (a pet's events: the catalogue is shared); a principal, only its
+ * own subscriptions (an order's events go to the key that placed it, OWASP API1); null, no one
+ * (an order placed before orders had owners). Each delivery shows it as the version of its
+ * subscription does (src/versions/). */
+export interface NewEvent {
+  type: EventType
+  audience?: string | null
+  data: object
+  from?: string
+  to?: string
+}
 
 /**
  * The transactional outbox: a change records its events in its own transaction, so that they

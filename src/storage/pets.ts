@@ -1,15 +1,20 @@
-import type { components } from '../../generated/api.js'
+import type { components } from '../../generated/v2/api.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import { mapping } from './columns.js'
 import type { Dialect } from './database.js'
 import { type GroupCommitStats, groupCommit } from './group-commit.js'
 import type { Outbox } from './outbox.js'
-import { type Sql, type Statements, select } from './sql.js'
+import { type Select, type Sql, type Statements, select } from './sql.js'
 
 type Schemas = components['schemas']
-type PetSchema = Schemas['Pet']
-/** The API's Pet (an interface of its own name, for the compiler's messages) */
-export interface Pet extends PetSchema {}
+type PetSchema = Omit<Schemas['Pet'], 'category'>
+/** A pet as the store keeps it: the API's Pet (version 2, the newest), its category by id and,
+ * when a category with that id exists, by name (the handlers show them as `category`). An
+ * interface of its own name, for the compiler's messages. */
+export interface Pet extends PetSchema {
+  categoryId: number
+  categoryName?: string
+}
 export type PetStatus = Schemas['PetStatus']
 /** A pet to store: a createPet body after validation, which filled in the default `status`. */
 export type NewPet = Schemas['NewPet'] & { status: PetStatus }
@@ -17,6 +22,10 @@ export type NewPet = Schemas['NewPet'] & { status: PetStatus }
 export interface PetQuery {
   limit: number
   status?: PetStatus | undefined
+  /** only the pet with this id */
+  id?: number | undefined
+  /** only the pets of this category */
+  categoryId?: number | undefined
   /** only pets whose id is greater */
   after?: number | undefined
 }
@@ -35,16 +44,42 @@ export interface PetRepository {
 /** Each property of the API's Pet and the column of `pets` that holds it: the selects and the
  * insert below are made from this map, and a property the spec adds fails typecheck here until
  * it names its column (which a new migration adds). */
-export const petColumns = mapping<Pet>('pets', {
-  id: 'id',
-  name: 'name',
-  categoryId: 'category_id',
-  status: 'status',
-})
+export const petColumns = mapping<Pet, 'categoryName'>(
+  'pets',
+  {
+    id: 'id',
+    name: 'name',
+    categoryId: 'category_id',
+    status: 'status',
+  },
+  // the category's name, when it exists (version 1 took any id); the API shows both as `category`
+  { computed: { categoryName: '(select name from categories where categories.id = pets.category_id)' }, shown: ['category'] },
+)
 
-// listPets pages by id: with a status, the (status, id) index serves it; without, the primary key.
-const listAll = select(`select ${petColumns.list} from pets where id > $1 order by id limit $2`, petColumns.read)
-const listByStatus = select(`select ${petColumns.list} from pets where status = $1 and id > $2 order by id limit $3`, petColumns.read)
+/**
+ * listPets pages by id, with its filters: the primary key serves `id`; with a status, the
+ * (status, id) index; with a category, the (category_id, id) one. A statement for each set of
+ * filters, made once, and the parameters it takes.
+ */
+type Filter = 'id' | 'status' | 'categoryId'
+const filters: [Filter, string][] = [
+  ['id', 'id'],
+  ['status', 'status'],
+  ['categoryId', 'category_id'],
+]
+const listings = new Map<number, { statement: Select<Pet>; given: Filter[] }>()
+function listing(query: PetQuery) {
+  let key = 0
+  for (let i = 0; i < filters.length; i++) if (query[filters[i]![0]] !== undefined) key |= 1 << i
+  let found = listings.get(key)
+  if (found === undefined) {
+    const given = filters.filter((_, i) => (key & (1 << i)) !== 0)
+    const conditions = ['id > $1', ...given.map(([, column], i) => `${column} = $${i + 3}`)]
+    found = { statement: select(`select ${petColumns.list} from pets where ${conditions.join(' and ')} order by id limit $2`, petColumns.read), given: given.map(([filter]) => filter) }
+    listings.set(key, found)
+  }
+  return found
+}
 const findOne = select(`select ${petColumns.list} from pets where id = $1`, petColumns.read)
 const insertOne = petColumns.insert()
 
@@ -57,7 +92,10 @@ export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRe
     return created
   }
   const reads = {
-    list: ({ limit, status, after = 0 }: PetQuery) => (status === undefined ? sql.all(listAll, [after, limit]) : sql.all(listByStatus, [status, after, limit])),
+    list(query: PetQuery) {
+      const { statement, given } = listing(query)
+      return sql.all(statement, [query.after ?? 0, query.limit, ...given.map((filter) => query[filter])])
+    },
     find: (id: number) => sql.one(findOne, [id]),
   }
   // PostgreSQL takes creates in parallel on its pool, and groups commits itself. While no

@@ -2,6 +2,7 @@ import type { OpenAPIV3 } from 'openapi-types'
 import { OperatorError } from '../core/errors.js'
 import type { ColumnNames } from './columns.js'
 import type { Dialect } from './database.js'
+import { categoryColumns } from './categories.js'
 import { orderColumns } from './orders.js'
 import { petColumns } from './pets.js'
 import type { Statements } from './sql.js'
@@ -25,6 +26,7 @@ interface Stored {
 
 export const storedSchemas: readonly Stored[] = [
   { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/storage/pets.ts' },
+  { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/storage/categories.ts' },
   { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/storage/orders.ts' },
   { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/storage/webhooks.ts' },
 ]
@@ -33,20 +35,23 @@ export const storedSchemas: readonly Stored[] = [
  * storage names: the process reports it in one line and exits. */
 export class StorageMismatch extends OperatorError {}
 
-/** Refuses a contract with a field the storage does not keep. */
-export function refuseUnmapped(document: OpenAPIV3.Document): void {
-  const unmapped = unmappedFields(document)
+/** A served document, as the check names it. */
+type Served = { file: string; document: OpenAPIV3.Document }
+
+/** Refuses contracts with a field the storage does not keep. */
+export function refuseUnmapped(contracts: readonly Served[]): void {
+  const unmapped = contracts.flatMap(unmappedFields)
   if (unmapped.length > 0) throw new StorageMismatch(unmapped.join('\n'))
 }
 
 /** Each property of a stored schema that its map lacks, as a line naming the map to add it to. */
-export function unmappedFields(document: OpenAPIV3.Document): string[] {
+export function unmappedFields({ file, document }: Served): string[] {
   const schemas = document.components?.schemas ?? {}
-  return storedSchemas.flatMap(({ schemas: names, columns, map, file }) =>
+  return storedSchemas.flatMap(({ schemas: names, columns, map, file: source }) =>
     names.flatMap((name) =>
       Object.keys((schemas[name] as OpenAPIV3.SchemaObject | undefined)?.properties ?? {})
-        .filter((property) => !Object.hasOwn(columns.byProperty, property))
-        .map((property) => `openapi.yaml: ${name}.${property} has no column: map it in ${map} (${file})`),
+        .filter((property) => !Object.hasOwn(columns.byProperty, property) && !columns.computed.has(property) && !columns.shown.has(property))
+        .map((property) => `${file}: ${name}.${property} has no column: map it in ${map} (${source})`),
     ),
   )
 }

@@ -1,11 +1,18 @@
 import type { Dialect } from './database.js'
 import type { Sql } from './sql.js'
 
-/** Calls of one principal to one operation, as recorded. */
-export interface UsageRecord {
+/** An operation of a version of the API, as its calls are counted: made once per operation
+ * (the calls of a request are counted under it without making a string). */
+export interface UsageCall {
+  /** the major version the call was made through */
+  version: number
+  operation: string
+}
+
+/** Calls of one principal to one operation of one version, as recorded. */
+export interface UsageRecord extends UsageCall {
   /** `key:<id>` (a stored key) or `env:<12 hex>` (an API_KEYS key) */
   principal: string
-  operation: string
   calls: number
   firstCallAt: Date
   lastCallAt: Date
@@ -18,11 +25,11 @@ export interface UsageRecord {
  * written.
  */
 export interface UsageRepository {
-  /** counts one call of `operation` by `principal`, in memory */
-  note(principal: string, operation: string): void
+  /** counts one call of `call` by `principal`, in memory */
+  note(principal: string, call: UsageCall): void
   /** adds the calls counted since the last flush to the table */
   flush(): Promise<void>
-  /** every principal's calls, by principal then operation */
+  /** every principal's calls, by principal, operation then version */
   list(): Promise<UsageRecord[]>
   close(): Promise<void>
 }
@@ -38,6 +45,7 @@ interface Tally {
 
 interface UsageRow {
   principal: string
+  version: number | string
   operation: string
   calls: number | string
   first_call_at: number | string
@@ -45,12 +53,12 @@ interface UsageRow {
 }
 
 export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlushMs): UsageRepository {
-  // by principal, then operation: the request's path makes no string of the two
-  let pending = new Map<string, Map<string, Tally>>()
+  // by principal, then call: the request's path makes no string of the two
+  let pending = new Map<string, Map<UsageCall, Tally>>()
   const [least, greatest] = dialect === 'postgres' ? ['least', 'greatest'] : ['min', 'max']
-  const upsert = `insert into lifecycle_usage (principal, operation, calls, first_call_at, last_call_at) values ($1, $2, $3, $4, $5)
-    on conflict (principal, operation) do update set calls = lifecycle_usage.calls + excluded.calls,
-    first_call_at = ${least}(lifecycle_usage.first_call_at, excluded.first_call_at), last_call_at = ${greatest}(lifecycle_usage.last_call_at, excluded.last_call_at)`
+  const upsert = `insert into lifecycle_calls (principal, version, operation, calls, first_call_at, last_call_at) values ($1, $2, $3, $4, $5, $6)
+    on conflict (principal, version, operation) do update set calls = lifecycle_calls.calls + excluded.calls,
+    first_call_at = ${least}(lifecycle_calls.first_call_at, excluded.first_call_at), last_call_at = ${greatest}(lifecycle_calls.last_call_at, excluded.last_call_at)`
 
   async function flush() {
     const batch = pending
@@ -59,7 +67,7 @@ export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlush
     try {
       await sql.transaction(async (tx) => {
         for (const [principal, operations] of batch) {
-          for (const [operation, { calls, first, last }] of operations) await tx.run(upsert, [principal, operation, calls, first, last])
+          for (const [{ version, operation }, { calls, first, last }] of operations) await tx.run(upsert, [principal, version, operation, calls, first, last])
         }
       })
     } catch {
@@ -67,7 +75,7 @@ export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlush
       for (const [principal, operations] of batch) for (const [operation, tally] of operations) add(principal, operation, tally)
     }
   }
-  function add(principal: string, operation: string, { calls, first, last }: Tally) {
+  function add(principal: string, operation: UsageCall, { calls, first, last }: Tally) {
     let operations = pending.get(principal)
     if (operations === undefined) pending.set(principal, (operations = new Map()))
     const tally = operations.get(operation)
@@ -93,9 +101,12 @@ export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlush
     },
     flush,
     async list() {
-      const rows = await sql.rows<UsageRow>('select principal, operation, calls, first_call_at, last_call_at from lifecycle_usage order by principal, operation')
+      const rows = await sql.rows<UsageRow>(
+        'select principal, version, operation, calls, first_call_at, last_call_at from lifecycle_calls order by principal, operation, version',
+      )
       return rows.map((row) => ({
         principal: row.principal,
+        version: Number(row.version),
         operation: row.operation,
         calls: Number(row.calls),
         firstCallAt: new Date(Number(row.first_call_at)),

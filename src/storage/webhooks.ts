@@ -1,4 +1,4 @@
-import type { components } from '../../generated/api.js'
+import type { components } from '../../generated/v2/api.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import { columnNames } from './columns.js'
 import type { Dialect } from './database.js'
@@ -21,8 +21,9 @@ export type Creation = { created: Webhook } | { limitReached: number }
 /** Webhook subscriptions, each kept under the principal that created it (its owner): another
  * principal is told of none. Reads answer at once where the database does (SQLite). */
 export interface WebhookRepository {
-  /** a subscription signed with `secret`, unless `owner` holds `maxPerOwner` already */
-  create(owner: string, webhook: NewWebhook, secret: string, maxPerOwner: number): Promise<Creation>
+  /** a subscription signed with `secret`, its events shown as version `apiVersion` of the API
+   * shows them, unless `owner` holds `maxPerOwner` already */
+  create(owner: string, webhook: NewWebhook, secret: string, maxPerOwner: number, apiVersion: number): Promise<Creation>
   /** in ascending id order */
   list(owner: string): MaybePromise<Webhook[]>
   find(owner: string, id: number): MaybePromise<Webhook | undefined>
@@ -113,14 +114,14 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
     (await tx.row('select id from webhook_subscriptions where owner = $1 and id = $2', [owner, id])) !== undefined
 
   return {
-    create: (owner, { url, events }, secret, maxPerOwner) =>
+    create: (owner, { url, events }, secret, maxPerOwner, apiVersion) =>
       change(async (tx): Promise<Creation> => {
         const { held } = (await tx.row<{ held: number }>('select count(*) as held from webhook_subscriptions where owner = $1', [owner]))!
         if (Number(held) >= maxPerOwner) return { limitReached: maxPerOwner }
         const createdAt = Date.now()
         const { id } = (await tx.row<{ id: number }>(
-          'insert into webhook_subscriptions (owner, url, events, secret, created_at) values ($1, $2, $3, $4, $5) returning id',
-          [owner, url, JSON.stringify(events), secret, createdAt],
+          'insert into webhook_subscriptions (owner, url, events, secret, created_at, api_version) values ($1, $2, $3, $4, $5, $6) returning id',
+          [owner, url, JSON.stringify(events), secret, createdAt, apiVersion],
         ))!
         await takes(tx, id, events)
         return { created: { id, url, events, createdAt: iso(createdAt), status: 'active' } }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { redactUrl } from '../http/redact.js'
 import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from '../storage/deliveries.js'
-import type { EventType } from '../storage/outbox.js'
+import type { EventFields, EventType } from '../storage/outbox.js'
 import { type AttemptResult, outcomeOf, type Retries } from './outcome.js'
 import { type Answer, Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
@@ -40,6 +40,8 @@ export interface DispatcherOptions extends Retries {
   keepFinishedMs: number
   /** what an event's id begins with (`evt_`), the contract's x-service.events.idPrefix */
   eventIdPrefix: string
+  /** an event's fields as recorded, shown as version `major` of the API shows them */
+  show: (type: EventType, fields: EventFields, major: number) => EventFields
   resolve?: Resolve
   /** why the key of a subscription (its principal, `owner`) may not receive an event of `type`
    * now, or undefined when it may: asked before each attempt */
@@ -48,9 +50,10 @@ export interface DispatcherOptions extends Retries {
   disable: (subscriptionId: number, reason: string) => Promise<boolean>
 }
 
-/** The body of an event, as openapi.yaml's `webhooks` declare it. */
-export function eventBody({ id, type, occurredAt, fields }: Claimed['event'], idPrefix: string): string {
-  return JSON.stringify({ id: `${idPrefix}${id}`, sequence: id, type, occurredAt: new Date(occurredAt).toISOString(), ...JSON.parse(fields) })
+/** The body of an event, as the `webhooks` of the subscription's version declare it: its
+ * envelope, then its fields as that version shows them. */
+export function eventBody({ id, type, occurredAt }: Omit<Claimed['event'], 'fields'>, idPrefix: string, shown: EventFields): string {
+  return JSON.stringify({ id: `${idPrefix}${id}`, sequence: id, type, occurredAt: new Date(occurredAt).toISOString(), ...shown })
 }
 
 export interface Dispatcher {
@@ -73,7 +76,7 @@ export interface Dispatcher {
  * instance takes over a lease that an instance which died left behind.
  */
 export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions, log: FastifyBaseLogger, metrics: DispatcherMetrics): Dispatcher {
-  const { policy, timeoutMs, pollMs, concurrency, perSubscription, circuit, behindMs, forgetEveryMs = 10 * 60 * 1000, keepFinishedMs, eventIdPrefix, resolve = systemResolve, withheld } = options
+  const { policy, timeoutMs, pollMs, concurrency, perSubscription, circuit, behindMs, forgetEveryMs = 10 * 60 * 1000, keepFinishedMs, eventIdPrefix, show, resolve = systemResolve, withheld } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
   // time to resolve, attempt (timeoutMs) and write the outcome down, with room to spare
@@ -126,7 +129,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
 
   async function send(claimed: Claimed): Promise<Answer | { error: 'refused'; detail: string }> {
     const id = `${eventIdPrefix}${claimed.event.id}`
-    const body = eventBody(claimed.event, eventIdPrefix)
+    const { event } = claimed
+    const body = eventBody(event, eventIdPrefix, show(event.type, JSON.parse(event.fields) as EventFields, claimed.apiVersion))
     try {
       const target = await resolveTarget(claimed.url, policy, resolve)
       return await post(target, signedHeaders(id, body, claimed.secrets), body, timeoutMs, abort.signal, connections)

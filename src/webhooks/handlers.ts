@@ -65,7 +65,7 @@ export function webhookHandlers(
       const refusal = subscriptionRefusal(request.roles, request.body.events, eventRoles) ?? (await targetRefusal(request.body.url))
       if (refusal !== undefined) return refusal
       const secret = newSecret()
-      const outcome = await webhooks.create(request.principal, request.body, secret, maxPerKey)
+      const outcome = await webhooks.create(request.principal, request.body, secret, maxPerKey, request.apiVersion)
       if ('limitReached' in outcome) {
         return new ApiError('webhook_limit_reached', `This API key holds ${outcome.limitReached} webhook subscriptions, the most it may: delete one first`)
       }

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { eventWithheld } from '../auth/access.js'
 import type { Config } from '../core/config.js'
 import type { HandlersOf } from '../http/handlers.js'
-import { startDispatcher } from './dispatcher.js'
+import { type DispatcherOptions, startDispatcher } from './dispatcher.js'
 import { type WebhookOperation, webhookHandlers } from './handlers.js'
 import { webhookMetrics } from './metrics.js'
 import { maxRetryDelayMs } from './outcome.js'
@@ -41,7 +41,7 @@ export type WebhookSettings = Pick<
  * dispatcher stops before the storage it writes to closes (onClose hooks run last registered
  * first).
  */
-async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
+async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings & Pick<DispatcherOptions, 'show'>) {
   const { contract, storage, access } = app
   const { limits } = contract.service
   const policy = { allowHttp: settings.WEBHOOK_ALLOW_HTTP, allowPrivate: settings.WEBHOOK_ALLOW_PRIVATE }
@@ -65,6 +65,7 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings) {
       keepFinishedMs: limits.finishedDeliveriesKeptDays * 86_400_000,
       lastErrorLength: limits.lastErrorLength,
       eventIdPrefix: contract.service.eventIdPrefix,
+      show: settings.show,
       withheld: (owner, type) => eventWithheld(owner, type, access.rolesNow, contract.rolesOfEvent(type), limits.lastErrorLength),
       disable: (subscriptionId, reason) =>
         storage.webhooks.disable(subscriptionId, reason, `not sent: the subscription was disabled (${reason})`.slice(0, limits.lastErrorLength)),

@@ -49,7 +49,8 @@ export interface CallResult {
 
 /**
  * Sends a request through app.inject and checks the response against the contract the app
- * serves (`app.contract`: openapi.yaml, or the edited copy a test gave it) before handing it
+ * serves at its path (`app.contracts`: openapi.yaml under /v1, openapi-v2.yaml under /v2, or the
+ * edited copy a test gave it) before handing it
  * back: every response in the tests keeps the contract, or the test fails.
  */
 export async function call(t: Test, app: FastifyInstance, { key = testKey, ...options }: CallOptions): Promise<CallResult> {
@@ -62,7 +63,7 @@ export async function call(t: Test, app: FastifyInstance, { key = testKey, ...op
     headers: response.headers,
     body: response.body,
   }
-  t.strictSame(contractViolations(observed, app.contract), [], `${observed.method} ${observed.url} ${observed.status} keeps the contract`)
+  t.strictSame(contractViolations(observed, app.contracts), [], `${observed.method} ${observed.url} ${observed.status} keeps the contract`)
   let json: unknown
   try {
     json = JSON.parse(response.body)

@@ -106,9 +106,11 @@ export function compileEverySchema(served: ServedContract = servedByDefault()): 
 }
 
 /** What is wrong with a response, in words, against the contract `served` (openapi.yaml unless
- * told); empty when it keeps it. */
-export function contractViolations(response: ObservedResponse, served: ServedContract = servedByDefault()): string[] {
-  const checker = checkerOf(served)
+ * told; of several served side by side, the one under whose base path the request was); empty
+ * when it keeps it. */
+export function contractViolations(response: ObservedResponse, served: ServedContract | readonly ServedContract[] = servedByDefault()): string[] {
+  const path = response.url.split('?')[0]!
+  const checker = checkerOf(Array.isArray(served) ? (served.find(({ basePath }) => path.startsWith(`${basePath}/`)) ?? served.at(-1)!) : (served as ServedContract))
   const { document } = checker
   const operation = checker.operationFor(response.method, response.url)
   if (operation === undefined) {

@@ -1,0 +1,39 @@
+import { ApiError } from '../core/errors.js'
+import { andThen } from '../core/maybe-async.js'
+import type { HandlersOf } from '../http/handlers.js'
+import { pageOf } from '../http/pagination.js'
+import type { CategoryRepository } from '../storage/categories.js'
+
+export type CategoryOperation = 'listCategories' | 'createCategory' | 'getCategory'
+
+/** The categories pets are grouped under (version 2). Reads answer at once when the repository
+ * does. */
+export function categoryHandlers(
+  categories: CategoryRepository,
+  /** the URL of the list (for its next page) and of a category (the Location of a 201), from the spec */
+  { categoriesUrl, categoryUrl }: { categoriesUrl: string; categoryUrl: (categoryId: number) => string },
+): HandlersOf<CategoryOperation> {
+  return {
+    listCategories(request, _reply, answer) {
+      const { limit, after } = request.query
+      return andThen(categories.list({ limit: limit + 1, after }), (items) => {
+        const { page, link } = pageOf(items, { url: categoriesUrl, limit })
+        return answer(200, page, link === undefined ? undefined : { Link: link })
+      })
+    },
+
+    async createCategory(request, _reply, answer) {
+      const outcome = await categories.create(request.body.name)
+      if ('taken' in outcome) {
+        return new ApiError('category_name_taken', `A category named ${JSON.stringify(outcome.taken.name)} exists already (category ${outcome.taken.id})`)
+      }
+      return answer(201, outcome.created, { Location: categoryUrl(outcome.created.id) })
+    },
+
+    getCategory(request, _reply, answer) {
+      return andThen(categories.find(request.params.categoryId), (category) =>
+        category === undefined ? new ApiError('not_found', `Category ${request.params.categoryId} not found`) : answer(200, category),
+      )
+    },
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Version 2 has no getPet (version 1 deprecated it for listPets): version 1's getPet is listPets
+ * with the pet's id, its one pet answered (404 when there is none), and a pet's Location is its
+ * own path, `/v1/pets/{id}` (version 2: `/v2/pets?id={id}`).
+ */
+import { ApiError } from '../../core/errors.js'
+import type { VersionChange } from '../change.js'
+
+export const getPetFromList: VersionChange = {
+  version: 1,
+  description: 'getPet reads one pet at /pets/{petId} (version 2: listPets with `id`), the Location of a new pet is that path',
+  operations: {
+    getPet: {
+      servedBy: 'listPets',
+      up(request) {
+        request.query = { id: request.params.petId, limit: 1 }
+      },
+      down(answer, request) {
+        const [pet] = answer.body as unknown[]
+        return pet === undefined ? new ApiError('not_found', `Pet ${request.params.petId} not found`) : { status: 200, body: pet }
+      },
+    },
+    createPet: {
+      down: (answer, _request, { basePath }) => ({ ...answer, headers: { ...answer.headers, Location: `${basePath}/pets/${(answer.body as { id: number }).id}` } }),
+    },
+  },
+}
