@@ -73,7 +73,7 @@ t.test('a SQLite database without a column a map names: the start refuses it, sa
   await (await openStorage(`sqlite:${file}`, { poolSize: 1 })).close()
   // (as if petColumns had named a column that no migration adds)
   const database = new Sqlite(file)
-  database.exec('alter table pets drop column category_id')
+  database.exec('drop index pets_category_id; alter table pets drop column category_id')
   database.close()
   await refusesInOneLine(t, `sqlite:${file}`)
 })

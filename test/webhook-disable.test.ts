@@ -44,11 +44,20 @@ function disablingOn(name: string, store: Store) {
     // (one attempt at a time: the others are pending when the 410 comes)
     const server = await build(t, { ...(await store(t)), ...quick, WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: 1, LOG_LEVEL: 'info', logger })
     let gone = true
-    const receiver = await startReceiver(t, () => (gone ? 410 : 204))
+    // the 410 is held until all three deliveries are recorded (a disabled subscription records no more)
+    let answerGone = () => {}
+    const recorded = new Promise<void>((resolve) => (answerGone = resolve))
+    const receiver = await startReceiver(t, (_index, _delivery, response) => {
+      if (!gone) return 204
+      void recorded.then(() => response.writeHead(410).end())
+      return 'handled'
+    })
     const kept = await startReceiver(t)
     const { id, secret } = await subscribed(t, server, receiver.url)
     await subscribed(t, server, kept.url)
     for (const pet of ['A', 'B', 'C']) await createPet(t, server, pet)
+    await until('three recorded', async () => ((await deliveriesOf(t, server, id)).length === 3 ? true : undefined))
+    answerGone()
     const disabled = await until('disabled', async () => {
       const webhook = (await call(t, server, { url: `/v1/webhooks/${id}` })).json
       return webhook.status === 'disabled' ? webhook : undefined
