@@ -29,6 +29,7 @@ const hooks = webhookHandlers({} as WebhookRepository, {
   dueNow: () => {},
   eventRoles: () => [],
   retryAfterSeconds: 5,
+  eventIdPrefix: 'evt_',
 })
 
 t.test('there is exactly one handler per operation of the newest document, where handlers are written', async (t) => {

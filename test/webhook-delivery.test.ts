@@ -444,6 +444,7 @@ t.test('a host that cannot be resolved now is a 503 at createWebhook, not a refu
     dueNow: () => {},
     eventRoles: () => [],
     retryAfterSeconds: 5,
+    eventIdPrefix: 'evt_',
     resolve: async () => Promise.reject(Object.assign(new Error('EAI_AGAIN'), { code: 'EAI_AGAIN' })),
   })
   const request = { body: { url: 'https://hooks.example/x', events: ['pet.created'] }, principal: 'key:1' } as unknown as FastifyRequest<never>

@@ -7,7 +7,8 @@ import { type Sql, type Statements, select } from './sql.js'
 
 export type Webhook = components['schemas']['Webhook']
 export type NewWebhook = components['schemas']['NewWebhook']
-export type WebhookDelivery = components['schemas']['WebhookDelivery']
+/** A delivery as stored: its event's number, to which the server adds the contract's prefix. */
+export type StoredDelivery = Omit<components['schemas']['WebhookDelivery'], 'eventId'> & { eventId: number }
 
 export interface DeliveryQuery {
   limit: number
@@ -33,9 +34,9 @@ export interface WebhookRepository {
    * the owner has no such subscription */
   rotate(owner: string, id: number, secret: string, overlapMs: number): Promise<{ previousSecretExpiresAt: string } | undefined>
   /** its deliveries in ascending id order; undefined when the owner has no such subscription */
-  deliveries(owner: string, id: number, query: DeliveryQuery): MaybePromise<WebhookDelivery[] | undefined>
+  deliveries(owner: string, id: number, query: DeliveryQuery): MaybePromise<StoredDelivery[] | undefined>
   /** the delivery made pending again, due now, with a new retry period */
-  redeliver(owner: string, id: number, deliveryId: number): Promise<WebhookDelivery | undefined>
+  redeliver(owner: string, id: number, deliveryId: number): Promise<StoredDelivery | undefined>
   /** Stops a subscription, saying why: no event is recorded for it any more, and its pending
    * deliveries end, failed, with `lastError`. False when it is not active (any more). */
   disable(id: number, reason: string, lastError: string): Promise<boolean>
@@ -76,10 +77,10 @@ const listOwned = select(`select ${webhookColumns.list} from webhook_subscriptio
 const findOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 and id = $2`, webhookOf)
 
 const deliveryColumns = `d.id, e.id, e.type, d.status, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at`
-type DeliveryValues = [number, number, EventType, WebhookDelivery['status'], number, number | null, string | null, number | null, number]
-const deliveryOf = ([id, eventId, eventType, status, attempts, lastStatus, lastError, nextAttemptAt, createdAt]: DeliveryValues): WebhookDelivery => ({
+type DeliveryValues = [number, number, EventType, StoredDelivery['status'], number, number | null, string | null, number | null, number]
+const deliveryOf = ([id, eventId, eventType, status, attempts, lastStatus, lastError, nextAttemptAt, createdAt]: DeliveryValues): StoredDelivery => ({
   id,
-  eventId: `evt_${eventId}`,
+  eventId,
   eventType,
   status,
   attempts,

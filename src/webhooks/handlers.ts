@@ -3,7 +3,7 @@ import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { WebhookRepository } from '../storage/webhooks.js'
+import type { StoredDelivery, WebhookRepository } from '../storage/webhooks.js'
 import { newSecret } from './signing.js'
 import { parseUrl, type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
 
@@ -22,6 +22,8 @@ export interface WebhookHandlerOptions {
   eventRoles: (type: string) => readonly string[]
   /** Retry-After of a 503 (the contract's x-service.limits) */
   retryAfterSeconds: number
+  /** what an event's id begins with (the contract's x-service.events.idPrefix) */
+  eventIdPrefix: string
   resolve?: Resolve
 }
 
@@ -41,7 +43,7 @@ const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${web
  * its own API key (its principal). Reads answer at once when the repository does. */
 export function webhookHandlers(
   webhooks: WebhookRepository,
-  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, retryAfterSeconds, resolve = systemResolve }: WebhookHandlerOptions,
+  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, retryAfterSeconds, eventIdPrefix, resolve = systemResolve }: WebhookHandlerOptions,
 ): HandlersOf<WebhookOperation> {
   /** Undefined for a URL events may be sent to, or the 422 that says why not; a resolver that
    * cannot answer now is a 503. */
@@ -54,6 +56,8 @@ export function webhookHandlers(
       return new ApiError('unavailable', 'The host of this URL cannot be resolved for now: try again later', { 'Retry-After': String(retryAfterSeconds) })
     }
   }
+
+  const shown = (delivery: StoredDelivery) => ({ ...delivery, eventId: `${eventIdPrefix}${delivery.eventId}` })
 
   return {
     async createWebhook(request, _reply, answer) {
@@ -100,7 +104,7 @@ export function webhookHandlers(
       return andThen(webhooks.deliveries(request.principal, webhookId, { limit: limit + 1, after }), (items) => {
         if (items === undefined) return notFound(webhookId)
         const { page, link } = pageOf(items, { url: deliveriesUrl(webhookId), limit })
-        return answer(200, page, link === undefined ? undefined : { Link: link })
+        return answer(200, page.map(shown), link === undefined ? undefined : { Link: link })
       })
     },
 
@@ -109,7 +113,7 @@ export function webhookHandlers(
       const delivery = await webhooks.redeliver(request.principal, webhookId, deliveryId)
       if (delivery === undefined) return new ApiError('not_found', `Delivery ${deliveryId} of webhook ${webhookId} not found`)
       dueNow()
-      return answer(202, delivery)
+      return answer(202, shown(delivery))
     },
   }
 }

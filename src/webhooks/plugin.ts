@@ -86,6 +86,7 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings & 
       dueNow: dispatcher.wake,
       eventRoles: contract.rolesOfEvent,
       retryAfterSeconds: limits.unavailableRetryAfterSeconds,
+      eventIdPrefix: contract.service.eventIdPrefix,
     }),
   )
 }
