@@ -136,7 +136,7 @@ t.test('breaking edits fail, each named', async (t) => {
       t.match(
         lines.join('\n'),
         // (the accepted changes of this test are in a file of its own)
-        /^\d breaking change\(s\) to the released 1\.0\.0; each needs a new major version \(info\.version 2\.0\.0, servers ending in \/v2\), or, if it breaks no client that worked before, a reviewed entry in \S*accepted\.yaml \(its rule, its pointer and why\):$/m,
+        /^\d breaking change\(s\) to the released 1\.0\.0; each needs a new major version, served beside this one \(a document of its own with info\.version 2\.0\.0 and servers ending in \/v2, and the change declared in src\/versions\/: docs\/compatibility\.md\), or, if it breaks no client that worked before, a reviewed entry in \S*accepted\.yaml \(its rule, its pointer and why\):$/m,
         'the two ways on',
       )
       t.match(lines.join('\n'), named, 'names the change')
@@ -289,7 +289,7 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   t.match(failing.stdout, /`limit` query parameter became required/)
   t.match(
     failing.stdout,
-    /^1 breaking change\(s\) to the released 1\.0\.0; each needs a new major version \(info\.version 2\.0\.0, servers ending in \/v2\), or, if it breaks no client that worked before, a reviewed entry in contract\/accepted-changes\.yaml \(its rule, its pointer and why\):$/m,
+    /^1 breaking change\(s\) to the released 1\.0\.0; each needs a new major version, served beside this one \(a document of its own with info\.version 2\.0\.0 and servers ending in \/v2, and the change declared in src\/versions\/: docs\/compatibility\.md\), or, if it breaks no client that worked before, a reviewed entry in contract\/accepted-changes\.yaml \(its rule, its pointer and why\):$/m,
     'the two ways on, naming the file of reviewed entries',
   )
 

@@ -11,6 +11,7 @@ import { build, call } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
+const getPetOf = (d: OpenAPIV3.Document) => d.paths['/pets/{petId}']!.get as unknown as Record<string, unknown>
 const allOperations = [
   'createPet',
   'createWebhook',
@@ -86,6 +87,18 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     delete found.headers!.Sunset
   }, /operation getPet: response 200 does not document Sunset/)
   refused((d) => void ((d as { 'x-service'?: unknown })['x-service'] = { limits: { requestBodyBytes: 0 } }), /x-service: limits.requestBodyBytes must be a whole number above 0, not 0/)
+  refused((d) => void delete (d as Partial<OpenAPIV3.Document>).info, /^openapi.yaml: info.version: info.version undefined is not a version MAJOR.MINOR.PATCH$/m)
+  refused((d) => void (d.info.version = 'one'), /^openapi.yaml: info.version: info.version "one" is not a version MAJOR.MINOR.PATCH$/m)
+  refused((d) => {
+    const body = d.paths['/pets']!.post!.requestBody as OpenAPIV3.RequestBodyObject
+    delete (body as Partial<OpenAPIV3.RequestBodyObject>).content
+  }, /operation createPet: must require an application\/json body \(it takes none\)/)
+  refused((d) => void (getPetOf(d)['x-successor'] = 7), /operation getPet: x-successor must be an operationId, not 7/)
+  refused((d) => {
+    const created = (d as unknown as { webhooks: Record<string, { post: Record<string, unknown> }> }).webhooks['pet.created']!.post
+    Object.assign(created, { deprecated: true, 'x-deprecated-at': '2026-11-21', 'x-sunset': '2031-06-01', 'x-successor-reason': 'none yet' })
+  }, /event pet.created: the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated/)
+  t.equal(editedContract((d) => void delete (d as Partial<OpenAPIV3.Document>).paths).operations.size, 0, 'a document without paths has no operations')
   t.throws(() => loadContract().urlOf('adoptPet'), /openapi.yaml has no operation adoptPet/)
   t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
 })

@@ -1,5 +1,6 @@
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
+import { goneAt } from '../src/contract/lifecycle.js'
 import { loadContract } from '../src/contract/load.js'
 import { type OperationDefinition } from '../src/contract/model.js'
 import { deref } from '../src/contract/pointer.js'
@@ -153,7 +154,8 @@ t.test('from its sunset on, getPet answers 410 gone, after authentication, its h
   const app = await build(t, { clock: () => now })
   await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } })
   let handled = 0
-  app.storage.pets.find = ((find) => (id: number) => (handled++, find(id)))(app.storage.pets.find)
+  // (getPet is served by listPets' handler, with the pet's id: see src/versions/changes/get-pet.ts)
+  app.storage.pets.list = ((list) => (query: Parameters<typeof list>[0]) => (handled++, list(query)))(app.storage.pets.list)
   const before = await call(t, app, { url: '/v1/pets/1' })
   t.equal(before.status, 200, 'one millisecond before the sunset: 200')
   t.equal(handled, 1, 'the handler read the pet')
@@ -218,4 +220,9 @@ t.test('the changelog is served without a key, as Markdown, and the spec links i
   t.match(response.body, /^## Deprecations and sunsets in force\n\n- `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m)
   const document = loadContract().document as { externalDocs?: { url: string } }
   t.equal(new URL(document.externalDocs!.url).pathname, '/v1/changelog')
+})
+
+t.test('goneAt: an operation without a deprecation, or a deprecation without its sunset, is never gone', async (t) => {
+  t.equal(goneAt('listPets', { level: 'stable' }, Date.now(), ''), undefined)
+  t.equal(goneAt('getPet', { level: 'stable', deprecation: { brownouts: [] } }, Date.now(), ''), undefined)
 })
