@@ -46,22 +46,29 @@ export interface EntryInput {
   /** the changes rated incompatible that were reviewed as breaking no client, each with why
    * (contract/accepted-changes.yaml) */
   reviewed?: string[]
+  /** the first release of a major version: its breaking changes to the release before, which
+   * goes on being served beside it */
+  breaking?: string[]
 }
 
 /** One release's entry. */
-export function entry({ version, date, previous, current, compatible, allowed, reviewed = [] }: EntryInput): string {
+export function entry({ version, date, previous, current, compatible, allowed, reviewed = [], breaking = [] }: EntryInput): string {
   const before = new Map(operationsOf(previous).map((operation) => [operation.name, operation]))
   const now = operationsOf(current)
   const after = new Map(now.map((operation) => [operation.name, operation]))
   const level = (operation: ReleasedOperation) => operation.lifecycle.level
   const deprecated = (operation: ReleasedOperation | undefined) => operation?.lifecycle.deprecation !== undefined
   const sections: [string, string[]][] = [
+    [`Breaking changes (a new major version: ${previous.info.version} is served beside it)`, breaking.map((line) => line.trim())],
     ['Added', now.filter((operation) => !before.has(operation.name)).map((operation) => `${named(operation)}, ${level(operation)}`)],
     [
       'Removed',
       [...before.values()]
         .filter((operation) => !after.has(operation.name))
-        .map((operation) => `${named(operation)}${operation.lifecycle.deprecation?.sunset ? `, its sunset ${day(operation.lifecycle.deprecation.sunset)} passed` : ''}`),
+        .map((operation) => {
+          const sunset = operation.lifecycle.deprecation?.sunset
+          return `${named(operation)}${sunset !== undefined && sunset.getTime() <= Date.parse(date) ? `, its sunset ${day(sunset)} passed` : ''}`
+        }),
     ],
     ['Deprecated', now.filter((operation) => deprecated(operation) && !deprecated(before.get(operation.name))).map(deprecation)],
     [

@@ -210,9 +210,9 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
   // each major version is judged by its own releases (v1 by 1.x, v2 by 2.x): a document of an
   // older major goes on beside a newer one
   const sameMajor = releases.filter((release) => release.version[0] === current[0])
-  const latest = sameMajor.at(-1) ?? releases.filter((release) => release.version[0] < current[0]).at(-1)
+  // (a document older than every release is judged by the first, and refused as older)
+  const latest = sameMajor.at(-1) ?? releases.filter((release) => release.version[0] < current[0]).at(-1) ?? releases[0]!
   const named = versionText
-  if (latest === undefined) throw new Error(`${released} holds no release of major version ${current[0]} or below to compare ${relative(projectRoot, spec)} with`)
   if (compareVersions(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
 
   // the lifecycle markers and the version segment, refused as the server refuses them

@@ -21,7 +21,7 @@ import { keysOf } from '../src/contract/pointer.js'
 import { compareVersions, parseVersion } from '../src/contract/version.js'
 import { changelogPath, projectRoot, specPaths } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
-import { acceptedFile, type Change, checkBreaking, dayOption, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
+import { acceptedFile, type Change, checkBreaking, classify, dayOption, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
 import { generate } from './generate.js'
 
 const compare = (a: string, b: string) => compareVersions(parseVersion(a)!, parseVersion(b)!)
@@ -53,11 +53,12 @@ export async function release({ version, spec, released = releasedDir, changelog
   if (major === undefined) throw new Error(`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`)
   spec ??= documentOf(major)
   // each major version has releases of its own: the first of a major comes after the older ones'
+  // (and a version older than every release is compared with the first)
   const releases = readdirSync(released)
     .map((name) => name.slice(0, -'.yaml'.length))
-    .filter((name) => parseVersion(name) !== undefined && parseVersion(name)![0] <= major)
+    .filter((name) => parseVersion(name) !== undefined)
     .sort(compare)
-  const last = releases.at(-1)
+  const last = releases.filter((name) => parseVersion(name)![0] <= major).at(-1) ?? releases[0]
   if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
   if (compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
 
@@ -82,6 +83,7 @@ export async function release({ version, spec, released = releasedDir, changelog
       compatible: compatibleLines(changes, current),
       allowed,
       reviewed: reviewedLines(changes, readAccepted(accepted)),
+      ...(parseVersion(version)![0] > parseVersion(last)![0] && { breaking: classify(changes, readAccepted(accepted)).breaking }),
     })
     const releasedFile = join(released, `${version}.yaml`)
     writeFileSync(spec, source)

@@ -119,7 +119,7 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.comment(entry.slice(0, entry.indexOf('## 1.1.0')))
   t.match(
     entry,
-    /## Deprecations and sunsets in force\n\n- `listOrders` \(GET \/store\/orders\): deprecated on 2026-11-25; removed on 2027-06-01 \(requests answer 410 from 00:00 UTC that day\); use `getOrder` instead; brownouts \(410 already\): 2027-05-01T12:00:00Z to 2027-05-01T13:00:00Z\n- `getPet` \(GET \/pets\/\{petId\}\): .*\n/,
+    /## Deprecations and sunsets in force\n\n- version 1: `listOrders` \(GET \/store\/orders\): deprecated on 2026-11-25; removed on 2027-06-01 \(requests answer 410 from 00:00 UTC that day\); use `getOrder` instead; brownouts \(410 already\): 2027-05-01T12:00:00Z to 2027-05-01T13:00:00Z\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): .*\n/,
     'every deprecation in force, the nearest sunset first',
   )
   t.match(entry, /## 1\.2\.0 \(2026-11-25\)\n\n### Deprecated\n\n- `listOrders` .*\n\n### Stability\n\n- `getOrder` \(GET \/store\/orders\/\{orderId\}\): experimental to beta\n/)

@@ -1,8 +1,9 @@
 /**
  * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
  * Error body. The newest served document lists the same codes (Error.code, x-extensible-enum),
- * and an older one those it may be answered with; a test holds the lists so. Every layer uses this module, so it imports nothing of the service; errors
- * leave through the one handler, in http/error-handler.ts.
+ * and an older one those it may be answered with; test/errors.test.ts holds the lists so. Every
+ * layer uses this module, so it imports nothing of the service; errors leave through the one
+ * handler, in http/error-handler.ts.
  */
 export const errorStatus = {
   invalid_request: 400,
