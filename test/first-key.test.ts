@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
+import { loadContracts } from '../src/contract/load.js'
 import { openStorage } from '../src/storage/index.js'
 import { testKey } from './helpers/app.js'
 import { type RunningProcess, run, startServer, within } from './helpers/processes.js'
@@ -50,7 +51,7 @@ t.test('a first start without API_KEYS creates one key and shows it once, with a
   t.ok(curl, 'a curl line')
   const [, header, value, url] = curl!
   t.equal(value, `Bearer ${key}`)
-  t.equal(url, `${server.url}/v1/pets`)
+  t.equal(url, `${server.url}${loadContracts().at(-1)!.urlOf('listPets')}`, 'listPets of the newest version')
   const response = await fetch(url!, { headers: { [header!]: value! }, signal: AbortSignal.timeout(10_000) })
   t.equal(response.status, 200, 'the key works')
 

@@ -257,7 +257,7 @@ function targetFor(operation: OperationSpec): fc.Arbitrary<Target> {
 /** Paths the spec lacks, near the ones it has; the documentation pages are left out. */
 const unknownTarget: fc.Arbitrary<Target> = fc
   .oneof(
-    fc.constantFrom('/', '//', basePath, '/v2/pets', '/pets', `${basePath.toUpperCase()}/pets`, `${basePath}//pets`),
+    fc.constantFrom('/', '//', basePath, '/v9/pets', '/pets', `${basePath.toUpperCase()}/pets`, `${basePath}//pets`),
     fc.constantFrom(`${basePath}/pets/1/2`, `${basePath}/pets/1/`, `${basePath}/cats`),
     fc.tuple(fc.constantFrom(...operations.map(({ path }) => path)), fc.webSegment()).map(
       ([path, segment]) => `${basePath}${path.replace(/\{[^}]+\}/g, '1')}/${segment}`,
