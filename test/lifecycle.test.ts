@@ -217,7 +217,7 @@ t.test('the changelog is served without a key, as Markdown, and the spec links i
   t.equal(response.status, 200)
   t.equal(response.headers['content-type'], 'text/markdown; charset=utf-8')
   t.equal(response.body, readFileSync(changelogPath, 'utf8'))
-  t.match(response.body, /^## Deprecations and sunsets in force\n\n- `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m)
+  t.match(response.body, /^## Deprecations and sunsets in force\n\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m)
   const document = loadContract().document as { externalDocs?: { url: string } }
   t.equal(new URL(document.externalDocs!.url).pathname, '/v1/changelog')
 })
