@@ -59,7 +59,7 @@ export function entry({ version, date, previous, current, compatible, allowed, r
   const level = (operation: ReleasedOperation) => operation.lifecycle.level
   const deprecated = (operation: ReleasedOperation | undefined) => operation?.lifecycle.deprecation !== undefined
   const sections: [string, string[]][] = [
-    [`Breaking changes (a new major version: ${previous.info.version} is served beside it)`, breaking.map((line) => line.trim())],
+    [breaking.length === 0 ? '' : `Breaking changes (a new major version: ${previous.info.version} is served beside it)`, breaking.map((line) => line.trim())],
     ['Added', now.filter((operation) => !before.has(operation.name)).map((operation) => `${named(operation)}, ${level(operation)}`)],
     [
       'Removed',

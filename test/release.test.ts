@@ -42,6 +42,7 @@ const before = repoState()
 t.test('refusals write nothing: not a version, not above the last release, a major without its segment', async (t) => {
   const files = project(t)
   const state = files.untouched()
+  await t.rejects(release({ version: '3.0.0' }), { message: /^no served document is of major version 3: write it first \(docs\/compatibility.md\), beside openapi.yaml, openapi-v2.yaml$/ }, 'a major without its document')
   await t.rejects(release({ ...files, version: 'v1.1' }), { message: '"v1.1" is not a version MAJOR.MINOR.PATCH' }, 'a usage error')
   t.strictSame(await release({ ...files, version: '1.0.0' }), { ok: false, lines: ['1.0.0 is not above the last release, 1.0.0'] })
   t.strictSame(await release({ ...files, version: '0.9.0' }), { ok: false, lines: ['0.9.0 is not above the last release, 1.0.0'] })

@@ -68,15 +68,17 @@ t.test('counts kept while the store is unavailable are written at the next flush
   t.teardown(() => storage.close())
   const beside = new SQLite(file)
   t.teardown(() => beside.close())
-  storage.usage.note('key:1', { version: 1, operation: 'getPet' })
+  // (one object per operation, as the server makes them: counted under it without a string)
+  const getPet = { version: 1, operation: 'getPet' }
+  storage.usage.note('key:1', getPet)
   beside.exec('alter table lifecycle_calls rename to usage_away')
   const failing = storage.usage.flush()
   // a call counted while the failing flush is under way: the counts kept are added to it
-  storage.usage.note('key:1', { version: 1, operation: 'getPet' })
+  storage.usage.note('key:1', getPet)
   await failing
   beside.exec('alter table usage_away rename to lifecycle_calls')
   t.strictSame(await storage.usage.list(), [], 'the flush failed')
-  storage.usage.note('key:1', { version: 1, operation: 'getPet' })
+  storage.usage.note('key:1', getPet)
   await storage.usage.flush()
   t.equal((await storage.usage.list())[0]!.calls, 3, 'nothing lost')
 })

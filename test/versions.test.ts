@@ -5,11 +5,13 @@
  */
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { loadContracts } from '../src/contract/load.js'
+import { contractOf, loadContracts } from '../src/contract/load.js'
+import { servedTogether } from '../src/contract/served.js'
 import { ApiError } from '../src/core/errors.js'
 import { categoriesChecked, categoryObject, v1Pet } from '../src/versions/changes/category-object.js'
 import { getPetFromList } from '../src/versions/changes/get-pet.js'
 import { type AnyHandler, deriveHandlers, eventsDownTo } from '../src/versions/derive.js'
+import type { VersionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
 import { build, call, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
@@ -63,6 +65,25 @@ t.test('deriving: an operation served by no handler stops the start; refusals pa
   t.match(await derived.getPet!({ params: { petId: 7 }, query: {} } as never, undefined, undefined), { status: 200, body: v1Pet(tom) }, 'a request made newer is a copy')
   t.match(await derived.createPet!(request, undefined, undefined), { code: 'not_found' }, 'a refusal is not made older')
   t.strictSame(derived.getOrder === refusing, false, 'wrapped, to move its URLs')
+})
+
+t.test('a change may translate the request alone: the answer goes down as it is', async (t) => {
+  const seen: unknown[] = []
+  const listPets: AnyHandler = (request) => (seen.push(request.query), { status: 200, body: [] })
+  const handlers = Object.fromEntries([...v2!.operations.keys()].map((id) => [id, listPets]))
+  const renamed: VersionChange = { version: 1, description: 'status was called state', operations: { listPets: { up: (request) => void (request.query = { status: request.query.state }) } } }
+  const derived = deriveHandlers(handlers, [renamed, getPetFromList], v1!, v2!)
+  t.strictSame(await derived.listPets!({ params: {}, query: { state: 'sold' } } as never, undefined, undefined), { status: 200, body: [] })
+  t.strictSame(seen, [{ status: 'sold' }], 'the request made newer')
+})
+
+t.test('served together: one document per major, all promising the same of the server', async (t) => {
+  t.throws(() => servedTogether([v1!, v1!]), /openapi.yaml \(major version 1\): .*openapi.yaml is of the same major version: each served document has a major of its own/)
+  const document = structuredClone(v2!.document) as unknown as { 'x-service': { limits: { requestBodyBytes: number } } }
+  document['x-service'].limits.requestBodyBytes = 1024
+  const other = contractOf(document as never, { file: 'openapi-v2.yaml' })
+  t.throws(() => servedTogether([v1!, other]), /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml: the documents served together must state the same/)
+  t.strictSame(servedTogether([v2!, v1!]), [v1, v2], 'oldest first')
 })
 
 t.test('an event is shown to a subscription as its version shows it', async (t) => {

@@ -112,7 +112,7 @@ function createMetrics(): Metrics {
  * at startup). (A request no route matched is `unmatched`.) */
 function seriesOf(requests: RequestLatency, route: RouteOptions): OperationLatency {
   const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
-  return operationId === undefined ? requests.of(route.url) : requests.of(operationId, Number(/[0-9]+$/.exec((route as { prefix?: string }).prefix ?? '')?.[0]))
+  return operationId === undefined ? requests.of(route.url) : requests.of(operationId, Number(/[0-9]+$/.exec((route as RouteOptions & { prefix: string }).prefix)![0]))
 }
 
 /** Counts a request no route answers (the not-found handler's 404 and 405, a malformed URL that

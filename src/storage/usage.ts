@@ -25,7 +25,8 @@ export interface UsageRecord extends UsageCall {
  * written.
  */
 export interface UsageRepository {
-  /** counts one call of `call` by `principal`, in memory */
+  /** counts one call of `call` by `principal`, in memory (calls are told apart by the object:
+   * one per operation and version, made once) */
   note(principal: string, call: UsageCall): void
   /** adds the calls counted since the last flush to the table */
   flush(): Promise<void>
