@@ -83,6 +83,9 @@ t.test('served together: one document per major, all promising the same of the s
   document['x-service'].limits.requestBodyBytes = 1024
   const other = contractOf(document as never, { file: 'openapi-v2.yaml' })
   t.throws(() => servedTogether([v1!, other]), /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml: the documents served together must state the same/)
+  const probed = structuredClone(v2!.document) as unknown as { 'x-service': { health: { ready: string } } }
+  probed['x-service'].health.ready = '/ready'
+  t.throws(() => servedTogether([v1!, contractOf(probed as never, { file: 'openapi-v2.yaml' })]), /x-service.health names other paths than openapi-v2.yaml: one server answers its probes at one place/)
   t.strictSame(servedTogether([v2!, v1!]), [v1, v2], 'oldest first')
 })
 
