@@ -62,7 +62,11 @@ t.test('deriving: an operation served by no handler stops the start; refusals pa
   t.strictSame(Object.keys(derived).sort(), [...v1!.operations.keys()].sort(), 'every operation of version 1')
   const request = { params: {}, query: {} } as never
   t.strictSame(derived.listPets!(request, undefined, undefined), { status: 200, body: [v1Pet(tom)], headers: { Link: '</v1/pets?limit=1&after=2>; rel="next"' } })
-  t.match(await derived.getPet!({ params: { petId: 7 }, query: {} } as never, undefined, undefined), { status: 200, body: v1Pet(tom) }, 'a request made newer is a copy')
+  const params = { petId: 7 }
+  const query = {}
+  const asked = { params, query }
+  t.match(await derived.getPet!(asked as never, undefined, undefined), { status: 200, body: v1Pet(tom) })
+  t.strictSame([params, query, asked.query], [{ petId: 7 }, {}, { id: 7, limit: 1 }], 'made newer on copies of what the client sent')
   t.match(await derived.createPet!(request, undefined, undefined), { code: 'not_found' }, 'a refusal is not made older')
   t.strictSame(derived.getOrder === refusing, false, 'wrapped, to move its URLs')
 })
