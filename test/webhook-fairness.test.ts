@@ -53,6 +53,30 @@ function fairnessOn(name: string, store: Store) {
     t.equal(hanging, 16, 'the hanging one holds 16 attempts (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), no more')
   })
 
+  t.test(`${name}: a subscription's room freeing up claims its next deliveries at once, even after a claim found it busy`, async (t) => {
+    // looks every 2 s; two attempts at a time to one subscription
+    const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 2_000, WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: 2 })
+    const held: import('node:http').ServerResponse[] = []
+    let holding = true
+    const receiver = await startReceiver(t, (_n, _delivery, response) => {
+      if (!holding) return 204
+      held.push(response)
+      return 'handled'
+    })
+    await subscribed(t, server, receiver.url)
+    await createPets(server, 6)
+    await receiver.waitFor(2, 5_000)
+    // the next look comes while both attempts are under way: it finds the subscription busy
+    await sleep(2_300)
+    t.equal(receiver.deliveries.length, 2, 'two at a time')
+    holding = false
+    const released = Date.now()
+    for (const response of held) response.writeHead(204).end()
+    const all = await receiver.waitFor(6, 5_000)
+    const took = all.at(-1)!.at - released
+    t.ok(took < 1_000, `the other four followed in ${took} ms, without waiting for the looks every 2 s`)
+  })
+
   t.test(`${name}: a dead receiver's circuit opens after 5 failures in a row; once it has waited, one attempt probes it`, async (t) => {
     const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 10, WEBHOOK_CIRCUIT_OPEN_MS: 1_000 })
     const receiver = await startReceiver(t, (_n, delivery) => (delivery.at < reopened ? 500 : 204))

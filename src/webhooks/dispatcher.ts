@@ -88,7 +88,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   let total = 0
   /** the last claim took all the room it had: more may be due */
   let moreDue = false
-  /** subscriptions whose room the last claim filled: more of theirs may be due */
+  /** subscriptions the last claim left at their room: more of theirs may be due */
   const filled = new Set<number>()
   /** subscriptions whose attempt just failed, not sent to until that is written down: the
    * circuit, a Retry-After's pause or a 410's disabling must hold before the next claim */
@@ -157,7 +157,6 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     const busy = new Map(inFlight)
     for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
     const batch = await queue.claim(lease, { max: room, perSubscription, busy, circuitFailures: circuit.failures }, leaseMs)
-    filled.clear()
     // (asked once per key and type of a claim, just before its attempts: not once per delivery)
     const asked = new Map<string, Promise<string | undefined>>()
     const withheldNow = (owner: string, type: EventType) => {
@@ -167,7 +166,6 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     }
     for (const claimed of batch) {
       started(claimed.subscriptionId, 1)
-      if (inFlight.get(claimed.subscriptionId)! >= perSubscription) filled.add(claimed.subscriptionId)
       const running: Promise<void> = attempt(claimed, withheldNow)
         .then((made) => {
           if (made === undefined) return
@@ -180,6 +178,14 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
         })
       underWay.add(running)
     }
+    // A subscription that was given all the room it had, or had none, may have more due: its
+    // room freeing up wakes a claim (else it would wait for the next poll). (Counted as of the
+    // claim's start: attempts that ended while it ran do not make it look roomy.)
+    const taken = new Map<number, number>()
+    for (const { subscriptionId } of batch) taken.set(subscriptionId, (taken.get(subscriptionId) ?? 0) + 1)
+    filled.clear()
+    for (const [subscriptionId, attempts] of busy) if (attempts + (taken.get(subscriptionId) ?? 0) >= perSubscription) filled.add(subscriptionId)
+    for (const [subscriptionId, attempts] of taken) if (attempts + (busy.get(subscriptionId) ?? 0) >= perSubscription) filled.add(subscriptionId)
     return (moreDue = batch.length === room)
   }
 
