@@ -50,6 +50,13 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
   t.equal((await add('Cat', 'no-such-key-0000')).status, 401)
   t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: 'name=Cat', headers: { 'content-type': 'text/plain' }, key: curator })).status, 415)
   t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name: 'x'.repeat(20_000) }, key: curator })).status, 413)
+
+  // a pet's category name is read for the versions that show it, and only for them
+  const pet = (await call(t, app, { method: 'POST', url: '/v2/pets', payload: { name: 'Tweety', categoryId: 2 } })).json
+  const stored = { id: pet.id, name: 'Tweety', categoryId: 2, status: 'available' }
+  t.strictSame(await app.storage.pets.list({ limit: 2, id: pet.id }), [{ ...stored, categoryName: pet.category.name }], 'with its category name')
+  t.strictSame(await app.storage.pets.list({ limit: 2, id: pet.id, named: false }), [stored], 'without it')
+  t.strictSame((await call(t, app, { url: `/v1/pets/${pet.id}` })).json, { id: pet.id, name: 'Tweety', categoryId: 2, status: 'available' }, 'version 1 reads it without')
 }
 
 t.test('SQLite: categories', (t) => categoriesOn(t, 'sqlite::memory:'))

@@ -22,16 +22,18 @@ export interface PetHandlerOptions {
   /** whether a request's pet must name a category that exists: asked of its version (version 1
    * took any id, see src/versions/) */
   categoryChecked: (apiVersion: number) => boolean
+  /** whether a request's version shows a category's name (version 1 shows its id alone) */
+  categoryNamed: (apiVersion: number) => boolean
 }
 
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
  * answer at once when the repository does. */
-export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoryChecked }: PetHandlerOptions): HandlersOf<PetOperation> {
+export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoryChecked, categoryNamed }: PetHandlerOptions): HandlersOf<PetOperation> {
   return {
     listPets(request, _reply, answer) {
       const { limit, id, status, categoryId, after } = request.query
-      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after }), (items) => {
+      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: categoryNamed(request.apiVersion) }), (items) => {
         const { page, link } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
         return answer(200, page.map(petOf), link === undefined ? undefined : { Link: link })
       })

@@ -28,6 +28,8 @@ export interface PetQuery {
   categoryId?: number | undefined
   /** only pets whose id is greater */
   after?: number | undefined
+  /** false: without the category names (read as NULL), for a version that does not show them */
+  named?: boolean | undefined
 }
 
 /** The catalogue, whatever the database: handlers see only this. Reads answer at once where
@@ -67,9 +69,13 @@ const filters: [Filter, string][] = [
   ['status', 'status'],
   ['categoryId', 'category_id'],
 ]
+/** The select list without the computed properties (a NULL in their place, so that rows keep
+ * their shape): on PostgreSQL the category name of each of a page's 21 rows cost the service
+ * 14-22 µs a page to read, for a version that does not show it. */
+const unnamedList = [...Object.values(petColumns.byProperty), ...[...petColumns.computed].map(() => 'null')].join(', ')
 const listings = new Map<number, { statement: Select<Pet>; given: Filter[] }>()
 function listing(query: PetQuery) {
-  let key = 0
+  let key = query.named === false ? 1 << filters.length : 0
   for (let i = 0; i < filters.length; i++) if (query[filters[i]![0]] !== undefined) key |= 1 << i
   let found = listings.get(key)
   if (found === undefined) {
@@ -77,7 +83,8 @@ function listing(query: PetQuery) {
     const conditions = ['id > $1', ...given.map(([, column], i) => `${column} = $${i + 3}`)]
     // (the limit cast: with a bare parameter, SQLite's one-pet lookup by id took 5.7 µs instead
     // of 0.7, measured with better-sqlite3 on 10,000 pets; the same plan either way)
-    const text = `select ${petColumns.list} from pets where ${conditions.join(' and ')} order by id limit cast($2 as integer)`
+    const columns = query.named === false ? unnamedList : petColumns.list
+    const text = `select ${columns} from pets where ${conditions.join(' and ')} order by id limit cast($2 as integer)`
     found = { statement: select(text, petColumns.read), given: given.map(([filter]) => filter) }
     listings.set(key, found)
   }

@@ -17,6 +17,10 @@ export const v1Pet = ({ id, name, category, status }: V2Pet): V1Pet => ({ id, na
 /** The major version from which createPet checks that a pet's category exists. */
 export const categoriesChecked = 2
 
+/** The major version from which a pet shows its category's name: the pets of an older one are
+ * read without it. */
+export const categoriesNamed = 2
+
 const onePet = (answer: ChangedAnswer): ChangedAnswer => ({ ...answer, body: v1Pet(answer.body as V2Pet) })
 const eventPet = (fields: EventFields): EventFields => ({ ...fields, data: v1Pet(fields.data as V2Pet) })
 
