@@ -81,7 +81,7 @@ t.test('a new optional field of Pet fails typecheck at the repository until it n
   await generate(spec)
   t.strictSame(typecheck(dir), [], 'the repositories compile against the spec as it is')
 
-  // step 1 and 2 of the README's walk: the spec gains a field on NewPet and Pet, the types
+  // step 1 and 2 of docs/changing-the-api.md: the spec gains a field on NewPet and Pet, the types
   // follow. (One the spec does not have yet: the README's `tag`, once a reader has walked it,
   // is in the spec and in the map.)
   const field = unusedName(Object.keys(spec.components.schemas.Pet!.properties))
