@@ -57,9 +57,9 @@ function repositoryContract(t: Test, fresh: FreshStore, { persistent }: { persis
     t.match(created, { name: 'Rex', categoryId: 1, status: 'pending' })
     t.type(created.id, 'number')
     t.ok(Number.isSafeInteger(created.id) && created.id >= 1, 'the id is a positive safe integer')
-    t.strictSame(await pets.find(created.id), created)
-    t.equal(await pets.find(created.id + 1), undefined)
-    t.equal(await pets.find(Number.MAX_SAFE_INTEGER), undefined)
+    t.strictSame((await pets.list({ limit: 1, id: created.id }))[0], created)
+    t.equal((await pets.list({ limit: 1, id: created.id + 1 }))[0], undefined)
+    t.equal((await pets.list({ limit: 1, id: Number.MAX_SAFE_INTEGER }))[0], undefined)
   })
 
   t.test('ids are unique and increasing, also when created concurrently', async (t) => {
@@ -115,7 +115,7 @@ function repositoryContract(t: Test, fresh: FreshStore, { persistent }: { persis
     const { pets } = await open(t, await fresh(t))
     for (const categoryId of [1, 2 ** 31, 2 ** 32 + 1, largestCategoryId - 1, largestCategoryId]) {
       const created = await pets.create({ name: 'Big', categoryId, status: 'available' })
-      const found = await pets.find(created.id)
+      const found = (await pets.list({ limit: 1, id: created.id }))[0]
       t.equal(found?.categoryId, categoryId, String(categoryId))
       t.type(found?.categoryId, 'number')
       const [listed] = await pets.list({ limit: 1, after: created.id - 1 })
@@ -129,7 +129,7 @@ function repositoryContract(t: Test, fresh: FreshStore, { persistent }: { persis
     for (const name of unicodeNames) created.push(await pets.create({ name, categoryId: 7, status: 'available' }))
     for (const [i, pet] of created.entries()) {
       t.equal(pet.name, unicodeNames[i])
-      t.equal((await pets.find(pet.id))?.name, unicodeNames[i], `found: ${unicodeNames[i]}`)
+      t.equal((await pets.list({ limit: 1, id: pet.id }))[0]?.name, unicodeNames[i], `found: ${unicodeNames[i]}`)
     }
     const listed = await pets.list({ limit: 100 })
     t.strictSame(
@@ -146,7 +146,7 @@ function repositoryContract(t: Test, fresh: FreshStore, { persistent }: { persis
       const created = await first.pets.create(pet)
       await first.close()
       const { pets } = await open(t, url)
-      t.strictSame(await pets.find(created.id), created)
+      t.strictSame((await pets.list({ limit: 1, id: created.id }))[0], created)
       const next = await pets.create(pet)
       t.ok(next.id > created.id, 'a new pet after reopening gets a greater id')
     })
@@ -262,7 +262,7 @@ t.test('PostgreSQL ends the connections of an app under load: only the requests 
   for (let i = 0; i < 10; i++) {
     t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex })).status, 201, 'a create afterwards succeeds')
   }
-  const found = await Promise.all(created.map((id) => app.storage.pets.find(id)))
+  const found = await Promise.all(created.map(async (id) => (await app.storage.pets.list({ limit: 1, id }))[0]))
   t.ok(
     found.every((pet) => pet !== undefined),
     'every acknowledged pet is stored',

@@ -8,7 +8,7 @@ import type { AppOptions } from '../src/app.js'
 import { contractOf, loadContracts } from '../src/contract/load.js'
 import { servedTogether } from '../src/contract/served.js'
 import { ApiError } from '../src/core/errors.js'
-import { categoriesChecked, categoryObject, v1Pet } from '../src/versions/changes/category-object.js'
+import { categoriesFrom, categoryObject, v1Pet } from '../src/versions/changes/category-object.js'
 import { getPetFromList } from '../src/versions/changes/get-pet.js'
 import { type AnyHandler, deriveHandlers, eventsDownTo } from '../src/versions/derive.js'
 import type { VersionChange } from '../src/versions/change.js'
@@ -33,7 +33,7 @@ t.test('category-object: a pet down to version 1 shows categoryId; createPet che
   const event = { data: tom, from: 'available', to: 'pending' }
   t.strictSame(categoryObject.events!['pet.status_changed']!(event), { data: v1Pet(tom), from: 'available', to: 'pending' })
   t.strictSame(categoryObject.events!['pet.created']!({ data: tom }), { data: v1Pet(tom) })
-  t.equal(categoriesChecked, 2)
+  t.equal(categoriesFrom, 2)
 })
 
 t.test('get-pet: version 1 reads one pet by listPets with its id; a new pet\'s Location is its path', async (t) => {

@@ -38,7 +38,6 @@ export interface PetRepository {
   /** pets in ascending id order */
   list(query: PetQuery): MaybePromise<Pet[]>
   create(pet: NewPet): Promise<Pet>
-  find(id: number): MaybePromise<Pet | undefined>
   /** SQLite only: how creates were grouped into commits so far (for the metrics) */
   commitStats?(): GroupCommitStats
 }
@@ -90,7 +89,6 @@ function listing(query: PetQuery) {
   }
   return found
 }
-const findOne = select(`select ${petColumns.list} from pets where id = $1`, petColumns.read)
 const insertOne = petColumns.insert()
 
 export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRepository {
@@ -106,7 +104,6 @@ export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRe
       const { statement, given } = listing(query)
       return sql.all(statement, [query.after ?? 0, query.limit, ...given.map((filter) => query[filter])])
     },
-    find: (id: number) => sql.one(findOne, [id]),
   }
   // PostgreSQL takes creates in parallel on its pool, and groups commits itself. While no
   // subscription takes pet.created, a create is one statement that says so as it inserts;

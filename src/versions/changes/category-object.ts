@@ -1,7 +1,7 @@
 /**
  * Version 2 made categories a resource: a pet shows its `category` as `{id, name}` where
  * version 1 showed `categoryId`, and createPet refuses a category that does not exist, where
- * version 1 took any id (and still does: `categoryChecked`).
+ * version 1 took any id (and still does: `categoriesFrom`).
  */
 import type { components as V1 } from '../../../generated/v1/api.js'
 import type { components as V2 } from '../../../generated/v2/api.js'
@@ -13,13 +13,6 @@ type V2Pet = V2['schemas']['Pet']
 
 /** A pet as version 1 shows it. */
 export const v1Pet = ({ id, name, category, status }: V2Pet): V1Pet => ({ id, name, categoryId: category.id, ...(status !== undefined && { status }) })
-
-/** The major version from which createPet checks that a pet's category exists. */
-export const categoriesChecked = 2
-
-/** The major version from which a pet shows its category's name: the pets of an older one are
- * read without it. */
-export const categoriesNamed = 2
 
 const onePet = (answer: ChangedAnswer): ChangedAnswer => ({ ...answer, body: v1Pet(answer.body as V2Pet) })
 const eventPet = (fields: EventFields): EventFields => ({ ...fields, data: v1Pet(fields.data as V2Pet) })
@@ -34,3 +27,8 @@ export const categoryObject: VersionChange = {
   },
   events: { 'pet.created': eventPet, 'pet.status_changed': eventPet },
 }
+
+/** The major version from which categories are a resource, the one after this change's: createPet
+ * checks that a pet's category exists, and a pet shows its category's name (the pets of an older
+ * version are read without it). */
+export const categoriesFrom = categoryObject.version + 1
