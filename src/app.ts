@@ -95,7 +95,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(cors, { origins: options.CORS_ORIGINS })
   const changelog = readFileSync(changelogPath, 'utf8')
   for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, changelog }))
-  await app.register(pets, { categoryChecked: (apiVersion: number) => apiVersion >= categoriesFrom, categoryNamed: (apiVersion: number) => apiVersion >= categoriesFrom })
+  await app.register(pets, { categoriesOf: (apiVersion: number) => apiVersion >= categoriesFrom })
   await app.register(categories)
   await app.register(orders)
   // an event is recorded once, as stored; each subscription is sent it as its version shows it

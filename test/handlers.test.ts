@@ -12,7 +12,7 @@ import type { PetRepository } from '../src/storage/pets.js'
 import type { WebhookRepository } from '../src/storage/webhooks.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 
-const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: '/v2/pets', categoryChecked: () => true, categoryNamed: () => true })
+const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: '/v2/pets', categoriesOf: () => true })
 const categories = categoryHandlers({} as CategoryRepository, { categoriesUrl: '/v2/categories', categoryUrl: (id) => `/v2/categories/${id}` })
 const orders = orderHandlers({} as OrderRepository, {
   ordersUrl: '/v1/store/orders',

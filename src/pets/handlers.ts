@@ -19,21 +19,20 @@ export function petOf({ id, name, categoryId, categoryName, status }: Pet): ApiP
 export interface PetHandlerOptions {
   /** the URL of the list (for its next page, and the Location of a 201: the list of one pet) */
   petsUrl: string
-  /** whether a request's pet must name a category that exists: asked of its version (version 1
-   * took any id, see src/versions/) */
-  categoryChecked: (apiVersion: number) => boolean
-  /** whether a request's version shows a category's name (version 1 shows its id alone) */
-  categoryNamed: (apiVersion: number) => boolean
+  /** whether a request's version has categories as a resource: its pet must name one that
+   * exists, and its pets show their category's name (version 1 took any id and shows the id
+   * alone, see src/versions/) */
+  categoriesOf: (apiVersion: number) => boolean
 }
 
 /** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
  * answer at once when the repository does. */
-export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoryChecked, categoryNamed }: PetHandlerOptions): HandlersOf<PetOperation> {
+export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoriesOf }: PetHandlerOptions): HandlersOf<PetOperation> {
   return {
     listPets(request, _reply, answer) {
       const { limit, id, status, categoryId, after } = request.query
-      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: categoryNamed(request.apiVersion) }), (items) => {
+      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: categoriesOf(request.apiVersion) }), (items) => {
         const { page, link } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
         return answer(200, page.map(petOf), link === undefined ? undefined : { Link: link })
       })
@@ -41,7 +40,7 @@ export function petHandlers(pets: PetRepository, categories: CategoryRepository,
 
     async createPet(request, _reply, answer) {
       const { categoryId } = request.body
-      if (categoryChecked(request.apiVersion) && (await categories.find(categoryId)) === undefined) {
+      if (categoriesOf(request.apiVersion) && (await categories.find(categoryId)) === undefined) {
         return new ApiError('category_not_found', `Category ${categoryId} not found: add it first (createCategory)`)
       }
       const pet = await pets.create(request.body)

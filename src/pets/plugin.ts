@@ -12,9 +12,9 @@ declare module 'fastify' {
 
 /** The pet catalogue: its operations, on the store's pets, at the newest contract's URLs. Whether
  * a pet's category must exist is the versions' to say (version 1 took any id). */
-async function petsPlugin(app: FastifyInstance, { categoryChecked, categoryNamed }: Pick<PetHandlerOptions, 'categoryChecked' | 'categoryNamed'>) {
+async function petsPlugin(app: FastifyInstance, { categoriesOf }: Pick<PetHandlerOptions, 'categoriesOf'>) {
   const { contract, storage } = app
-  app.decorate('petOperations', petHandlers(storage.pets, storage.categories, { petsUrl: contract.urlOf('listPets'), categoryChecked, categoryNamed }))
+  app.decorate('petOperations', petHandlers(storage.pets, storage.categories, { petsUrl: contract.urlOf('listPets'), categoriesOf }))
 }
 
 export default fp(petsPlugin, { name: 'pets', fastify: '5.x', dependencies: ['storage'], decorators: { fastify: ['contract'] } })
