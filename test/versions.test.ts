@@ -19,7 +19,7 @@ import { startReceiver } from './helpers/receiver.js'
 import { deliveriesOf } from './helpers/webhooks.js'
 
 const [v1, v2] = loadContracts()
-const context = { basePath: '/v1' }
+const context = { urlOf: v1!.urlOf }
 const tom = { id: 2, name: 'Tom', category: { id: 1, name: 'Bird' }, status: 'pending' as const }
 
 t.test('category-object: a pet down to version 1 shows categoryId; createPet checks categories from version 2 on', async (t) => {
@@ -56,6 +56,8 @@ t.test('get-pet: version 1 reads one pet by listPets with its id; a new pet\'s L
 t.test('deriving: an operation served by no handler stops the start; refusals pass; URLs move under the older base path', async (t) => {
   const listPets: AnyHandler = () => ({ status: 200, body: [tom], headers: { Link: '</v2/pets?limit=1&after=2>; rel="next"' } })
   t.throws(() => deriveHandlers({ listPets }, [], v1!, v2!), /operation createPet of version 1 is served by no handler: the newest version has no createPet/)
+  const everyV1 = Object.fromEntries([...v1!.operations.keys()].map((id) => [id, listPets]))
+  t.throws(() => deriveHandlers(everyV1, [], v1!, v2!), /operation getPet of version 1 is served by no handler: the newest version has no getPet/, 'a handler of an operation the newest document lacks')
   const refusing: AnyHandler = async () => new ApiError('not_found', 'gone')
   const handlers = Object.fromEntries([...v2!.operations.keys()].map((id) => [id, id === 'listPets' ? listPets : refusing]))
   const derived = deriveHandlers(handlers, changes, v1!, v2!)
@@ -75,10 +77,30 @@ t.test('a change may translate the request alone: the answer goes down as it is'
   const seen: unknown[] = []
   const listPets: AnyHandler = (request) => (seen.push(request.query), { status: 200, body: [] })
   const handlers = Object.fromEntries([...v2!.operations.keys()].map((id) => [id, listPets]))
+  // an older listPets that called its status filter `state`
+  const document = structuredClone(v1!.document) as unknown as { paths: Record<string, { get: { parameters: unknown[] } }> }
+  document.paths['/pets']!.get.parameters.push({ name: 'state', in: 'query', schema: { type: 'string' } })
+  const older = contractOf(document as never, { file: 'openapi.yaml' })
   const renamed: VersionChange = { version: 1, description: 'status was called state', operations: { listPets: { up: (request) => void (request.query = { status: request.query.state }) } } }
-  const derived = deriveHandlers(handlers, [renamed, getPetFromList], v1!, v2!)
+  const derived = deriveHandlers(handlers, [renamed, getPetFromList], older, v2!)
   t.strictSame(await derived.listPets!({ params: {}, query: { state: 'sold' } } as never, undefined, undefined), { status: 200, body: [] })
   t.strictSame(seen, [{ status: 'sold' }], 'the request made newer')
+})
+
+t.test('a query parameter only the newest version declares is, sent to an older one, unknown: the newest handler does not see it', async (t) => {
+  const seen: unknown[] = []
+  const listPets: AnyHandler = (request) => (seen.push(request.query), { status: 200, body: [] })
+  const handlers = Object.fromEntries([...v2!.operations.keys()].map((id) => [id, listPets]))
+  const derived = deriveHandlers(handlers, changes, v1!, v2!)
+  const sent = { limit: 20, status: 'sold', id: 'abc', categoryId: ['1', '2'], after: undefined }
+  const request = { params: {}, query: sent }
+  await derived.listPets!(request as never, undefined, undefined)
+  t.strictSame(seen, [{ limit: 20, status: 'sold' }], "version 2's id and categoryId filters are not version 1's")
+  t.equal(request.query, seen[0], 'given to the handler in place of the query')
+  t.strictSame(sent, { limit: 20, status: 'sold', id: 'abc', categoryId: ['1', '2'], after: undefined }, 'what the client sent is left as it was')
+  const same = { params: { orderId: 1 }, query: { x: 1 } }
+  await derived.getOrder!(same as never, undefined, undefined)
+  t.strictSame(same.query, { x: 1 }, 'an operation the versions declare alike is served the request as it came')
 })
 
 t.test('served together: one document per major, all promising the same of the server', async (t) => {
@@ -86,7 +108,17 @@ t.test('served together: one document per major, all promising the same of the s
   const document = structuredClone(v2!.document) as unknown as { 'x-service': { limits: { requestBodyBytes: number } } }
   document['x-service'].limits.requestBodyBytes = 1024
   const other = contractOf(document as never, { file: 'openapi-v2.yaml' })
-  t.throws(() => servedTogether([v1!, other]), /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml: the documents served together must state the same/)
+  t.throws(() => servedTogether([v1!, other]), /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml \(requestBodyBytes\): the documents served together must state the same/)
+  // the roles a key holds are the newest document's: an older one asks none other, and sends each event to the same roles
+  const roles = structuredClone(v1!.document) as unknown as { components: { securitySchemes: { bearerAuth: { 'x-roles': Record<string, { default?: boolean; staff?: boolean }> } } }; webhooks: Record<string, { post: { 'x-roles': string[] } }> }
+  const catalogue = roles.components.securitySchemes.bearerAuth['x-roles']
+  catalogue['pets:delete'] = { ...catalogue['pets:write'], default: false }
+  catalogue['orders:read']!.default = !catalogue['orders:read']!.default
+  roles.webhooks['pet.created']!.post['x-roles'] = ['orders:read']
+  const refused = t.throws(() => servedTogether([contractOf(roles as never, { file: 'openapi.yaml' }), v2!])) as Error
+  t.match(refused.message, /x-roles has pets:delete, which openapi-v2.yaml lacks: a key holds the roles of the newest document/)
+  t.match(refused.message, /x-roles gives other default or staff roles than openapi-v2.yaml/)
+  t.match(refused.message, /event pet.created asks other roles than in openapi-v2.yaml/)
   const probed = structuredClone(v2!.document) as unknown as { 'x-service': { health: { ready: string } } }
   probed['x-service'].health.ready = '/ready'
   t.throws(() => servedTogether([v1!, contractOf(probed as never, { file: 'openapi-v2.yaml' })]), /x-service.health names other paths than openapi-v2.yaml: one server answers its probes at one place/)
@@ -133,6 +165,12 @@ t.test('served side by side: what one version makes, the other reads; version 1 
   const first = await call(t, app, { url: '/v2/pets?limit=1' })
   t.equal(first.headers.link, '</v2/pets?limit=1&after=1>; rel="next"')
   t.equal((await call(t, app, { url: '/v1/pets?limit=1' })).headers.link, '</v1/pets?limit=1&after=1>; rel="next"', 'version 1 pages under its own path')
+  // version 2's filters are unknown parameters to version 1: ignored, whatever their value
+  for (const query of ['id=2&categoryId=1', 'id=abc', 'id=1&id=2', 'categoryId=x&categoryId=7']) {
+    const all = await call(t, app, { url: `/v1/pets?${query}` })
+    t.strictSame([all.status, all.json.map(({ id }: { id: number }) => id)], [200, [1, 2]], `/v1/pets?${query}: every pet`)
+  }
+  t.equal((await call(t, app, { url: '/v1/pets?limit=1&categoryId=7&id=1' })).headers.link, '</v1/pets?limit=1&after=1>; rel="next"', 'and not carried to the next page')
 
   const order = await call(t, app, { method: 'POST', url: '/v2/store/orders', payload: { petId: 1 } })
   t.equal(order.headers.location, '/v2/store/orders/1')

@@ -22,9 +22,10 @@ export interface ChangedAnswer {
   headers?: Record<string, string> | undefined
 }
 
-/** Where a change is applied: the base path of the older version (`/v1`). */
+/** Where a change is applied: the older version. */
 export interface ChangeContext {
-  basePath: string
+  /** the URL of one of the older version's operations (its contract's `urlOf`) */
+  urlOf(operationId: string, params?: Record<string, string | number>): string
 }
 
 /** What a change does to one operation of the older version. */

@@ -6,7 +6,7 @@
  * the older version's base path.
  */
 import type { FastifyRequest } from 'fastify'
-import type { Contract } from '../contract/model.js'
+import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import type { EventFields } from '../storage/outbox.js'
@@ -16,7 +16,7 @@ import type { ChangedAnswer, ChangedRequest, OperationChange, VersionChange } fr
 export type AnyHandler = (request: FastifyRequest, reply: unknown, answer: unknown) => MaybePromise<ChangedAnswer | ApiError>
 
 /** The changes that lead from the newest version down to `major`, in the order an answer takes. */
-export const changesDownTo = (changes: readonly VersionChange[], major: number, newest: number) => changes.filter(({ version }) => version >= major && version < newest)
+const changesDownTo = (changes: readonly VersionChange[], major: number, newest: number) => changes.filter(({ version }) => version >= major && version < newest)
 
 /** The response headers that hold a URL of the API. */
 const urlHeaders = ['Location', 'Link']
@@ -29,19 +29,25 @@ const urlHeaders = ['Location', 'Link']
 export function deriveHandlers(
   handlers: Readonly<Record<string, AnyHandler>>,
   changes: readonly VersionChange[],
-  older: Pick<Contract, 'version' | 'basePath' | 'operations'>,
-  newest: Pick<Contract, 'version' | 'basePath'>,
+  older: Pick<Contract, 'version' | 'basePath' | 'operations' | 'urlOf'>,
+  newest: Pick<Contract, 'version' | 'basePath' | 'operations'>,
 ): Record<string, AnyHandler> {
   const steps = changesDownTo(changes, older.version[0], newest.version[0])
-  const context = { basePath: older.basePath }
+  const context = { urlOf: older.urlOf }
   const moved = new RegExp(`(^|<)${newest.basePath}/`, 'g')
   const derived: Record<string, AnyHandler> = {}
-  for (const id of older.operations.keys()) {
+  for (const [id, operation] of older.operations) {
     const along = steps.map((change) => change.operations[id]).filter((change): change is OperationChange => change !== undefined)
     const servedBy = along.findLast((change) => change.servedBy !== undefined)?.servedBy ?? id
     const handler = handlers[servedBy]
-    if (handler === undefined) throw new Error(`operation ${id} of version ${older.version[0]} is served by no handler: the newest version has no ${servedBy}, and no change in src/versions/ says what serves it`)
+    const serving = newest.operations.get(servedBy)
+    if (handler === undefined || serving === undefined) throw new Error(`operation ${id} of version ${older.version[0]} is served by no handler: the newest version has no ${servedBy}, and no change in src/versions/ says what serves it`)
     const ups = along.flatMap((change) => (change.up === undefined ? [] : [change.up])).reverse()
+    // A query parameter only the newer operation declares (version 2's `id` filter) is, sent to
+    // the older one, an unknown parameter, which the contract says is ignored: the newer handler
+    // is given the older operation's parameters alone.
+    const declared = queryParameters(operation)
+    const strays = queryParameters(serving).some((name) => !declared.includes(name))
     const downs = along.flatMap((change) => (change.down === undefined ? [] : [change.down]))
     const down = (answer: ChangedAnswer | ApiError, request: ChangedRequest): ChangedAnswer | ApiError => {
       let made = answer
@@ -57,13 +63,13 @@ export function deriveHandlers(
       return made
     }
     derived[id] = (request, reply, answer) => {
-      if (ups.length > 0) {
+      if (ups.length > 0 || strays) {
         // The request is made newer in place, on copies of its parameters (what the client
         // sent is left as it was). (A copy whose prototype is Fastify's request cost 3 µs a
         // request: V8 makes an object used as a prototype slower for everything after.)
         const newer = request as FastifyRequest & ChangedRequest
         newer.params = { ...(request.params as object) }
-        newer.query = { ...(request.query as object) }
+        newer.query = only(request.query as Record<string, unknown>, declared)
         for (const up of ups) up(newer, context)
       }
       const given = handler(request, reply, answer)
@@ -71,6 +77,15 @@ export function deriveHandlers(
     }
   }
   return derived
+}
+
+const queryParameters = ({ parameters }: Operation) => parameters.filter((parameter) => parameter.in === 'query').map(({ name }) => name)
+
+/** The values of `names` that `values` has. */
+function only(values: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
+  const kept: Record<string, unknown> = {}
+  for (const name of names) if (values[name] !== undefined) kept[name] = values[name]
+  return kept
 }
 
 /** How an event is shown to a subscription of version `major`: the newest's payload made older

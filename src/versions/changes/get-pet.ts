@@ -21,7 +21,7 @@ export const getPetFromList: VersionChange = {
       },
     },
     createPet: {
-      down: (answer, _request, { basePath }) => ({ ...answer, headers: { ...answer.headers, Location: `${basePath}/pets/${(answer.body as { id: number }).id}` } }),
+      down: (answer, _request, { urlOf }) => ({ ...answer, headers: { ...answer.headers, Location: urlOf('getPet', { petId: (answer.body as { id: number }).id }) } }),
     },
   },
 }
