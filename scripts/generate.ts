@@ -46,7 +46,7 @@ export interface Generated {
 }
 
 /** The folder of a version's own files: `v2`. */
-export const versionFolder = (contract: Pick<Contract, 'version'>) => `v${contract.version[0]}`
+const versionFolder = (contract: Pick<Contract, 'version'>) => `v${contract.version[0]}`
 
 /**
  * Brings generated/ (or `outDir`) in line with the served documents (or `specs`). A file that is

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import Fastify, { type FastifyBaseLogger, type FastifyReply, type FastifyServerOptions, LogController } from 'fastify'
+import { refuseUnknownRoles } from './auth/access.js'
 import access from './auth/plugin.js'
 import { type StaticKey, staticKey } from './auth/bearer.js'
 import type { Config } from './core/config.js'
@@ -64,6 +65,8 @@ export async function buildApp(options: AppOptions) {
   const contracts = servedTogether((options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)))
   const contract = contracts.at(-1)!
   if (options.requireMapped !== false) refuseUnmapped(contracts)
+  const apiKeys = options.API_KEYS.map(staticKey)
+  refuseUnknownRoles(apiKeys, contract.roles)
   const storage = await openStorage(options.DATABASE_URL, {
     poolSize: options.DATABASE_POOL_SIZE,
     readConnections: options.DATABASE_READ_CONNECTIONS,
@@ -72,7 +75,7 @@ export async function buildApp(options: AppOptions) {
     idempotencyWindowMs: contract.service.limits.idempotencyKeyHours * 3_600_000,
   })
   try {
-    return await assemble(contracts, storage, options)
+    return await assemble(contracts, storage, options, apiKeys)
   } catch (error) {
     await storage.close()
     throw error
@@ -80,9 +83,8 @@ export async function buildApp(options: AppOptions) {
 }
 
 /** The plugins of the service, in order: each feature declares what it needs of those before it. */
-async function assemble(contracts: readonly Contract[], storage: Storage, options: AppOptions) {
+async function assemble(contracts: readonly Contract[], storage: Storage, options: AppOptions, apiKeys: readonly StaticKey[]) {
   const contract = contracts.at(-1)!
-  const apiKeys = options.API_KEYS.map(staticKey)
   const app = Fastify(fastifyOptions(contracts, options, apiKeys))
   app.decorate('contracts', contracts)
   app.decorate('contract', contract)
@@ -150,7 +152,7 @@ function fastifyOptions(contracts: readonly Contract[], options: AppOptions, api
     // logs off, a request's logger would write nothing: it needs no child logger of its own
     // (one, with its request id, costs a µs per request)
     ...(options.LOG_LEVEL === 'silent' && { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
-    ...serverOptions(options),
+    ...serverOptions(options, contract.service.limits.errorMessageLength),
     bodyLimit: contract.service.limits.requestBodyBytes,
     // a path parameter too long for the router would be a 404 without a word; let validation say why
     routerOptions: { maxParamLength: 16 * 1024 },

@@ -4,7 +4,9 @@
  * Several instances sharing Redis, and Redis failing: test/redis-limits.test.ts.
  */
 import t from 'tap'
-import { errorStatus, fitMessage, messageMaxLength } from '../src/core/errors.js'
+import type { OpenAPIV3 } from 'openapi-types'
+import { contractOf, loadContracts } from '../src/contract/load.js'
+import { errorStatus, fitMessage } from '../src/core/errors.js'
 import { Counter } from '../src/limits/counter.js'
 import { clientAddress, clientsBound } from '../src/limits/rate-limit.js'
 import { build, call, testKey } from './helpers/app.js'
@@ -181,17 +183,27 @@ t.test('the RateLimit fields, and the 429 in the catalogue', async (t) => {
   t.equal(errorStatus.too_many_requests, 429)
 })
 
-t.test('an Error message keeps to its schema: at most 500 characters, no control characters', async (t) => {
-  t.equal(fitMessage('tab\there\nand \u007f'), 'tab\uFFFDhere\uFFFDand \uFFFD')
-  const long = fitMessage('x'.repeat(600))
-  t.equal(long.length, messageMaxLength)
+t.test("an Error message keeps to its schema: at most the schema's maxLength characters, no control characters", async (t) => {
+  const { errorMessageLength } = loadContracts()[0]!.service.limits
+  t.equal(errorMessageLength, 500, "openapi.yaml's Error.message")
+  t.equal(fitMessage('tab\there\nand \u007f', 500), 'tab\uFFFDhere\uFFFDand \uFFFD')
+  const long = fitMessage('x'.repeat(600), 500)
+  t.equal(long.length, 500)
   t.ok(long.endsWith('…'))
-  const cutPair = fitMessage(`${'x'.repeat(messageMaxLength - 2)}😀😀`)
+  const cutPair = fitMessage(`${'x'.repeat(500 - 2)}😀😀`, 500)
   t.notOk(/[\uD800-\uDBFF]…$/.test(cutPair), 'never half a surrogate pair')
   const app = await build(t)
   const response = await call(t, app, { url: `/v1/${'a'.repeat(2_000)}` })
   t.equal(response.status, 404)
-  t.equal(response.json.message.length, messageMaxLength, 'a long path quoted in a 404 is cut (the contract check holds it to maxLength)')
+  t.equal(response.json.message.length, errorMessageLength, 'a long path quoted in a 404 is cut (the contract check holds it to maxLength)')
+  // the schema decides: documents whose Error.message holds 100 characters are served so
+  const shorter = loadContracts().map(({ document, file }) => {
+    const edited = structuredClone(document)
+    ;((edited.components!.schemas!.Error as OpenAPIV3.SchemaObject).properties!.message as OpenAPIV3.SchemaObject).maxLength = 100
+    return contractOf(edited, { file })
+  })
+  const cut = await call(t, await build(t, { contracts: shorter }), { url: `/v2/${'a'.repeat(2_000)}` })
+  t.strictSame([cut.status, cut.json.message.length], [404, 100], 'cut at the maxLength the documents give')
   const body = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1, 'a\nb': 1 } })
   t.equal(body.status, 400)
   t.equal(body.json.message, "body must NOT have additional property 'a\uFFFDb'")

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Operation } from '../contract/model.js'
 import type { RoleCatalogue, RoleRequirement } from '../contract/roles.js'
-import { ApiError } from '../core/errors.js'
+import { ApiError, OperatorError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 
 /** What an accepted key is let do: who it is (its principal) and its roles. */
@@ -132,7 +132,16 @@ export function orderScope(catalogue: Pick<RoleCatalogue, 'staff'>): (request: F
 }
 
 /** The roles named in `roles` that the catalogue lacks, as the one line that refuses them. */
-export function unknownRolesError(roles: readonly string[], catalogue: RoleCatalogue, what: string): string | undefined {
+function unknownRolesError(roles: readonly string[], catalogue: RoleCatalogue, what: string): string | undefined {
   const unknown = catalogue.unknown(roles)
   return unknown.length === 0 ? undefined : `${what} names the role ${unknown.join(', ')}, which is not one of ${[...catalogue.roles.keys()].join(', ')}`
+}
+
+/** Refuses keys (API_KEYS) that name a role the catalogue lacks: checked before the server opens
+ * anything (storage, Redis), which a refusal would leave open. */
+export function refuseUnknownRoles(keys: readonly { roles?: readonly string[] }[], catalogue: RoleCatalogue): void {
+  for (const { roles = [] } of keys) {
+    const refused = unknownRolesError(roles, catalogue, 'API_KEYS')
+    if (refused !== undefined) throw new OperatorError(`invalid configuration: ${refused}`)
+  }
 }

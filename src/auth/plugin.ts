@@ -1,8 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Operation } from '../contract/model.js'
-import { OperatorError } from '../core/errors.js'
-import { authorize, type Guard, type OrderScope, orderScope, type PrincipalRoles, principalRoles, unknownRolesError } from './access.js'
+import { authorize, type Guard, type OrderScope, orderScope, type PrincipalRoles, principalRoles } from './access.js'
 import { anyOf, bearerAuth, type StaticKey, staticKeys, staticPrincipals, storedKeys } from './bearer.js'
 
 declare module 'fastify' {
@@ -29,10 +28,6 @@ declare module 'fastify' {
 async function accessPlugin(app: FastifyInstance, { apiKeys }: { apiKeys: readonly StaticKey[] }) {
   const { contract, storage, rateLimits } = app
   const catalogue = contract.roles
-  for (const { roles = [] } of apiKeys) {
-    const refused = unknownRolesError(roles, catalogue, 'API_KEYS')
-    if (refused !== undefined) throw new OperatorError(`invalid configuration: ${refused}`)
-  }
   app.decorateRequest('principal', '')
   // (set by authentication with the key's own set; none on operations that need no key)
   app.decorateRequest('roles', null as unknown as ReadonlySet<string>)

@@ -2,7 +2,7 @@
  * The contract model: an OpenAPI document read once into the answers every part of the service
  * asks of it (operations and their URLs, roles, lifecycles, events, limits, paths), with every
  * rule the server holds a document to. It is a value, one per document, and knows nothing of
- * Fastify or of files: the server, the scripts, the lint (through generated/contract-rules.mjs)
+ * Fastify or of files: the server, the scripts, the lint (through generated/contract-rules.js)
  * and the tests all read a document through it, so a rule is written once and a document is
  * refused everywhere with the same words.
  */

@@ -1,11 +1,11 @@
 import { OperatorError } from '../core/errors.js'
 
-/** What is wrong with a contract: each problem where it is and why, in the words that the
- * server, the breaking-change gate and the lint all print. */
 /** What a problem is about: the breaking-change gate refuses lifecycle and version problems of
  * a revision (the rest is for the server and the lint, which read the whole document). */
 export type Rule = 'lifecycle' | 'version' | 'roles' | 'service' | 'shape'
 
+/** What is wrong with a contract: one problem, where it is and why, in the words that the
+ * server, the breaking-change gate and the lint all print. */
 export interface Problem {
   rule: Rule
   /** the keys of its place in the document: `['paths', '/pets', 'get', 'x-stability']` */

@@ -36,19 +36,17 @@ export interface ErrorBody {
   status: number
 }
 
-/** The longest `message` of an Error body (openapi.yaml's Error.message says the same). */
-export const messageMaxLength = 500
-
 /**
  * A message as the Error schema promises it: no control characters (a client's text quoted in
- * it may hold some: a property name, a path) and at most messageMaxLength characters (a quoted
- * path may be 16 KiB long), cut with an ellipsis.
+ * it may hold some: a property name, a path) and at most `maxLength` characters, the schema's
+ * (the contract model's `service.limits.errorMessageLength`: a quoted path may be 16 KiB long),
+ * cut with an ellipsis.
  */
-export function fitMessage(message: string): string {
+export function fitMessage(message: string, maxLength: number): string {
   const printable = message.replace(/[\x00-\x1F\x7F]/g, '\uFFFD')
-  if (printable.length <= messageMaxLength) return printable
+  if (printable.length <= maxLength) return printable
   // (never half a surrogate pair)
-  return `${printable.slice(0, messageMaxLength - 1).replace(/[\uD800-\uDBFF]$/, '')}…`
+  return `${printable.slice(0, maxLength - 1).replace(/[\uD800-\uDBFF]$/, '')}…`
 }
 
 /** An error a handler or hook means to send as it is; `C` its code, for the handlers' types. */
@@ -59,12 +57,13 @@ export class ApiError<C extends ErrorCode = ErrorCode> extends Error {
     message: string,
     readonly headers: Record<string, string> = {},
   ) {
-    super(fitMessage(message))
+    super(message)
     this.status = errorStatus[code]
   }
 
-  get body(): ErrorBody {
-    return { code: this.code, message: this.message, status: this.status }
+  /** Its Error body, the message as the schema promises it (fitMessage). */
+  bodyWithin(messageLength: number): ErrorBody {
+    return { code: this.code, message: fitMessage(this.message, messageLength), status: this.status }
   }
 }
 

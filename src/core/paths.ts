@@ -22,7 +22,7 @@ export const specPaths = [join(projectRoot, 'openapi.yaml'), join(projectRoot, '
 /** Version 1's document, openapi.yaml */
 export const specPath = specPaths[0]
 export const generatedDir = join(projectRoot, 'generated')
-/** The consumers' changelog, written by `npm run release` and served at /v1/changelog. */
+/** The consumers' changelog, written by `npm run release` and served under every version (`x-service.published.changelog`). */
 export const changelogPath = join(projectRoot, 'contract', 'CHANGELOG.md')
 
 const requireHere = createRequire(import.meta.url)

@@ -25,7 +25,7 @@ const connectionsCheckingIntervalMs = 1_000
  * BODY_IDLE_TIMEOUT_MS (json-body.ts), and a connection silent longer than a whole request
  * (a client that does not read its answer) is closed.
  */
-export function serverOptions(limits: ConnectionLimits): Partial<FastifyHttpOptions<Server>> {
+export function serverOptions(limits: ConnectionLimits, messageLength: number): Partial<FastifyHttpOptions<Server>> {
   return {
     requestTimeout: limits.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: limits.KEEP_ALIVE_TIMEOUT_MS,
@@ -38,7 +38,7 @@ export function serverOptions(limits: ConnectionLimits): Partial<FastifyHttpOpti
       // Node would answer a request without Host itself, with an empty 400; requestChecks does
       requireHostHeader: false,
     },
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(messageLength),
   }
 }
 
@@ -47,7 +47,7 @@ export function serverOptions(limits: ConnectionLimits): Partial<FastifyHttpOpti
  * connections past MAX_CONNECTIONS (now with a log line), answer `Expect` (now after
  * authentication) and CONNECT (now with an answer).
  */
-export function guardServer(server: Server, log: FastifyBaseLogger, limits: ConnectionLimits): void {
+export function guardServer(server: Server, log: FastifyBaseLogger, limits: ConnectionLimits, messageLength: number): void {
   server.maxConnections = limits.MAX_CONNECTIONS
   // One line a second at most, however many are refused: a flood must not flood the log too.
   let refused = 0
@@ -67,7 +67,7 @@ export function guardServer(server: Server, log: FastifyBaseLogger, limits: Conn
   server.on('checkContinue', dispatch)
   server.on('checkExpectation', dispatch)
   server.on('connect', (_request: IncomingMessage, socket: Socket) => {
-    answerRaw(socket, new ApiError('invalid_request', 'CONNECT is not supported: this server is not a proxy'))
+    answerRaw(socket, new ApiError('invalid_request', 'CONNECT is not supported: this server is not a proxy'), messageLength)
   })
 }
 
@@ -113,7 +113,7 @@ const unreadable: Record<string, string> = { HPE_HEADER_OVERFLOW: 'The request h
  * A request Node cannot read as HTTP (truncated, oversized headers, or too slow) never reaches
  * Fastify: it is answered here, in the Error shape too, and the connection closed.
  */
-function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+const clientErrorHandler = (messageLength: number) => (error: NodeJS.ErrnoException, socket: Socket) => {
   // Node reports each later chunk of a broken request again, and a request too slow to finish
   // after its answer (which closes the connection, see linger.ts): the first answer stands.
   if (socket.writableEnded || socket.destroyed) return
@@ -122,13 +122,14 @@ function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void 
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? new ApiError('request_timeout', 'The request did not arrive in time')
       : new ApiError('invalid_request', unreadable[error.code!] ?? `The HTTP request could not be read (${error.code})`),
+    messageLength,
   )
 }
 
 /** An answer written straight to the socket, for requests Fastify never sees; then the
  * connection is closed without losing it. */
-function answerRaw(socket: Socket, error: ApiError): void {
-  const body = JSON.stringify(error.body)
+function answerRaw(socket: Socket, error: ApiError, messageLength: number): void {
+  const body = JSON.stringify(error.bodyWithin(messageLength))
   const headers = {
     'Content-Type': 'application/json; charset=utf-8',
     'Content-Length': String(Buffer.byteLength(body)),

@@ -22,7 +22,7 @@ const readableAnyway = new Set(['cache-control', 'content-language', 'content-le
 
 /**
  * CORS for browser pages on the configured origins (@fastify/cors): a preflight for an operation
- * of openapi.yaml, from an allowed origin, asking for a method served at that path, is answered
+ * of a served document, from an allowed origin, asking for a method served at that path, is answered
  * 204 (no key needed: browsers send none with a preflight) and allows the request headers the
  * spec's operations take (allowedRequestHeaders); the operations' answers to those origins carry
  * `Access-Control-Allow-Origin` and expose the headers the spec documents. The published spec
@@ -77,7 +77,7 @@ export function allowedRequestHeaders(contract: Contract): string[] {
   return [...names.values()].sort()
 }
 
-/** Every response header openapi.yaml documents for its operations, as written there, that a
+/** Every response header a document documents for its operations, as written there, that a
  * page could not read unless exposed. */
 export function documentedHeaders({ document, operations }: Contract): string[] {
   const names = new Map<string, string>()

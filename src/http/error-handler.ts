@@ -113,7 +113,7 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
   // Answered before its body has all arrived (401, 413, 415, 408, 404…): the rest of the body
   // will not be read as a request, so the connection closes, without losing the answer.
   if (bodyStillArriving(request.raw)) closeAfterAnswer(request.raw, reply)
-  return reply.code(apiError.status).headers(apiError.headers).send(apiError.body)
+  return reply.code(apiError.status).headers(apiError.headers).send(apiError.bodyWithin(request.server.contract.service.limits.errorMessageLength))
 }
 
 /** No route: a path no served contract has is a 404; a path one has, asked with another

@@ -5,7 +5,8 @@ import type { QueryDefaults } from '../../generated/v2/query-defaults.js'
 import type { ApiError, ErrorCode, errorStatus } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 
-/** The operations of openapi.yaml's paths, by operationId: those the server serves. (Those of
+/** The operations of the newest document's paths (openapi-v2.yaml), by operationId: those its
+ * handlers serve (an older version's are derived from them, src/versions/). (Those of
  * its `webhooks` are in `operations` too, but the server sends them; generate lists only the
  * served ones in QueryDefaults.) */
 export type OperationId = keyof operations & keyof QueryDefaults

@@ -26,7 +26,7 @@ declare module 'fastify' {
  * Error shape, for routes and for requests no route serves.
  */
 async function httpPlugin(app: FastifyInstance, { bodyIdleTimeoutMs, ...limits }: HttpOptions) {
-  guardServer(app.server, app.log, limits)
+  guardServer(app.server, app.log, limits, app.contract.service.limits.errorMessageLength)
   app.decorate('connections', openConnections(app.server))
   app.decorate('reportUnavailable', unavailableLog(app.log))
   app.decorateRequest('apiVersion', 0)

@@ -37,12 +37,14 @@ function processMetrics(): Registry {
  * `GET /metrics` (text exposition format) on a port that API clients are never given. Any
  * other path is a 404, another method a 405, in the service's Error shape.
  */
-export async function serveMetrics(appMetrics: () => Promise<string>, { port, host }: MetricsListenOptions): Promise<MetricsListener> {
+export async function serveMetrics(appMetrics: () => Promise<string>, { port, host }: MetricsListenOptions, messageLength: number): Promise<MetricsListener> {
   const sources = [appMetrics, () => processMetrics().metrics()]
+  const refuse: Refuse = (request, response, error) =>
+    send(response, request, error.status, { 'Content-Type': 'application/json; charset=utf-8', ...error.headers }, JSON.stringify(error.bodyWithin(messageLength)))
   const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (request, response) => {
-    answer(sources, request, response).catch((error: Error) => {
+    answer(sources, request, response, refuse).catch((error: Error) => {
       // a collector failed: the scrape fails visibly, the listener stays up
-      send(response, request, 500, { 'Content-Type': 'application/json; charset=utf-8' }, JSON.stringify(new ApiError('internal_error', `Metrics could not be collected: ${error.message}`).body))
+      refuse(request, response, new ApiError('internal_error', `Metrics could not be collected: ${error.message}`))
     })
   })
   server.maxConnections = maxConnections
@@ -60,7 +62,10 @@ export async function serveMetrics(appMetrics: () => Promise<string>, { port, ho
   }
 }
 
-async function answer(sources: (() => Promise<string>)[], request: IncomingMessage, response: ServerResponse) {
+/** Answers a request with an Error body. */
+type Refuse = (request: IncomingMessage, response: ServerResponse, error: ApiError) => void
+
+async function answer(sources: (() => Promise<string>)[], request: IncomingMessage, response: ServerResponse, refuse: Refuse) {
   const path = request.url!.split('?')[0]
   if (path !== metricsPath) return refuse(request, response, new ApiError('not_found', `No route ${request.method} ${path}: metrics are at ${metricsPath}`))
   if (request.method !== 'GET' && request.method !== 'HEAD') {
@@ -68,10 +73,6 @@ async function answer(sources: (() => Promise<string>)[], request: IncomingMessa
   }
   const texts = await Promise.all(sources.map((source) => source()))
   send(response, request, 200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE }, texts.join(''))
-}
-
-function refuse(request: IncomingMessage, response: ServerResponse, error: ApiError) {
-  send(response, request, error.status, { 'Content-Type': 'application/json; charset=utf-8', ...error.headers }, JSON.stringify(error.body))
 }
 
 function send(response: ServerResponse, request: IncomingMessage, status: number, headers: Record<string, string>, body: string) {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { FastifyInstance, FastifyReply, onResponseHookHandler, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
-import { Counter, Gauge, Registry } from 'prom-client'
+import { Counter, Registry } from 'prom-client'
 import { type MetricsListener, type MetricsListenOptions, serveMetrics } from './metrics-listener.js'
 import { type OperationLatency, RequestLatency } from './request-latency.js'
 
@@ -39,11 +39,11 @@ export interface Metrics {
 /**
  * The service's metrics, in a registry of its own (every app built in a process has its own),
  * to which each concern adds its own (the database's, the webhooks'):
- * - petstore_http_request_duration_seconds{operation,status}: a histogram whose `_count` is the
+ * - petstore_http_request_duration_seconds{operation,version,status}: a histogram whose `_count` is the
  *   number of requests answered (as OpenTelemetry's http.server.request.duration, no separate
  *   counter is kept);
  * - petstore_rate_limit_refusals_total{reason};
- * - petstore_lifecycle_requests_total{operation,lifecycle}: authenticated requests of the
+ * - petstore_lifecycle_requests_total{operation,lifecycle,version}: authenticated requests of the
  *   deprecated, experimental and beta operations (who calls them, per key: `npm run keys -- usage`);
  */
 function createMetrics(): Metrics {
@@ -51,7 +51,7 @@ function createMetrics(): Metrics {
   const registers = [registry]
   const requests = new RequestLatency(
     'petstore_http_request_duration_seconds',
-    'Time from the arrival of a request to the end of its answer, by operationId (or route outside the API, or "unmatched") and status; _count is the number of requests',
+    'Time from the arrival of a request to the end of its answer, by operationId and major version (or route outside the API, or "unmatched") and status; _count is the number of requests',
     latencyBuckets,
   )
   const refusals = new Counter({
@@ -78,7 +78,7 @@ function createMetrics(): Metrics {
   const lifecycleSeries: { labels: { operation: string; lifecycle: string; version: string }; calls: number }[] = []
   const lifecycleRequests = new Counter({
     name: 'petstore_lifecycle_requests_total',
-    help: 'Authenticated requests of the operations that are deprecated, experimental or beta, by operationId and lifecycle (deprecated wins over a stability level)',
+    help: 'Authenticated requests of the operations that are deprecated, experimental or beta, by operationId, lifecycle (deprecated wins over a stability level) and major version',
     labelNames: ['operation', 'lifecycle', 'version'] as const,
     registers,
     collect() {
@@ -145,7 +145,7 @@ async function metricsPlugin(app: FastifyInstance) {
     ...metrics,
     observeUnrouted: observeUnrouted(metrics.requests),
     async listen(options: MetricsListenOptions) {
-      const listener = await serveMetrics(metrics.exposition, options)
+      const listener = await serveMetrics(metrics.exposition, options, app.contract.service.limits.errorMessageLength)
       listeners.push(listener)
       return listener.url
     },

@@ -34,7 +34,7 @@ export const categoryColumns = mapping<Category>('categories', {
 })
 
 /** What makes two names the same category's: the same letters, whatever their case. */
-export const nameKey = (name: string) => name.toLowerCase()
+const nameKey = (name: string) => name.toLowerCase()
 
 const listPage = select(`select ${categoryColumns.list} from categories where id > $1 order by id limit $2`, categoryColumns.read)
 const findOne = select(`select ${categoryColumns.list} from categories where id = $1`, categoryColumns.read)

@@ -4,7 +4,7 @@ import type { Sql, Statements } from './sql.js'
 /** How long a key is remembered after its first use, by default (the server gives the
  * contract's, x-service.limits.idempotencyKeyHours; a test holds the two equal). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000
-/** How often each server deletes the keys past that window: the store holds a day of keys. */
+/** How often each server deletes the keys past that window: the store holds a window of keys. */
 export const forgetEveryMs = 10 * 60 * 1000
 
 /** A request's Idempotency-Key, under the API key that sent it, and what its body was. */

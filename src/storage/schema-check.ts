@@ -15,7 +15,7 @@ import { webhookColumns } from './webhooks.js'
  * a column mapped before the migration that adds it, would fail every request that reads it.
  */
 
-/** The schemas of openapi.yaml that a repository stores, and the map that says where. */
+/** The schemas of a served document that a repository stores, and the map that says where. */
 interface Stored {
   schemas: readonly string[]
   columns: ColumnNames
