@@ -17,8 +17,8 @@ export function categoryHandlers(
     listCategories(request, _reply, answer) {
       const { limit, after } = request.query
       return andThen(categories.list({ limit: limit + 1, after }), (items) => {
-        const { page, link } = pageOf(items, { url: categoriesUrl, limit })
-        return answer(200, page, link === undefined ? undefined : { Link: link })
+        const { page, headers } = pageOf(items, { url: categoriesUrl, limit })
+        return answer(200, page, headers)
       })
     },
 

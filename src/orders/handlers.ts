@@ -56,8 +56,8 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
     listOrders(request, _reply, answer) {
       const { limit, status, after } = request.query
       return andThen(orders.list({ scope: scopeOf(request), limit: limit + 1, status, after }), (items) => {
-        const { page, link } = pageOf(items, { url: ordersUrl, limit, status })
-        return answer(200, page, link === undefined ? undefined : { Link: link })
+        const { page, headers } = pageOf(items, { url: ordersUrl, limit, status })
+        return answer(200, page, headers)
       })
     },
 

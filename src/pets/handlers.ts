@@ -25,7 +25,8 @@ export interface PetHandlerOptions {
   categoriesOf: (apiVersion: number) => boolean
 }
 
-/** The operations of openapi.yaml over the pet catalogue. Requests arrive authenticated and
+/** The newest version's operations over the pet catalogue (an older version's are derived from
+ * them, src/versions/). Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
  * answer at once when the repository does. */
 export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoriesOf }: PetHandlerOptions): HandlersOf<PetOperation> {
@@ -33,8 +34,8 @@ export function petHandlers(pets: PetRepository, categories: CategoryRepository,
     listPets(request, _reply, answer) {
       const { limit, id, status, categoryId, after } = request.query
       return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: categoriesOf(request.apiVersion) }), (items) => {
-        const { page, link } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
-        return answer(200, page.map(petOf), link === undefined ? undefined : { Link: link })
+        const { page, headers } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
+        return answer(200, page.map(petOf), headers)
       })
     },
 

@@ -1,5 +1,5 @@
 import type { components } from '../../generated/v2/api.js'
-import type { MaybePromise } from '../core/maybe-async.js'
+import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import { mapping } from './columns.js'
 import type { Dialect } from './database.js'
 import { type GroupCommitStats, groupCommit } from './group-commit.js'
@@ -79,11 +79,13 @@ function listing(query: PetQuery) {
   let found = listings.get(key)
   if (found === undefined) {
     const given = filters.filter((_, i) => (key & (1 << i)) !== 0)
-    const conditions = ['id > $1', ...given.map(([, column], i) => `${column} = $${i + 3}`)]
+    // (the parameters in the order they appear, the limit last: SQLite's binding would otherwise
+    // reorder them at each call)
+    const conditions = ['id > $1', ...given.map(([, column], i) => `${column} = $${i + 2}`)]
     // (the limit cast: with a bare parameter, SQLite's one-pet lookup by id took 5.7 µs instead
     // of 0.7, measured with better-sqlite3 on 10,000 pets; the same plan either way)
     const columns = query.named === false ? unnamedList : petColumns.list
-    const text = `select ${columns} from pets where ${conditions.join(' and ')} order by id limit cast($2 as integer)`
+    const text = `select ${columns} from pets where ${conditions.join(' and ')} order by id limit cast($${given.length + 2} as integer)`
     found = { statement: select(text, petColumns.read), given: given.map(([filter]) => filter) }
     listings.set(key, found)
   }
@@ -102,7 +104,13 @@ export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRe
   const reads = {
     list(query: PetQuery) {
       const { statement, given } = listing(query)
-      return sql.all(statement, [query.after ?? 0, query.limit, ...given.map((filter) => query[filter])])
+      const params: unknown[] = [query.after ?? 0]
+      for (const filter of given) params.push(query[filter])
+      params.push(query.limit)
+      // (a page by id holds one pet at most, read as one row: SQLite's list of one cost 1.7 µs
+      // more, version 1's getPet being that page)
+      if (query.id !== undefined) return andThen(sql.one(statement, params), (pet) => (pet === undefined ? [] : [pet]))
+      return sql.all(statement, params)
     },
   }
   // PostgreSQL takes creates in parallel on its pool, and groups commits itself. While no

@@ -103,8 +103,8 @@ export function webhookHandlers(
       const { limit, after } = request.query
       return andThen(webhooks.deliveries(request.principal, webhookId, { limit: limit + 1, after }), (items) => {
         if (items === undefined) return notFound(webhookId)
-        const { page, link } = pageOf(items, { url: deliveriesUrl(webhookId), limit })
-        return answer(200, page.map(shown), link === undefined ? undefined : { Link: link })
+        const { page, headers } = pageOf(items, { url: deliveriesUrl(webhookId), limit })
+        return answer(200, page.map(shown), headers)
       })
     },
 
