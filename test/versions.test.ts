@@ -73,6 +73,12 @@ t.test('deriving: an operation served by no handler stops the start; refusals pa
   t.strictSame(derived.getOrder === refusing, false, 'wrapped, to move its URLs')
 })
 
+t.test('a start that fails once the storage is open closes it and says why: an operation of version 1 that nothing serves', async (t) => {
+  const renamed = structuredClone(v1!.document) as unknown as { paths: Record<string, { get: { operationId: string } }> }
+  renamed.paths['/pets/{petId}']!.get.operationId = 'readPet'
+  await t.rejects(build(t, { contracts: [contractOf(renamed as never, { file: 'openapi.yaml' }), v2!] }), /operation readPet of version 1 is served by no handler: the newest version has no readPet/)
+})
+
 t.test('a change may translate the request alone: the answer goes down as it is', async (t) => {
   const seen: unknown[] = []
   const listPets: AnyHandler = (request) => (seen.push(request.query), { status: 200, body: [] })
