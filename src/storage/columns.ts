@@ -37,12 +37,16 @@ export interface ColumnNames {
   shown: ReadonlySet<string>
   /** the columns, in the order of the map, then the computed ones: a select list */
   list: string
+  /** `list` with a NULL in place of each computed property: rows of the same shape, read
+   * without the other tables */
+  ownList: string
 }
 
 /** The columns of `table` that hold T: for a table whose rows are made into T by hand. */
 export function columnNames<T>(table: string, columns: Columns<T>): ColumnNames {
   const byProperty = Object.fromEntries(Object.entries(columns as Record<string, Column<unknown>>).map(([key, column]) => [key, nameOf(column)]))
-  return { table, byProperty, computed: new Set(), shown: new Set(), list: Object.values(byProperty).join(', ') }
+  const list = Object.values(byProperty).join(', ')
+  return { table, byProperty, computed: new Set(), shown: new Set(), list, ownList: list }
 }
 
 /** What a table's rows hold beyond its own columns: properties read by a select expression of
@@ -84,6 +88,7 @@ export function mapping<T extends { id: number }, Computed extends keyof T = nev
     computed: new Set(expressions.map(([key]) => key)),
     shown: new Set(shown),
     list: [own.list, ...expressions.map(([, expression]) => expression)].join(', '),
+    ownList: [own.list, ...expressions.map(() => 'null')].join(', '),
   }
   const { list } = names
   const read = reader<T>(keys, readers)
