@@ -4,8 +4,8 @@ import { openSync, readFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
-import { loadContract } from '../src/contract/load.js'
-import { projectRoot, specPaths } from '../src/core/paths.js'
+import { loadContract, newestSpecPath } from '../src/contract/load.js'
+import { projectRoot } from '../src/core/paths.js'
 import { onServerCores } from './cores.js'
 
 /** A server under measurement: the service or a peer. */
@@ -105,7 +105,7 @@ export const logLevelOf = (logs: Logs, logLevel: string | undefined): NodeJS.Pro
  * stderr going to a file in `workDir`, as a log collector would take them.
  */
 /** Every role of openapi.yaml, staff's included, joined as API_KEYS writes them. */
-const staffRoles = [...loadContract(specPaths.at(-1)).roles.roles.keys()].join('+')
+const staffRoles = [...loadContract(newestSpecPath).roles.roles.keys()].join('+')
 
 export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey: string; logLevel: string | undefined }) {
   async function start(name: string, kind: Target['kind'], args: string[], env: NodeJS.ProcessEnv, key: string): Promise<Target> {

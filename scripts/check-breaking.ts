@@ -36,7 +36,8 @@ import { readContract } from '../src/contract/model.js'
 import { keysOf } from '../src/contract/pointer.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
-import { projectRoot, specPath, specPaths } from '../src/core/paths.js'
+import { specPaths } from '../src/contract/load.js'
+import { projectRoot, specPath } from '../src/core/paths.js'
 import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')

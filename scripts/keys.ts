@@ -10,8 +10,7 @@
  */
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/core/config.js'
-import { loadContract } from '../src/contract/load.js'
-import { specPaths } from '../src/core/paths.js'
+import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { reportFailure } from '../src/core/failure.js'
 import { openStorage, type Storage } from '../src/storage/index.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
@@ -46,7 +45,7 @@ type Command = (keys: KeyRepository, storage: Storage) => Promise<number>
 
 /** The roles of openapi.yaml: what --role may name. */
 // (the newest version's catalogue: an older one's roles are among them)
-const roles = loadContract(specPaths.at(-1)).roles
+const roles = loadContract(newestSpecPath).roles
 
 function parseCommand(args: string[]): Command | 'help' | 'roles' {
   let parsed

@@ -29,8 +29,7 @@ import pets from './pets/plugin.js'
 import { openStorage, type Storage } from './storage/index.js'
 import storagePlugin from './storage/plugin.js'
 import { changes } from './versions/index.js'
-import { type AnyHandler, deriveHandlers, eventsDownTo } from './versions/derive.js'
-import { categoriesFrom } from './versions/changes/category-object.js'
+import { type AnyHandler, deriveVersions } from './versions/derive.js'
 import webhooks from './webhooks/plugin.js'
 import { refuseUnmapped } from './storage/schema-check.js'
 
@@ -39,7 +38,7 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   logger?: Exclude<FastifyServerOptions['logger'], boolean>
   /** the compilers of validators and serializers: by default those in generated/ */
   schemaController?: FastifyServerOptions['schemaController']
-  /** the contracts to serve, oldest first: by default those of core/paths.ts's specPaths */
+  /** the contracts to serve, oldest first: by default those of contract/load.ts's specPaths */
   contracts?: readonly Contract[]
   /** a contract to serve in place of the one of its major version (a test's edited copy) */
   contract?: Contract
@@ -97,20 +96,20 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(cors, { origins: options.CORS_ORIGINS })
   const changelog = readFileSync(changelogPath, 'utf8')
   for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, changelog }))
-  await app.register(pets, { categoriesOf: (apiVersion: number) => apiVersion >= categoriesFrom })
+  await app.register(pets)
   await app.register(categories)
   await app.register(orders)
-  // an event is recorded once, as stored; each subscription is sent it as its version shows it
-  const shownIn = eventsDownTo(changes, contract.version[0])
-  await app.register(webhooks, { ...options, show: (type, fields, major) => shownIn(type, petEvents[type]?.(fields) ?? fields, major) })
-  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
   // handlers are written once, against the newest version; each older one is derived from them
   // by the declared changes between the two (src/versions/)
+  const versions = deriveVersions(contracts, changes)
+  // an event is recorded once, as stored; each subscription is sent it as its version shows it
+  await app.register(webhooks, { ...options, show: (type, fields, major) => versions.showEvent(type, petEvents[type]?.(fields) ?? fields, major) })
+  await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
   const newest: OperationHandlers = { ...app.petOperations, ...app.categoryOperations, ...app.orderOperations, ...app.webhookOperations }
   for (const served of contracts) {
     await app.register(operations, {
       contract: served,
-      handlers: served === contract ? newest : deriveHandlers(newest as unknown as Record<string, AnyHandler>, changes, served, contract),
+      handlers: served === contract ? newest : versions.derive(newest as unknown as Record<string, AnyHandler>, served),
       guardOf: app.access.guardOf,
       clock: options.clock ?? Date.now,
       callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),

@@ -8,7 +8,8 @@ import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { type AcceptedChange, checkBreaking, classify, releasedDir } from '../scripts/check-breaking.js'
-import { projectRoot, specPaths } from '../src/core/paths.js'
+import { specPaths } from '../src/contract/load.js'
+import { projectRoot } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
 // each check runs redocly in a process of its own (about a second each): side by side, and

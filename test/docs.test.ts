@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
 import { basename } from 'node:path'
-import { specPath, specPaths } from '../src/core/paths.js'
+import { specPaths } from '../src/contract/load.js'
+import { specPath } from '../src/core/paths.js'
 import { build, call } from './helpers/app.js'
 
 t.test('the spec is published without a key: the YAML byte for byte, the same document as JSON', async (t) => {

@@ -9,8 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
-import { loadContract } from '../src/contract/load.js'
-import { specPaths } from '../src/core/paths.js'
+import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { build, call } from './helpers/app.js'
 import { atMost } from './helpers/concurrency.js'
 import { run } from './helpers/processes.js'
@@ -19,7 +18,7 @@ import { editedContract } from './helpers/spec.js'
 const contract = loadContract()
 const { roles } = contract
 /** the newest version's catalogue, which keys are issued from (version 1's roles are among it) */
-const newest = loadContract(specPaths.at(-1)).roles
+const newest = loadContract(newestSpecPath).roles
 const allRoles = [...roles.roles.keys()]
 /** API_KEYS' way to write a key with roles */
 const entry = (key: string, given: readonly string[]) => `${key}:${given.join('+')}`

@@ -4,9 +4,28 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { basename, join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parse } from 'yaml'
-import { generatedDir, loadGenerated, specPath, specPaths } from '../core/paths.js'
+import { generatedDir, loadGenerated, projectRoot, specPath } from '../core/paths.js'
 import { type Contract, readContract } from './model.js'
 import { ContractError } from './problems.js'
+import { majorOfSpecFile, versionText } from './version.js'
+
+/** The documents of `dir` the server serves, one per major version, oldest first, found by their
+ * names (majorOfSpecFile): a new major version is a new file. */
+export const specPathsIn = (dir: string): string[] =>
+  readdirSync(dir)
+    .flatMap((name) => {
+      const major = majorOfSpecFile(name)
+      return major === undefined ? [] : [{ major, path: join(dir, name) }]
+    })
+    .sort((a, b) => a.major - b.major)
+    .map(({ path }) => path)
+
+/** The hand-written documents the server serves, oldest first: each beside the others, at the
+ * base path of its servers (`/v1`, `/v2`). */
+export const specPaths: readonly string[] = specPathsIn(projectRoot)
+/** The newest version's document: where the server team works; handlers are written against it
+ * (generated/newest.ts). */
+export const newestSpecPath = specPaths.at(-1)!
 
 /** The spec's text, as generated/openapi.cjs names the one it was parsed from. */
 export const sourceDigest = (source: string) => createHash('sha256').update(source).digest('hex')
@@ -43,7 +62,14 @@ function readDocument(path: string, generated: string | false = false): { source
  * problem that the server refuses to serve it with. */
 export function loadContract(path: string = specPath, generated: string | false = generatedDir): Contract {
   const { source, document } = readDocument(path, generated)
-  return contractOf(document, { file: basename(path), source })
+  const contract = contractOf(document, { file: basename(path), source })
+  // (a served document is found by its name: the name and the version it holds agree)
+  const named = majorOfSpecFile(contract.file)
+  if (named !== undefined && named !== contract.version[0]) {
+    const message = `info.version ${versionText(contract.version)} is of major version ${contract.version[0]}, which the file's name does not say: a document of major version N is openapi-vN.yaml (version 1: openapi.yaml)`
+    throw new ContractError(contract.file, [{ rule: 'version', path: ['info', 'version'], where: 'info.version', message }])
+  }
+  return contract
 }
 
 /** The contracts the server serves (core/paths.ts's specPaths), oldest first. */

@@ -15,12 +15,8 @@ export function findProjectRoot(start: string): string {
 }
 
 export const projectRoot = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
-/** The hand-written documents the server serves, one per major version, oldest first: each is
- * served beside the others, at the base path of its servers (`/v1`, `/v2`). The newest is where
- * the server team works; handlers are written against it. */
-export const specPaths = [join(projectRoot, 'openapi.yaml'), join(projectRoot, 'openapi-v2.yaml')] as const
-/** Version 1's document, openapi.yaml */
-export const specPath = specPaths[0]
+/** Version 1's document, openapi.yaml (every served document: src/contract/load.ts's specPaths) */
+export const specPath = join(projectRoot, 'openapi.yaml')
 export const generatedDir = join(projectRoot, 'generated')
 /** The consumers' changelog, written by `npm run release` and served under every version (`x-service.published.changelog`). */
 export const changelogPath = join(projectRoot, 'contract', 'CHANGELOG.md')

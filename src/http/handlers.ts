@@ -1,11 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { operations } from '../../generated/v2/api.js'
-import type { BodyDefaults } from '../../generated/v2/body-defaults.js'
-import type { QueryDefaults } from '../../generated/v2/query-defaults.js'
+import type { BodyDefaults, operations, QueryDefaults } from '../../generated/newest.js'
 import type { ApiError, ErrorCode, errorStatus } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 
-/** The operations of the newest document's paths (openapi-v2.yaml), by operationId: those its
+/** The operations of the newest document's paths (generated/newest.ts names it), by operationId: those its
  * handlers serve (an older version's are derived from them, src/versions/). (Those of
  * its `webhooks` are in `operations` too, but the server sends them; generate lists only the
  * served ones in QueryDefaults.) */

@@ -1,10 +1,11 @@
-import type { components, operations } from '../../generated/v2/api.js'
+import type { components, operations } from '../../generated/newest.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
 import type { CategoryRepository } from '../storage/categories.js'
 import type { Pet, PetRepository } from '../storage/pets.js'
+import { categoryObject } from '../versions/changes/category-object.js'
 
 export type PetOperation = 'listPets' | 'createPet'
 
@@ -23,21 +24,18 @@ export function petOf({ id, name, categoryId, categoryName, status }: Pet): ApiP
 export interface PetHandlerOptions {
   /** the URL of the list (for its next page, and the Location of a 201: the list of one pet) */
   petsUrl: string
-  /** whether a request's version has categories as a resource: its pet must name one that
-   * exists, and its pets show their category's name (version 1 took any id and shows the id
-   * alone, see src/versions/) */
-  categoriesOf: (apiVersion: number) => boolean
 }
 
 /** The newest version's operations over the pet catalogue (an older version's are derived from
  * them, src/versions/). Requests arrive authenticated and
  * valid (defaults filled in); what leaves is serialized by the spec's response schemas. Reads
  * answer at once when the repository does. */
-export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl, categoriesOf }: PetHandlerOptions): HandlersOf<PetOperation> {
+export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl }: PetHandlerOptions): HandlersOf<PetOperation> {
   return {
     listPets(request, _reply, answer) {
       const { limit, id, status, categoryId, after } = request.query
-      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: categoriesOf(request.apiVersion) }), (items) => {
+      // (while pets show `categoryId` alone, their category's name is not read)
+      return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: !categoryObject.inForce(request) }), (items) => {
         const { page, headers } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
         return answer(200, page.map(petOf), headers)
       })
@@ -45,7 +43,8 @@ export function petHandlers(pets: PetRepository, categories: CategoryRepository,
 
     async createPet(request, _reply, answer) {
       const { categoryId } = request.body
-      if (categoriesOf(request.apiVersion) && (await categories.find(categoryId)) === undefined) {
+      // (while categories are not a resource, a pet takes any category id)
+      if (!categoryObject.inForce(request) && (await categories.find(categoryId)) === undefined) {
         return new ApiError('category_not_found', `Category ${categoryId} not found: add it first (createCategory)`)
       }
       const pet = await pets.create(request.body)

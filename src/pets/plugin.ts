@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { HandlersOf } from '../http/handlers.js'
-import { type PetHandlerOptions, type PetOperation, petHandlers } from './handlers.js'
+import { type PetOperation, petHandlers } from './handlers.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,11 +10,10 @@ declare module 'fastify' {
   }
 }
 
-/** The pet catalogue: its operations, on the store's pets, at the newest contract's URLs. Whether
- * a pet's category must exist is the versions' to say (version 1 took any id). */
-async function petsPlugin(app: FastifyInstance, { categoriesOf }: Pick<PetHandlerOptions, 'categoriesOf'>) {
+/** The pet catalogue: its operations, on the store's pets, at the newest contract's URLs. */
+async function petsPlugin(app: FastifyInstance) {
   const { contract, storage } = app
-  app.decorate('petOperations', petHandlers(storage.pets, storage.categories, { petsUrl: contract.urlOf('listPets'), categoriesOf }))
+  app.decorate('petOperations', petHandlers(storage.pets, storage.categories, { petsUrl: contract.urlOf('listPets') }))
 }
 
 export default fp(petsPlugin, { name: 'pets', fastify: '5.x', dependencies: ['storage'], decorators: { fastify: ['contract'] } })

@@ -1,82 +1,203 @@
 /**
- * An older version's handlers, derived from the newest's by the version changes between them
- * (change.ts): no handler is written twice. An operation an older version shares with the
- * newest is served by the newest's handler; one the newest renamed or dropped, by the handler
- * its change names (`servedBy`). URLs the newest handler writes (Location, Link) are moved under
- * the older version's base path.
+ * Older versions' handlers and events, derived from the newest's by the version changes between
+ * them (change.ts): no handler is written twice. A request of version m goes up one version at a
+ * time to the newest (each step: its body's schemas made newer, then its operation's changes),
+ * the newest handler serves it, and its answer comes down the same steps (each: its body's
+ * schemas made older, then its operation's changes, then its URLs moved under the older base
+ * path). An operation one version renamed or dropped is served by the one its change names, and
+ * renames compose: version 1's getPet is version 2's listPets whatever version 3 calls it.
  */
 import type { FastifyRequest } from 'fastify'
+import type { OpenAPIV3 } from 'openapi-types'
 import type { Contract, Operation } from '../contract/model.js'
+import { deref } from '../contract/pointer.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import type { EventFields } from '../storage/outbox.js'
-import type { ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
+import type { ChangeContext, ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
+import { type Transform, transformOf } from './schemas.js'
 
 /** A handler as the operations plugin calls it, whatever its operation. */
 export type AnyHandler = (request: FastifyRequest, reply: unknown, answer: unknown) => MaybePromise<ChangedAnswer | ApiError>
 
-/** The changes that lead from the newest version down to `major`, in the order an answer takes. */
-const changesDownTo = (changes: readonly VersionChange[], major: number, newest: number) => changes.filter(({ version }) => version >= major && version < newest)
-
 /** The response headers that hold a URL of the API. */
 const urlHeaders = ['Location', 'Link']
 
-/**
- * The handlers of `older`'s operations, made of the newest's (`handlers`, the newest contract's
- * `newest`) and `changes`. An operation of the older version that neither the newest has nor a
- * change says how to serve is refused at start.
- */
-export function deriveHandlers(
-  handlers: Readonly<Record<string, AnyHandler>>,
-  changes: readonly VersionChange[],
-  older: Pick<Contract, 'version' | 'basePath' | 'operations' | 'urlOf'>,
-  newest: Pick<Contract, 'version' | 'basePath' | 'operations'>,
-): Record<string, AnyHandler> {
-  const steps = changesDownTo(changes, older.version[0], newest.version[0])
-  const context = { urlOf: older.urlOf }
-  const moved = new RegExp(`(^|<)${newest.basePath}/`, 'g')
-  const derived: Record<string, AnyHandler> = {}
-  for (const [id, operation] of older.operations) {
-    const along = steps.map((change) => change.operations[id]).filter((change): change is OperationChange => change !== undefined)
-    const servedBy = along.findLast((change) => change.servedBy !== undefined)?.servedBy ?? id
-    const handler = handlers[servedBy]
-    const serving = newest.operations.get(servedBy)
-    if (handler === undefined || serving === undefined) throw new Error(`operation ${id} of version ${older.version[0]} is served by no handler: the newest version has no ${servedBy}, and no change in src/versions/ says what serves it`)
-    const ups = along.flatMap((change) => (change.up === undefined ? [] : [change.up])).reverse()
-    // A query parameter only the newer operation declares (version 2's `id` filter) is, sent to
-    // the older one, an unknown parameter, which the contract says is ignored: the newer handler
-    // is given the older operation's parameters alone.
-    const declared = queryParameters(operation)
-    const strays = queryParameters(serving).some((name) => !declared.includes(name))
-    const downs = along.flatMap((change) => (change.down === undefined ? [] : [change.down]))
-    const down = (answer: ChangedAnswer | ApiError, request: ChangedRequest): ChangedAnswer | ApiError => {
-      let made = answer
-      for (const step of downs) {
-        if (made instanceof ApiError) break
-        made = step(made, request, context)
-      }
-      if (made instanceof ApiError || made.headers === undefined) return made
-      for (const name of urlHeaders) {
-        const url = made.headers[name]
-        if (url !== undefined) made.headers[name] = url.replace(moved, `$1${older.basePath}/`)
-      }
+/** One step down from a version to the one before it: the changes between them, read against both. */
+interface Step {
+  older: Contract
+  newer: Contract
+  changes: readonly VersionChange[]
+  /** the operation of the newer version that serves one of the older, where it is not its own */
+  servedBy: ReadonlyMap<string, string>
+  context: ChangeContext
+  /** a URL under the newer version's base path, in a header */
+  moved: RegExp
+  down: ReadonlyMap<string, Transform>
+  up: ReadonlyMap<string, Transform>
+  /** by event type: its payload made older */
+  events: ReadonlyMap<string, Transform>
+}
+
+/** What one operation's request and answer go through at one step. */
+interface Hop {
+  step: Step
+  bodyUp: Transform | undefined
+  ups: OperationChange['up'][]
+  /** by status of the newer operation's answers */
+  bodyDown: ReadonlyMap<number, Transform>
+  downs: OperationChange['down'][]
+}
+
+export interface Versions {
+  /** the handlers of `older`'s operations, made of the newest's (a newest one is refused at
+   * start when an operation of `older` is served by none) */
+  derive(handlers: Readonly<Record<string, AnyHandler>>, older: Contract): Record<string, AnyHandler>
+  /** an event's fields as the newest version shows them, shown as version `major` does */
+  showEvent(type: string, fields: EventFields, major: number): EventFields
+}
+
+/** The versions of `contracts` (served together, oldest first) and the changes between them. A
+ * change that names an operation, schema or event its versions lack is refused here, at start. */
+export function deriveVersions(contracts: readonly Contract[], changes: readonly VersionChange[]): Versions {
+  const newest = contracts.at(-1)!
+  const steps = new Map<number, Step>()
+  for (const [i, older] of contracts.entries()) {
+    const newer = contracts[i + 1]
+    if (newer === undefined) break
+    if (newer.version[0] !== older.version[0] + 1) throw new Error(`version ${older.version[0]} is served without version ${older.version[0] + 1}, through whose changes it is derived`)
+    steps.set(older.version[0], stepOf(older, newer, changes.filter(({ version }) => version === older.version[0])))
+  }
+  const stepsFrom = (major: number) => [...steps.values()].filter(({ older }) => older.version[0] >= major)
+  return {
+    derive(handlers, older) {
+      const derived: Record<string, AnyHandler> = {}
+      for (const [id, operation] of older.operations) derived[id] = derivedHandler(operation, older.version[0], stepsFrom(older.version[0]), handlers, newest)
+      return derived
+    },
+    showEvent(type, fields, major) {
+      let made = fields
+      for (const step of stepsFrom(major).reverse()) made = step.events.get(type)?.(made) ?? made
       return made
+    },
+  }
+}
+
+/** The changes of one step, checked against its two versions, and what they make of schemas and events. */
+function stepOf(older: Contract, newer: Contract, changes: readonly VersionChange[]): Step {
+  const problems: string[] = []
+  const schemasOf = ({ document }: Contract) => document.components?.schemas ?? {}
+  const down = new Map<string, Transform>()
+  const up = new Map<string, Transform>()
+  const eventChanges = new Map<string, Transform[]>()
+  const changed = new Set<string>()
+  const servedBy = new Map<string, string>()
+  for (const change of changes) {
+    const named = `version change ${change.name}`
+    for (const [name, schema] of Object.entries(change.schemas)) {
+      if (schemasOf(older)[name] === undefined || schemasOf(newer)[name] === undefined) problems.push(`${named} changes the schema ${name}, which ${older.file} and ${newer.file} do not both have`)
+      if (changed.has(name)) problems.push(`${named} changes the schema ${name}, which another change of version ${older.version[0]} changes: write them as one`)
+      changed.add(name)
+      if (schema.down !== undefined) down.set(name, schema.down)
+      if (schema.up !== undefined) up.set(name, schema.up)
     }
-    derived[id] = (request, reply, answer) => {
-      if (ups.length > 0 || strays) {
-        // The request is made newer in place, on copies of its parameters (what the client
-        // sent is left as it was). (A copy whose prototype is Fastify's request cost 3 µs a
-        // request: V8 makes an object used as a prototype slower for everything after.)
-        const newer = request as FastifyRequest & ChangedRequest
-        newer.params = { ...(request.params as object) }
-        newer.query = only(request.query as Record<string, unknown>, declared)
-        for (const up of ups) up(newer, context)
-      }
-      const given = handler(request, reply, answer)
-      return given instanceof Promise ? given.then((settled) => down(settled, request as ChangedRequest)) : down(given, request as ChangedRequest)
+    for (const id of Object.keys(change.operations)) {
+      if (!older.operations.has(id)) problems.push(`${named} changes the operation ${id}, which ${older.file} does not have`)
+    }
+    for (const [id, by] of Object.entries(change.servedBy)) {
+      if (!older.operations.has(id)) problems.push(`${named} serves the operation ${id}, which ${older.file} does not have`)
+      if (!newer.operations.has(by)) problems.push(`${named} serves ${id} by ${by}, which ${newer.file} does not have`)
+      if (servedBy.has(id)) problems.push(`${named} serves ${id} by ${by}, which another change of version ${older.version[0]} serves by ${servedBy.get(id)}`)
+      servedBy.set(id, by)
+    }
+    for (const [type, event] of Object.entries(change.events)) {
+      if (!older.events.has(type) || !newer.events.has(type)) problems.push(`${named} changes the event ${type}, which ${older.file} and ${newer.file} do not both have`)
+      eventChanges.set(type, [...(eventChanges.get(type) ?? []), event])
     }
   }
-  return derived
+  if (problems.length > 0) throw new Error(problems.join('; '))
+  const events = new Map<string, Transform>()
+  for (const [type, event] of newer.events) {
+    const payload = transformOf(newer.document, jsonSchemaOf(newer.document, event.definition.requestBody), down)
+    const made = [...(payload === undefined ? [] : [payload]), ...(eventChanges.get(type) ?? [])]
+    if (made.length > 0) events.set(type, (fields) => made.reduce((value, transform) => transform(value), fields))
+  }
+  return { older, newer, changes, servedBy, context: { urlOf: older.urlOf }, moved: new RegExp(`(^|<)${newer.basePath}/`, 'g'), down, up, events }
+}
+
+/** The schema of the JSON content of a request body or response, if it has one. */
+function jsonSchemaOf(document: OpenAPIV3.Document, node: OpenAPIV3.RequestBodyObject | OpenAPIV3.ResponseObject | OpenAPIV3.ReferenceObject | undefined) {
+  return node === undefined ? undefined : deref<OpenAPIV3.RequestBodyObject | OpenAPIV3.ResponseObject>(document, node).content?.['application/json']?.schema
+}
+
+/** The handler of `operation` of version `major`: the newest handler, through each of `steps`. */
+function derivedHandler(operation: Operation, major: number, steps: readonly Step[], handlers: Readonly<Record<string, AnyHandler>>, newest: Contract): AnyHandler {
+  const hops: Hop[] = []
+  const served = `operation ${operation.id} of version ${major} is served by no handler`
+  let current = operation.id
+  for (const step of steps) {
+    const along = step.changes.flatMap((change) => change.operations[current] ?? [])
+    const next = step.servedBy.get(current) ?? current
+    const serving = step.newer.operations.get(next)
+    if (serving === undefined) throw new Error(`${served}: ${step.newer.file} has no ${next}, and no change in src/versions/ says what serves it`)
+    const bodyDown = new Map<number, Transform>()
+    for (const [status, response] of Object.entries(serving.definition.responses ?? {})) {
+      const transform = transformOf(step.newer.document, jsonSchemaOf(step.newer.document, response), step.down)
+      if (transform !== undefined) bodyDown.set(Number(status), transform)
+    }
+    hops.push({
+      step,
+      bodyUp: transformOf(step.older.document, jsonSchemaOf(step.older.document, step.older.operations.get(current)!.definition.requestBody), step.up),
+      ups: along.flatMap((change) => change.up ?? []).reverse(),
+      bodyDown,
+      downs: along.flatMap((change) => change.down ?? []),
+    })
+    current = next
+  }
+  const handler = handlers[current]
+  if (handler === undefined) throw new Error(`${served}: no handler serves ${current} of ${newest.file}`)
+  if (hops.length === 0) return handler
+  // A query parameter only the newer operation declares (version 2's `id` filter) is, sent to
+  // the older one, an unknown parameter, which the contract says is ignored: the newer handler
+  // is given the older operation's parameters alone.
+  const declared = queryParameters(operation)
+  const strays = queryParameters(newest.operations.get(current)!).some((name) => !declared.includes(name))
+  const makesNewer = strays || hops.some(({ bodyUp, ups }) => bodyUp !== undefined || ups.length > 0)
+  const down = (answer: ChangedAnswer | ApiError, request: ChangedRequest): ChangedAnswer | ApiError => {
+    let made = answer
+    for (let i = hops.length - 1; i >= 0; i--) {
+      if (made instanceof ApiError) return made
+      const { step, bodyDown, downs } = hops[i]!
+      const body = bodyDown.get(made.status)
+      if (body !== undefined) made = { ...made, body: body(made.body) }
+      for (const change of downs) {
+        made = change!(made, request, step.context)
+        if (made instanceof ApiError) return made
+      }
+      if (made.headers === undefined) continue
+      for (const name of urlHeaders) {
+        const url = made.headers[name]
+        if (url !== undefined) made.headers[name] = url.replace(step.moved, `$1${step.older.basePath}/`)
+      }
+    }
+    return made
+  }
+  return (request, reply, answer) => {
+    if (makesNewer) {
+      // The request is made newer in place, on copies of its parameters (what the client sent
+      // is left as it was). (A copy whose prototype is Fastify's request cost 3 µs a request:
+      // V8 makes an object used as a prototype slower for everything after.)
+      const newer = request as FastifyRequest & ChangedRequest
+      newer.params = { ...(request.params as object) }
+      newer.query = only(request.query as Record<string, unknown>, declared)
+      for (const { step, bodyUp, ups } of hops) {
+        if (bodyUp !== undefined && newer.body !== undefined) newer.body = bodyUp(newer.body)
+        for (const up of ups) up!(newer, step.context)
+      }
+    }
+    const given = handler(request, reply, answer)
+    return given instanceof Promise ? given.then((settled) => down(settled, request as ChangedRequest)) : down(given, request as ChangedRequest)
+  }
 }
 
 const queryParameters = ({ parameters }: Operation) => parameters.filter((parameter) => parameter.in === 'query').map(({ name }) => name)
@@ -86,17 +207,4 @@ function only(values: Record<string, unknown>, names: readonly string[]): Record
   const kept: Record<string, unknown> = {}
   for (const name of names) if (values[name] !== undefined) kept[name] = values[name]
   return kept
-}
-
-/** How an event is shown to a subscription of version `major`: the newest's payload made older
- * by the changes between them. */
-export function eventsDownTo(changes: readonly VersionChange[], newest: number) {
-  return (type: string, fields: EventFields, major: number): EventFields => {
-    let made = fields
-    for (const change of changesDownTo(changes, major, newest)) {
-      const down = change.events?.[type]
-      if (down !== undefined) made = down(made)
-    }
-    return made
-  }
 }

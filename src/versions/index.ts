@@ -3,8 +3,8 @@ import { categoryObject } from './changes/category-object.js'
 import { getPetFromList } from './changes/get-pet.js'
 
 /**
- * Every version change, newest first: a request of an older version goes up through them from
- * the last that applies to it, an answer comes down through them from the first. A new major
- * version puts its changes at the head.
+ * Every version change. Within one version, a request goes up through its changes from the last
+ * to the first, an answer down from the first to the last. A new major version adds its
+ * changes, each with the version it leads to.
  */
 export const changes: readonly VersionChange[] = [getPetFromList, categoryObject]
