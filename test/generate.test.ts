@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { filesIn, generate, parsedSpec } from '../scripts/generate.js'
 import { generatedDir } from '../src/core/paths.js'
+import { recordingCompilers } from '../src/http/compilers.js'
 import { run } from './helpers/processes.js'
 
 t.test('generated/ is exactly what openapi.yaml produces (the drift check)', async (t) => {
@@ -36,6 +37,26 @@ t.test('generated/ is exactly what openapi.yaml produces (the drift check)', asy
     t.equal(code, 0)
     t.equal(stdout, `generated/: ${files.length} files from openapi.yaml and openapi-v2.yaml, 0 changed\n`)
   }
+})
+
+t.test('a route part compiles to the same module whatever was compiled before it', async (t) => {
+  const stored = new Map<string, string[]>()
+  const compilers = recordingCompilers((name, source) => stored.set(name, [...(stored.get(name) ?? []), source]), []).compilersFactory!
+  // (anyOf makes fast-json-stringify name the schema it validates with: __fjs_root_0)
+  const schema = { type: 'object', properties: { id: { anyOf: [{ type: 'string' }, { type: 'integer', minimum: 1 }] } } }
+  const other = { type: 'object', properties: { name: { anyOf: [{ type: 'string' }, { type: 'null' }] } } }
+  const validate = compilers.buildValidator!({}, {})
+  const serialize = compilers.buildSerializer!({}, {})
+  // (a copy the second time: the same schema, not the same object, which a compiler may cache)
+  for (const [url, each] of [['/a', schema], ['/b', other], ['/a', structuredClone(schema)]] as const) {
+    validate({ method: 'GET', url, httpPart: 'body', schema: each })
+    serialize({ method: 'GET', url, httpStatus: '200', schema: each })
+  }
+  for (const name of ['validators/get_a_body.cjs', 'serializers/get_a_200.cjs']) {
+    const [first, again] = stored.get(name)!
+    t.equal(again, first, `${name}: the same source after another route's`)
+  }
+  t.match(stored.get('serializers/get_a_200.cjs')![0], /__fjs_root_0/, 'whose ids are its own')
 })
 
 t.test('a spec with a value JSON cannot hold (YAML .inf) is refused, not parsed differently at start', async (t) => {
