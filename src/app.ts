@@ -44,9 +44,6 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   contract?: Contract
   /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
   clock?: () => number
-  /** false: build even for a contract with fields the storage does not keep, as `npm run
-   * generate` does (it makes the types the storage is then mapped to); by default refused */
-  requireMapped?: boolean
 }
 
 declare module 'fastify' {
@@ -63,7 +60,7 @@ declare module 'fastify' {
 export async function buildApp(options: AppOptions) {
   const contracts = servedTogether((options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)))
   const contract = contracts.at(-1)!
-  if (options.requireMapped !== false) refuseUnmapped(contracts)
+  refuseUnmapped(contracts)
   const apiKeys = options.API_KEYS.map(staticKey)
   refuseUnknownRoles(apiKeys, contract.roles)
   const storage = await openStorage(options.DATABASE_URL, {

@@ -72,19 +72,28 @@ function ajvOptions(keywords: string[]) {
 
 /**
  * Compilers that also hand the source of every validator and serializer to `store`, keyed by
- * module name: `npm run generate` builds the app with these and writes what they store.
- * `keywords` are the OpenAPI words that are not JSON Schema (`example`, `x-*`).
+ * module name: `npm run generate` compiles the contracts' route schemas with these and writes
+ * what they store. `keywords` are the OpenAPI words that are not JSON Schema (`example`, `x-*`).
+ * Each route part gets a compiler of its own, so that its module depends on its schema alone:
+ * the names inside one (validate12, __fjs_merged_3) are counted per Ajv instance, and per
+ * process by fast-json-stringify; shared, they would renumber a route's module whenever an
+ * operation is added before it.
  */
 export function recordingCompilers(store: (name: string, source: string) => void, keywords: string[]): SchemaController {
-  const validators = StandaloneValidator({ readMode: false, storeFunction: (key, code) => store(moduleName('validators', key), code) })
-  const buildValidator = (externalSchemas: Record<string, unknown>, options: { customOptions?: object }) =>
-    validators(externalSchemas as never, { ...options, customOptions: { ...options.customOptions, ...ajvOptions(keywords) } })
-  return {
-    compilersFactory: {
-      buildValidator,
-      buildSerializer: StandaloneSerializer({ readMode: false, storeFunction: (key, code) => store(moduleName('serializers', key), code) }),
-    } as CompilersFactory,
-  }
+  const record = (kind: Kind) => (key: RouteSchemaKey, code: string) => store(moduleName(kind, key), code)
+  const buildValidator = (externalSchemas: Record<string, unknown>, options: { customOptions?: object }) => (part: RouteSchemaKey) =>
+    StandaloneValidator({ readMode: false, storeFunction: record('validators') })(externalSchemas as never, { ...options, customOptions: { ...options.customOptions, ...ajvOptions(keywords) } })(part as never)
+  const buildSerializer = (externalSchemas: Record<string, unknown>, options: object) => (part: RouteSchemaKey) =>
+    freshStandaloneSerializer()({ readMode: false, storeFunction: record('serializers') })(externalSchemas as never, options)(part as never)
+  return { compilersFactory: { buildValidator, buildSerializer } as CompilersFactory }
+}
+
+/** StandaloneSerializer over fast-json-stringify loaded anew, whose counter of schema ids (a
+ * variable of its module) then starts again at 0. */
+function freshStandaloneSerializer(): typeof StandaloneSerializer {
+  const require = createRequire(createRequire(import.meta.url).resolve('@fastify/fast-json-stringify-compiler'))
+  for (const id of ['fast-json-stringify', './standalone.js']) delete require.cache[require.resolve(id)]
+  return (require('./standalone.js') as { StandaloneSerializer: typeof StandaloneSerializer }).StandaloneSerializer
 }
 
 /** The words of OpenAPI schemas that JSON Schema lacks (and every `x-*` extension of `document`):

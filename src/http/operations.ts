@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
-import openapiGlue from 'fastify-openapi-glue'
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import { contractRoutes } from './contract-routes.js'
 import { answer, type OperationHandlers } from './handlers.js'
 import { strictIntegers } from './integers.js'
 import { lifecycleHeaders, retirement } from './lifecycle-headers.js'
@@ -45,21 +45,17 @@ export interface OperationsOptions {
 }
 
 /**
- * Serves the operations of a contract: fastify-openapi-glue makes a route of each, with its
- * schemas and handler; this plugin adds, per operation and from the contract alone, its guard,
- * the headers its lifecycle calls for, its retirement, and the strict reading of its integer
- * parameters. It is an encapsulated context of its own, so its onRoute hook sees the
- * operations' routes only (each GET twice: HEAD is made from it).
+ * Serves the operations of a contract: contractRoutes makes a route of each, with its schemas
+ * and handler; this plugin adds, per operation and from the contract alone, its guard, the
+ * headers its lifecycle calls for, its retirement, and the strict reading of its integer
+ * parameters.
  */
 export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf }: OperationsOptions) {
   const major = contract.version[0]
-  app.addHook('onRoute', (route) => {
-    const operation = contract.operations.get((route.schema as { operationId: string }).operationId)!
+  const served = handlers as unknown as Record<string, GenericHandler>
+  const onRoute = (route: RouteOptions, operation: Operation) => {
     // (the access log names the lifecycle of the operation a request was of)
     route.config = { ...route.config, lifecycle: operation.lifecycle.label } as never
-    jsonBodyOnly(route)
-    jsonAnswersOnly(route)
-    headersInLowerCase(route)
     const guard = guardOf(operation)
     const headers = lifecycleHeaders(operation, contract)
     const integers = strictIntegers(operation)
@@ -86,9 +82,8 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
       else admitted(request, reply, done)
     }
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()]
-  })
-  const served = handlers as unknown as Record<string, GenericHandler>
-  await app.register(openapiGlue, { specification: contract.document, operationResolver: (operationId: string) => answering(served[operationId]!), prefix: contract.basePath })
+  }
+  await contractRoutes(app, { contract, handlerOf: (operationId) => answering(served[operationId]!), onRoute })
 }
 
 type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> | undefined } | ApiError
@@ -108,45 +103,5 @@ function answering(handler: GenericHandler) {
   return (request: FastifyRequest, reply: FastifyReply) => {
     const answered = handler(request, reply, answer)
     return answered instanceof Promise ? answered.then((settled) => send(settled, reply)) : send(answered, reply)
-  }
-}
-
-/**
- * Fastify validates a body keyed by media type only when the request declares that type, so a
- * POST without a body would reach its handler unchecked. The server reads JSON only (the
- * contract model refuses any other body): validate every body, present or not, against the
- * application/json schema.
- */
-function jsonBodyOnly(route: RouteOptions) {
-  const schema = route.schema as { body?: { content: Record<string, { schema: unknown }> } }
-  if (schema.body !== undefined) schema.body = schema.body.content['application/json']!.schema as never
-}
-
-/**
- * Every answer of the API is JSON (the contract model refuses any other). A response schema
- * keyed by media type makes Fastify read the Content-Type of each answer to find its
- * serializer; one schema per status, found at once.
- */
-function jsonAnswersOnly(route: RouteOptions) {
-  const schema = route.schema as { response?: Record<string, { content?: Record<string, { schema: unknown }> }> }
-  for (const [status, { content }] of Object.entries(schema.response ?? {})) {
-    // (HEAD's route is made from GET's, with the same schema object: done already)
-    if (content !== undefined) schema.response![status] = content['application/json']!.schema as never
-  }
-}
-
-/**
- * Node gives header names in lower case, and Fastify leaves the header schema of a route alone
- * when the validators come from elsewhere (ours, from generated/): `Idempotency-Key` in the
- * spec must be looked for as `idempotency-key`, or its rules would never apply.
- */
-function headersInLowerCase(route: RouteOptions) {
-  const schema = route.schema as { headers?: { properties: Record<string, unknown>; required?: string[] } }
-  if (schema.headers === undefined) return
-  const { properties, required } = schema.headers
-  schema.headers = {
-    ...schema.headers,
-    properties: Object.fromEntries(Object.entries(properties).map(([name, property]) => [name.toLowerCase(), property])),
-    ...(required && { required: required.map((name) => name.toLowerCase()) }),
   }
 }
