@@ -24,7 +24,7 @@
  * 2 a document that cannot be read.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
@@ -36,7 +36,7 @@ import { readContract } from '../src/contract/model.js'
 import { keysOf } from '../src/contract/pointer.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
-import { specPaths } from '../src/contract/load.js'
+import { bundledSpec, specPaths } from '../src/contract/load.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
 import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
@@ -185,6 +185,8 @@ export function reviewedLines(changes: Change[], accepted: AcceptedChange[]): st
 
 export interface GateOptions {
   spec?: string
+  /** the spec's own text, where it is not what its file holds (a release's candidate) */
+  text?: string
   released?: string
   accepted?: string
   /** the day it is: whether a sunset has passed (by default, now) */
@@ -192,8 +194,21 @@ export interface GateOptions {
 }
 
 /** Checks `spec` against every released contract, as CI does. */
-export async function checkBreaking({ spec = specPath, released = releasedDir, accepted = acceptedFile, now = new Date() }: GateOptions = {}): Promise<GateResult> {
-  const document = parse(readFileSync(spec, 'utf8')) as OpenAPIV3.Document
+export async function checkBreaking({ spec = specPath, text, released = releasedDir, accepted = acceptedFile, now = new Date() }: GateOptions = {}): Promise<GateResult> {
+  // the document as it is served: bundled from its sources, and written where redocly reads it
+  const { source, document } = bundledSpec(spec, false, text)
+  const work = mkdtempSync(join(tmpdir(), 'petstore-gate-'))
+  try {
+    const bundled = join(work, basename(spec))
+    writeFileSync(bundled, source)
+    return await gate(spec, bundled, document, { released, accepted, now })
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+/** The gate, on the bundle of `spec` (written at `bundled`). */
+async function gate(spec: string, bundled: string, document: OpenAPIV3.Document, { released, accepted, now }: Required<Pick<GateOptions, 'released' | 'accepted' | 'now'>>): Promise<GateResult> {
   const current = version(document.info.version, `${relative(projectRoot, spec)}: info.version`)
   const releases = readdirSync(released)
     .filter((name) => name.endsWith('.yaml'))
@@ -231,7 +246,7 @@ export async function checkBreaking({ spec = specPath, released = releasedDir, a
   const findings: ReleaseFindings[] = []
   for (const release of sameMajor) {
     const base = operations.get(release)!
-    const { breaking, allowed } = classify(await diff(release.file, spec), acceptedChanges, { base, latest: latestOf, noticeDays: contract.service.noticeDays, now })
+    const { breaking, allowed } = classify(await diff(release.file, bundled), acceptedChanges, { base, latest: latestOf, noticeDays: contract.service.noticeDays, now })
     breaking.push(...lifecycleBreaks(base, revision))
     findings.push({ version: named(release.version), breaking, allowed })
     if (breaking.length === 0) {

@@ -34,7 +34,7 @@ import openapiTS, { astToString } from 'openapi-typescript'
 import { closedConfigSchema, configAjvOptions, configSchemaDigest } from '../src/core/config.js'
 import { openapiKeywords, recordingCompilers } from '../src/http/compilers.js'
 import { contractRoutes } from '../src/http/contract-routes.js'
-import { loadContract, parsedSpecModule, sourceDigest, specPaths, type ParsedSpec } from '../src/contract/load.js'
+import { bundledSpecFile, loadBundled, parsedSpecModule, specPaths, type ParsedSpec } from '../src/contract/load.js'
 import type { Contract } from '../src/contract/model.js'
 import { deref } from '../src/contract/pointer.js'
 import { specSchemaModule } from '../src/http/spec-validator.js'
@@ -60,15 +60,18 @@ const versionFolder = (contract: Pick<Contract, 'version'>) => `v${contract.vers
  */
 export async function generate(outDir: string = generatedDir, specs: readonly string[] = specPaths): Promise<Generated> {
   // (parsed anew, never taken from generated/)
-  const contracts = specs.map((spec) => loadContract(spec, false))
+  const bundled = specs.map((spec) => loadBundled(spec, false))
+  const contracts = bundled.map(({ contract }) => contract)
   const files = new Map<string, string>()
-  for (const contract of contracts) {
+  for (const { contract, digest } of bundled) {
     const folder = versionFolder(contract)
     const header = headerOf(contract.file)
+    // (the bundle as it is served: no header, byte for byte what /vN/openapi.yaml answers)
+    files.set(`${folder}/${bundledSpecFile}`, contract.source)
     files.set(`${folder}/api.ts`, header + (await apiTypes(contract.source)))
     files.set(`${folder}/query-defaults.ts`, header + queryDefaults(contract))
     files.set(`${folder}/body-defaults.ts`, header + bodyDefaults(contract))
-    files.set(`${folder}/${parsedSpecModule}`, header + parsedSpec(contract))
+    files.set(`${folder}/${parsedSpecModule}`, header + parsedSpec(contract, digest))
     files.set(`${folder}/version.ts`, header + versionTypes(contract))
     await routeModules(contract, (name, source) => files.set(name, header + source))
   }
@@ -186,10 +189,10 @@ const { default: Ajv04 } = ajv04Module
 const { default: addFormats } = addFormatsModule
 
 /** openapi.yaml's document as JSON, for loadContract: the same values, or an error. */
-export function parsedSpec({ source, document }: Pick<Contract, 'source' | 'document'>): string {
+export function parsedSpec({ file, document }: Pick<Contract, 'file' | 'document'>, digest: string): string {
   const documentJson = JSON.stringify(document)
-  if (!isDeepStrictEqual(JSON.parse(documentJson), document)) throw new Error('openapi.yaml holds values that JSON cannot represent')
-  const parsed: ParsedSpec = { sourceSha256: sourceDigest(source), documentJson }
+  if (!isDeepStrictEqual(JSON.parse(documentJson), document)) throw new Error(`${file} holds values that JSON cannot represent`)
+  const parsed: ParsedSpec = { sourceSha256: digest, documentJson }
   return `module.exports = ${JSON.stringify(parsed, null, 1)};\n`
 }
 

@@ -1,10 +1,12 @@
 /**
- * npm run release -- VERSION: makes a release of openapi.yaml (docs/compatibility.md).
+ * npm run release -- VERSION: makes a release of the served document of VERSION's major
+ * (openapi.yaml, openapi-vN.yaml; docs/compatibility.md).
  *
  * It refuses a version that is not above the last release, sets `info.version` (the one line,
  * the file otherwise as written), runs the breaking-change gate on the result (a major bump
- * needs servers ending in /v<major>, as the gate says), and only then writes openapi.yaml,
- * contract/released/VERSION.yaml and VERSION's entry at the top of contract/CHANGELOG.md, and
+ * needs servers ending in /v<major>, as the gate says), and only then writes the document,
+ * contract/released/VERSION.yaml (the document as served: bundled with the shared parts) and
+ * VERSION's entry at the top of contract/CHANGELOG.md, and
  * makes generated/ (beside the spec) anew, as `npm run generate` does.
  *
  *   npm run -s release -- VERSION [--spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
@@ -18,8 +20,8 @@ import { basename, dirname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import { keysOf } from '../src/contract/pointer.js'
-import { compareVersions, parseVersion } from '../src/contract/version.js'
-import { specPaths } from '../src/contract/load.js'
+import { compareVersions, majorOfSpecFile, parseVersion } from '../src/contract/version.js'
+import { bundledSpec, bundleText, specPaths } from '../src/contract/load.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
 import { acceptedFile, type Change, checkBreaking, classify, dayOption, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
@@ -63,17 +65,19 @@ export async function release({ version, spec, released = releasedDir, changelog
   if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
   if (compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
 
-  const source = withVersion(readFileSync(spec, 'utf8'), version)
+  // the document's own text with its version set, and the bundle of it that is released
+  const own = withVersion(readFileSync(spec, 'utf8'), version)
+  const { document: current } = bundledSpec(spec, false, own)
+  const source = bundleText(current)
   const work = mkdtempSync(join(tmpdir(), 'petstore-release-'))
   try {
     const candidate = join(work, 'openapi.yaml')
     writeFileSync(candidate, source)
-    const gate = await checkBreaking({ spec: candidate, released, accepted, now })
+    const gate = await checkBreaking({ spec, text: own, released, accepted, now })
     if (!gate.ok) return { ok: false, lines: [`release ${version} refused by the breaking-change gate:`, ...gate.lines] }
 
     const previousFile = join(released, `${last}.yaml`)
     const changes = await diff(previousFile, candidate)
-    const current = parse(source)
     // the changes the lifecycle allowed, against the last release
     const allowed = gate.releases.find((findings) => findings.version === last)?.allowed ?? []
     const text = entry({
@@ -87,9 +91,9 @@ export async function release({ version, spec, released = releasedDir, changelog
       ...(parseVersion(version)![0] > parseVersion(last)![0] && { breaking: classify(changes, readAccepted(accepted)).breaking }),
     })
     const releasedFile = join(released, `${version}.yaml`)
-    writeFileSync(spec, source)
+    writeFileSync(spec, own)
     writeFileSync(releasedFile, source)
-    const beside = servedBeside(spec).filter((path) => path !== spec && existsSync(path)).map((path) => parse(readFileSync(path, 'utf8')))
+    const beside = servedBeside(spec).filter((path) => path !== spec && existsSync(path)).map((path) => bundledSpec(path).document as Record<string, any>)
     writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, [...beside, current].sort((a, b) => compare(a.info.version, b.info.version))))
     const shown = (file: string) => relative(projectRoot, file)
     return {
@@ -118,7 +122,7 @@ async function regenerated(spec: string): Promise<string> {
 /** The served document of major version `major` (openapi-v2.yaml for 2), or the error that
  * says there is none yet. */
 function documentOf(major: number): string {
-  const found = specPaths.find((path) => parseVersion(parse(readFileSync(path, 'utf8')).info.version)?.[0] === major)
+  const found = specPaths.find((path) => majorOfSpecFile(basename(path)) === major)
   if (found === undefined) throw new Error(`no served document is of major version ${major}: write it first (docs/compatibility.md), beside ${specPaths.map((path) => basename(path)).join(', ')}`)
   return found
 }

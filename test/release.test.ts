@@ -8,20 +8,26 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { releasedDir } from '../scripts/check-breaking.js'
+import { bundledSpec, bundleText } from '../src/contract/load.js'
 import { filesIn, generate } from '../scripts/generate.js'
 import { release, servedBeside, withVersion } from '../scripts/release.js'
-import { changelogPath, generatedDir, specPath } from '../src/core/paths.js'
+import { changelogPath, generatedDir, projectRoot, specPath } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
 t.setTimeout(300_000)
 
 /** A copy of the project's contract files as they were when 1.0.0 was the only release (the
- * spec as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry alone); `release` of it. */
-function project(t: Test) {
+ * spec as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry alone); `release` of it.
+ * The spec is the document as served, one file to edit; with `shared`, as written: its own file
+ * and the shared parts beside it. */
+function project(t: Test, { shared = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-release-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const files = { spec: join(dir, 'openapi.yaml'), released: join(dir, 'released'), changelog: join(dir, 'CHANGELOG.md') }
-  cpSync(specPath, files.spec)
+  if (shared) {
+    cpSync(specPath, files.spec)
+    cpSync(join(projectRoot, 'contract', 'shared'), join(dir, 'contract', 'shared'), { recursive: true })
+  } else writeFileSync(files.spec, bundleText(bundledSpec(specPath).document))
   mkdirSync(files.released)
   cpSync(join(releasedDir, '1.0.0.yaml'), join(files.released, '1.0.0.yaml'))
   const changelog = readFileSync(changelogPath, 'utf8')
@@ -126,6 +132,17 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.match(entry, /## 1\.2\.0 \(2026-11-25\)\n\n### Deprecated\n\n- `listOrders` .*\n\n### Stability\n\n- `getOrder` \(GET \/store\/orders\/\{orderId\}\): experimental to beta\n/)
   t.match(entry, /### Incompatible changes allowed by their lifecycle\n\n(- allowed \(experimental\): .*\n)*- allowed \(experimental\): GET \/store\/orders: Property `placedAt` of `Order` was removed/)
   t.ok(existsSync(join(files.released, '1.2.0.yaml')))
+})
+
+t.test('a document with shared parts: its own file gets the version, the release is the document as served, one file', async (t) => {
+  const files = project(t, { shared: true })
+  const own = readFileSync(files.spec, 'utf8')
+  const released = await release({ ...files, version: '1.1.0' })
+  t.ok(released.ok, released.lines.join('\n'))
+  t.equal(readFileSync(files.spec, 'utf8'), withVersion(own, '1.1.0'), 'only info.version changed, its shared parts referred to as before')
+  const served = bundledSpec(files.spec)
+  t.equal(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), bundleText(served.document), 'the bundle, released')
+  t.notMatch(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), /contract\/shared/, 'no $ref outside it')
 })
 
 t.test('a generated/ that cannot be made anew: released all the same, the last line says what to run', async (t) => {

@@ -89,7 +89,7 @@ export interface paths {
          *     a key with `orders:admin`) in ascending `id` order, optionally only those with a
          *     given `status`. Follow the `Link` header (`rel="next"`) for the next page.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         get: operations["listOrders"];
         put?: never;
@@ -103,7 +103,7 @@ export interface paths {
          *
          *     Send an `Idempotency-Key` to make retries safe: see that header.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         post: operations["placeOrder"];
         delete?: never;
@@ -125,7 +125,7 @@ export interface paths {
          *     not exist, unless the key has `orders:admin` (staff), which sees every order.
          *     Orders placed before orders had owners are seen by staff only.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         get: operations["getOrder"];
         put?: never;
@@ -143,7 +143,7 @@ export interface paths {
          *     transition that succeeded is answered so too. Only the caller's own orders can be
          *     moved (another key's order is a `404`), unless the key has `orders:admin`.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         patch: operations["updateOrder"];
         trace?: never;
@@ -162,7 +162,7 @@ export interface paths {
          *     otherwise). The signing secrets are not included: a secret is shown once, when the
          *     subscription is created or its secret rotated.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         get: operations["listWebhooks"];
         put?: never;
@@ -196,7 +196,7 @@ export interface paths {
          *     An API key may hold `WEBHOOK_MAX_PER_KEY` subscriptions (10 unless the operator
          *     says otherwise); past that, `409` (code `webhook_limit_reached`).
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -216,7 +216,7 @@ export interface paths {
          * Get one of your webhook subscriptions (experimental)
          * @description Returns one subscription of the API key that sends the request, without its secret.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         get: operations["getWebhook"];
         put?: never;
@@ -227,7 +227,7 @@ export interface paths {
          *     those not yet made are not made. A delivery under way as it is deleted may still
          *     arrive.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         delete: operations["deleteWebhook"];
         options?: never;
@@ -253,7 +253,7 @@ export interface paths {
          *     secret keeps accepting deliveries while it moves to the new one. A second rotation
          *     ends the overlap of the first (only the two latest secrets sign).
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
@@ -280,7 +280,7 @@ export interface paths {
          *     pending when it was disabled stay `failed` (`redeliverWebhook` sends one again). An
          *     `active` subscription is answered as it is.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         post: operations["enableWebhook"];
         delete?: never;
@@ -304,7 +304,7 @@ export interface paths {
          *     the next attempt is due. Follow the `Link` header (`rel="next"`) for the next page.
          *     Finished deliveries are kept for 7 days.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -331,7 +331,7 @@ export interface paths {
          *     a new retry period; one still `pending` is made due now. A delivery of a `disabled`
          *     subscription waits, `pending`, until the subscription is enabled again.
          *
-         *     **Experimental**: this operation may change or be withdrawn within `v2`.
+         *     **Experimental**: this operation may change or be withdrawn within its major version.
          */
         post: operations["redeliverWebhook"];
         delete?: never;
@@ -356,7 +356,7 @@ export interface webhooks {
          * @description Sent to every subscription that takes `pet.created` when createPet added a pet.
          *     Delivery, signatures and retries: see Events in the description of this document.
          *
-         *     **Experimental**: this event may change or be withdrawn within `v2`.
+         *     **Experimental**: this event may change or be withdrawn within its major version.
          */
         post: operations["petCreated"];
         delete?: never;
@@ -379,7 +379,7 @@ export interface webhooks {
          * @description Sent to every subscription that takes `pet.status_changed` when an order moved a pet to another status: placeOrder (`available` to `pending`) or updateOrder (`pending` to `sold` or `available`).
          *     Delivery, signatures and retries: see Events in the description of this document.
          *
-         *     **Experimental**: this event may change or be withdrawn within `v2`.
+         *     **Experimental**: this event may change or be withdrawn within its major version.
          */
         post: operations["petStatusChanged"];
         delete?: never;
@@ -402,7 +402,7 @@ export interface webhooks {
          * @description Sent to every subscription that takes `order.placed` when placeOrder placed an order.
          *     Delivery, signatures and retries: see Events in the description of this document.
          *
-         *     **Experimental**: this event may change or be withdrawn within `v2`.
+         *     **Experimental**: this event may change or be withdrawn within its major version.
          */
         post: operations["orderPlaced"];
         delete?: never;
@@ -425,7 +425,7 @@ export interface webhooks {
          * @description Sent to every subscription that takes `order.status_changed` when updateOrder moved an order from `placed` to `delivered` or `cancelled`.
          *     Delivery, signatures and retries: see Events in the description of this document.
          *
-         *     **Experimental**: this event may change or be withdrawn within `v2`.
+         *     **Experimental**: this event may change or be withdrawn within its major version.
          */
         post: operations["orderStatusChanged"];
         delete?: never;
@@ -437,85 +437,6 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        /**
-         * @description Availability status of a pet.
-         * @enum {string}
-         */
-        PetStatus: "available" | "pending" | "sold";
-        /**
-         * Format: int64
-         * @description Unique identifier of a pet, assigned by the service.
-         * @example 1
-         */
-        PetId: number;
-        /**
-         * @description The pet's name: 1 to 100 characters on one line, at least one of them visible, with
-         *     no control characters.
-         *
-         *     Counted in code points, stored as sent (never normalised). Refused anywhere in a
-         *     name: control characters (Unicode category Cc: U+0000 to U+001F, U+007F, and U+0080
-         *     to U+009F, among them NEL U+0085), line and paragraph separators (U+2028, U+2029)
-         *     and lone surrogates (not Unicode). Refused as a whole name: one made only of white
-         *     space and invisible characters (format characters, category Cf, and the other
-         *     default-ignorable code points: U+200B ZERO WIDTH SPACE, U+FEFF, U+00AD SOFT HYPHEN,
-         *     joiners, bidi controls, variation selectors, U+3164 HANGUL FILLER...); beside a
-         *     visible character they are kept (a joiner in an emoji sequence, a bidi mark in
-         *     mixed-direction text). Code points that are unassigned are accepted: which ones are
-         *     unassigned depends on the Unicode version of whoever checks, and a character new to
-         *     Unicode (a new emoji) must not be refused by a server or client whose tables predate
-         *     it. The pattern is an ECMAScript regular expression with the `u` flag, as JSON
-         *     Schema 2020-12 reads it.
-         * @example Rex
-         */
-        PetName: string;
-        /**
-         * @description A pet's name as stored: a `PetName`, except that a pet created by an earlier
-         *     version of the service, which held names to a looser rule, may keep a name that
-         *     `PetName` now refuses (a C1 control character, a line separator, nothing visible);
-         *     it still has 1 to 100 characters, not only white space, and no C0 control
-         *     characters.
-         * @example Rex
-         */
-        StoredPetName: string;
-        /**
-         * Format: int64
-         * @description Identifier of a category, from 1 to 2^53-1 (9007199254740991, the largest integer
-         *     every JSON client holds exactly).
-         * @example 1
-         */
-        CategoryId: number;
-        /** @description A pet to add. Unknown properties are rejected. */
-        NewPet: {
-            name: components["schemas"]["PetName"];
-            categoryId: components["schemas"]["CategoryId"];
-            status?: components["schemas"]["NewPetStatus"];
-        };
-        /**
-         * @description Availability status; `available` when omitted.
-         * @default available
-         */
-        NewPetStatus: components["schemas"]["PetStatus"];
-        /** @description A pet as stored. This server always includes `status`. */
-        Pet: {
-            id: components["schemas"]["PetId"];
-            name: components["schemas"]["StoredPetName"];
-            category: components["schemas"]["PetCategory"];
-            status?: components["schemas"]["PetStatus"];
-        };
-        /**
-         * @description The category of a pet: its `id`, and its `name` when a category with that id
-         *     exists (a pet made through version 1 may name one that was never created).
-         */
-        PetCategory: {
-            id: components["schemas"]["CategoryId"];
-            name?: components["schemas"]["CategoryName"];
-        };
-        /**
-         * @description A category's name: the rules of a pet's name (`PetName`), and unique among the
-         *     categories whatever its case.
-         * @example Bird
-         */
-        CategoryName: string;
         /** @description A category to add. Unknown properties are rejected. */
         NewCategory: {
             name: components["schemas"]["CategoryName"];
@@ -527,8 +448,80 @@ export interface components {
         };
         /** @description A list of categories, at most `limit` (100) of them. */
         Categories: components["schemas"]["Category"][];
-        /** @description A list of pets, at most `limit` (100) of them. */
-        Pets: components["schemas"]["Pet"][];
+        /**
+         * Format: int64
+         * @description Unique identifier of a pet, assigned by the service.
+         * @example 1
+         */
+        PetId: number;
+        /**
+         * Format: int64
+         * @description Identifier of a category, from 1 to 2^53-1 (9007199254740991, the largest integer
+         *     every JSON client holds exactly).
+         * @example 1
+         */
+        CategoryId: number;
+        /**
+         * @description A category's name: the rules of a pet's name (`PetName`), and unique among the
+         *     categories whatever its case.
+         * @example Bird
+         */
+        CategoryName: string;
+        /** @description The body of every 4xx and 5xx response. */
+        Error: {
+            /**
+             * @description Machine-readable error code; new codes may be added. `invalid_request`
+             *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
+             *     `unauthorized` (401), `forbidden` (403, the API key lacks a role the
+             *     operation needs), `not_found` (404), `method_not_allowed` (405),
+             *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
+             *     ordered), `invalid_transition` (409, the order cannot move so),
+             *     `webhook_limit_reached` (409, the API key holds as many webhook
+             *     subscriptions as it may), `category_name_taken` (409, another category has
+             *     this name; version 2 on), `gone` (410, a deprecated operation past its
+             *     sunset or in a brownout), `payload_too_large` (413),
+             *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
+             *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
+             *     `category_not_found` (422, a pet's category does not exist; version 2 on),
+             *     `too_many_requests` (429),
+             *     `internal_error` (500), `unavailable` (503).
+             * @example not_found
+             */
+            code: string;
+            /**
+             * @description Human-readable description of the error: at most 500 characters, without control
+             *     characters (any quoted from the request are replaced by U+FFFD).
+             * @example Pet 42 not found
+             */
+            message: string;
+            /**
+             * Format: int32
+             * @description The HTTP status of the response.
+             * @example 404
+             */
+            status: number;
+        };
+        /**
+         * @description Unique identifier of an event (and the `webhook-id` of its deliveries): the same on
+         *     every attempt.
+         * @example evt_42
+         */
+        EventId: string;
+        /**
+         * Format: int64
+         * @description Increases with every event. Deliveries are not ordered, but of two events about the
+         *     same pet or the same order, the one of the later change has the larger `sequence`:
+         *     a receiver that keeps, per pet and per order, the largest `sequence` it has applied
+         *     can ignore an older event that arrives late.
+         * @example 42
+         */
+        EventSequence: number;
+        /**
+         * Format: date-time
+         * @description When the change was made (RFC 3339, UTC, with milliseconds).
+         * @example 2026-11-23T10:02:41.512Z
+         */
+        OccurredAt: string;
         /**
          * Format: int64
          * @description Unique identifier of an order, assigned by the service.
@@ -567,39 +560,114 @@ export interface components {
              */
             status: "delivered" | "cancelled";
         };
-        /** @description The body of every 4xx and 5xx response. */
-        Error: {
-            /**
-             * @description Machine-readable error code; new codes may be added. `invalid_request`
-             *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
-             *     `unauthorized` (401), `forbidden` (403, the API key lacks a role the
-             *     operation needs), `not_found` (404), `method_not_allowed` (405),
-             *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
-             *     ordered), `invalid_transition` (409, the order cannot move so),
-             *     `webhook_limit_reached` (409, the API key holds as many webhook
-             *     subscriptions as it may), `category_name_taken` (409, another category has
-             *     this name), `gone` (410, a deprecated operation past its
-             *     sunset or in a brownout), `payload_too_large` (413),
-             *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
-             *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
-             *     `category_not_found` (422, a pet's category does not exist),
-             *     `too_many_requests` (429),
-             *     `internal_error` (500), `unavailable` (503).
-             * @example not_found
-             */
-            code: string;
-            /**
-             * @description Human-readable description of the error: at most 500 characters, without control
-             *     characters (any quoted from the request are replaced by U+FFFD).
-             * @example Pet 42 not found
-             */
-            message: string;
-            /**
-             * Format: int32
-             * @description The HTTP status of the response.
-             * @example 404
-             */
-            status: number;
+        /** @description `order.placed`: an order was placed (placeOrder); `data` is the order. */
+        OrderPlacedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "order.placed";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Order"];
+        };
+        /**
+         * @description `order.status_changed`: an order moved (updateOrder), `from` `placed` `to`
+         *     `delivered` or `cancelled`. `data` is the order as it is after the change.
+         */
+        OrderStatusChangedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "order.status_changed";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Order"];
+            from: components["schemas"]["OrderStatus"];
+            to: components["schemas"]["OrderStatus"];
+        };
+        /**
+         * @description Availability status of a pet.
+         * @enum {string}
+         */
+        PetStatus: "available" | "pending" | "sold";
+        /**
+         * @description The pet's name: 1 to 100 characters on one line, at least one of them visible, with
+         *     no control characters.
+         *
+         *     Counted in code points, stored as sent (never normalised). Refused anywhere in a
+         *     name: control characters (Unicode category Cc: U+0000 to U+001F, U+007F, and U+0080
+         *     to U+009F, among them NEL U+0085), line and paragraph separators (U+2028, U+2029)
+         *     and lone surrogates (not Unicode). Refused as a whole name: one made only of white
+         *     space and invisible characters (format characters, category Cf, and the other
+         *     default-ignorable code points: U+200B ZERO WIDTH SPACE, U+FEFF, U+00AD SOFT HYPHEN,
+         *     joiners, bidi controls, variation selectors, U+3164 HANGUL FILLER...); beside a
+         *     visible character they are kept (a joiner in an emoji sequence, a bidi mark in
+         *     mixed-direction text). Code points that are unassigned are accepted: which ones are
+         *     unassigned depends on the Unicode version of whoever checks, and a character new to
+         *     Unicode (a new emoji) must not be refused by a server or client whose tables predate
+         *     it. The pattern is an ECMAScript regular expression with the `u` flag, as JSON
+         *     Schema 2020-12 reads it.
+         * @example Rex
+         */
+        PetName: string;
+        /**
+         * @description A pet's name as stored: a `PetName`, except that a pet created by an earlier
+         *     version of the service, which held names to a looser rule, may keep a name that
+         *     `PetName` now refuses (a C1 control character, a line separator, nothing visible);
+         *     it still has 1 to 100 characters, not only white space, and no C0 control
+         *     characters.
+         * @example Rex
+         */
+        StoredPetName: string;
+        /** @description A pet to add. Unknown properties are rejected. */
+        NewPet: {
+            name: components["schemas"]["PetName"];
+            categoryId: components["schemas"]["CategoryId"];
+            status?: components["schemas"]["NewPetStatus"];
+        };
+        /**
+         * @description Availability status; `available` when omitted.
+         * @default available
+         */
+        NewPetStatus: components["schemas"]["PetStatus"];
+        /** @description A pet as stored. This server always includes `status`. */
+        Pet: {
+            id: components["schemas"]["PetId"];
+            name: components["schemas"]["StoredPetName"];
+            category: components["schemas"]["PetCategory"];
+            status?: components["schemas"]["PetStatus"];
+        };
+        /**
+         * @description The category of a pet: its `id`, and its `name` when a category with that id
+         *     exists (a pet made through version 1 may name one that was never created).
+         */
+        PetCategory: {
+            id: components["schemas"]["CategoryId"];
+            name?: components["schemas"]["CategoryName"];
+        };
+        /** @description A list of pets, at most `limit` (100) of them. */
+        Pets: components["schemas"]["Pet"][];
+        /** @description `pet.created`: a pet was added (createPet). */
+        PetCreatedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "pet.created";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Pet"];
+        };
+        /**
+         * @description `pet.status_changed`: a pet's status changed, `from` one status `to` another, as an
+         *     order moved it (placeOrder: `available` to `pending`; updateOrder: `pending` to
+         *     `sold` or `available`). `data` is the pet as it is after the change.
+         */
+        PetStatusChangedEvent: {
+            id: components["schemas"]["EventId"];
+            sequence: components["schemas"]["EventSequence"];
+            /** @enum {string} */
+            type: "pet.status_changed";
+            occurredAt: components["schemas"]["OccurredAt"];
+            data: components["schemas"]["Pet"];
+            from: components["schemas"]["PetStatus"];
+            to: components["schemas"]["PetStatus"];
         };
         /**
          * Format: int64
@@ -743,76 +811,57 @@ export interface components {
         NextAttemptAt: string;
         /** @description Deliveries, at most `limit` (100) of them. */
         WebhookDeliveries: components["schemas"]["WebhookDelivery"][];
-        /**
-         * @description Unique identifier of an event (and the `webhook-id` of its deliveries): the same on
-         *     every attempt.
-         * @example evt_42
-         */
-        EventId: string;
-        /**
-         * Format: int64
-         * @description Increases with every event. Deliveries are not ordered, but of two events about the
-         *     same pet or the same order, the one of the later change has the larger `sequence`:
-         *     a receiver that keeps, per pet and per order, the largest `sequence` it has applied
-         *     can ignore an older event that arrives late.
-         * @example 42
-         */
-        EventSequence: number;
-        /**
-         * Format: date-time
-         * @description When the change was made (RFC 3339, UTC, with milliseconds).
-         * @example 2026-11-23T10:02:41.512Z
-         */
-        OccurredAt: string;
-        /** @description `pet.created`: a pet was added (createPet). */
-        PetCreatedEvent: {
-            id: components["schemas"]["EventId"];
-            sequence: components["schemas"]["EventSequence"];
-            /** @enum {string} */
-            type: "pet.created";
-            occurredAt: components["schemas"]["OccurredAt"];
-            data: components["schemas"]["Pet"];
-        };
-        /**
-         * @description `pet.status_changed`: a pet's status changed, `from` one status `to` another, as an
-         *     order moved it (placeOrder: `available` to `pending`; updateOrder: `pending` to
-         *     `sold` or `available`). `data` is the pet as it is after the change.
-         */
-        PetStatusChangedEvent: {
-            id: components["schemas"]["EventId"];
-            sequence: components["schemas"]["EventSequence"];
-            /** @enum {string} */
-            type: "pet.status_changed";
-            occurredAt: components["schemas"]["OccurredAt"];
-            data: components["schemas"]["Pet"];
-            from: components["schemas"]["PetStatus"];
-            to: components["schemas"]["PetStatus"];
-        };
-        /** @description `order.placed`: an order was placed (placeOrder); `data` is the order. */
-        OrderPlacedEvent: {
-            id: components["schemas"]["EventId"];
-            sequence: components["schemas"]["EventSequence"];
-            /** @enum {string} */
-            type: "order.placed";
-            occurredAt: components["schemas"]["OccurredAt"];
-            data: components["schemas"]["Order"];
-        };
-        /**
-         * @description `order.status_changed`: an order moved (updateOrder), `from` `placed` `to`
-         *     `delivered` or `cancelled`. `data` is the order as it is after the change.
-         */
-        OrderStatusChangedEvent: {
-            id: components["schemas"]["EventId"];
-            sequence: components["schemas"]["EventSequence"];
-            /** @enum {string} */
-            type: "order.status_changed";
-            occurredAt: components["schemas"]["OccurredAt"];
-            data: components["schemas"]["Order"];
-            from: components["schemas"]["OrderStatus"];
-            to: components["schemas"]["OrderStatus"];
-        };
     };
     responses: {
+        /** @description No category has this id (code `not_found`). */
+        CategoryNotFoundById: {
+            headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "Category 7 not found",
+                 *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description Another category has this name, written in the same or another case (code
+         *     `category_name_taken`).
+         */
+        CategoryNameTaken: {
+            headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "category_name_taken",
+                 *       "message": "A category named \"Bird\" exists already (category 1)",
+                 *       "status": 409
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /**
          * @description The request is invalid: a parameter or the body breaks the rules of this
          *     document (code `invalid_request`), or the body is not well-formed JSON in
@@ -1061,81 +1110,6 @@ export interface components {
             };
         };
         /**
-         * @description No category has the `categoryId` of the body (code `category_not_found`): add it
-         *     first (`createCategory`).
-         */
-        CategoryNotFound: {
-            headers: {
-                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                "Cache-Control": components["headers"]["CacheControl"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
-                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
-                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
-                Vary: components["headers"]["Vary"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "category_not_found",
-                 *       "message": "Category 7 not found",
-                 *       "status": 422
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /** @description No category has this id (code `not_found`). */
-        CategoryNotFoundById: {
-            headers: {
-                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                "Cache-Control": components["headers"]["CacheControl"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
-                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
-                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
-                Vary: components["headers"]["Vary"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "not_found",
-                 *       "message": "Category 7 not found",
-                 *       "status": 404
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /**
-         * @description Another category has this name, written in the same or another case (code
-         *     `category_name_taken`).
-         */
-        CategoryNameTaken: {
-            headers: {
-                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                "Cache-Control": components["headers"]["CacheControl"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
-                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
-                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
-                Vary: components["headers"]["Vary"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "category_name_taken",
-                 *       "message": "A category named \"Bird\" exists already (category 1)",
-                 *       "status": 409
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /**
          * @description No order of the caller's has this id (code `not_found`): another key's order is
          *     answered so too, unless the caller has `orders:admin`.
          */
@@ -1157,6 +1131,32 @@ export interface components {
                  *       "code": "not_found",
                  *       "message": "Order 42 not found",
                  *       "status": 404
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description No category has the `categoryId` of the body (code `category_not_found`): add it
+         *     first (`createCategory`).
+         */
+        CategoryNotFound: {
+            headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "category_not_found",
+                 *       "message": "Category 7 not found",
+                 *       "status": 422
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1188,22 +1188,34 @@ export interface components {
         };
     };
     parameters: {
-        /** @description Maximum number of items (pets, categories, orders) returned, in decimal digits. */
-        Limit: number;
-        /** @description Keep only pets with this availability status. */
-        StatusFilter: components["schemas"]["PetStatus"];
-        /**
-         * @description Pagination cursor: return only items (pets, categories, orders) whose `id` is greater
-         *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
-         *     previous page.
-         */
-        After: number;
-        /** @description Keep only the pet with this id, in decimal digits (read one pet so). */
-        PetIdFilter: components["schemas"]["PetId"];
-        /** @description Keep only pets of the category with this id, in decimal digits. */
-        CategoryFilter: components["schemas"]["CategoryId"];
         /** @description Identifier of the category, in decimal digits. */
         CategoryIdPath: components["schemas"]["CategoryId"];
+        /** @description Maximum number of items returned, in decimal digits. */
+        Limit: number;
+        /**
+         * @description Pagination cursor: return only items whose `id` is greater than this value, in
+         *     decimal digits. Take it from the `Link` header (`rel="next"`) of the previous page.
+         */
+        After: number;
+        /**
+         * @description The event's `id` (Standard Webhooks): the same on every attempt and every
+         *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
+         *     and do nothing.
+         */
+        WebhookIdHeader: components["schemas"]["EventId"];
+        /**
+         * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
+         *     whose timestamp is more than a few minutes from your clock: it may be replayed.
+         */
+        WebhookTimestamp: string;
+        /**
+         * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
+         *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
+         *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
+         *     signatures separated by a space, made with the new and the previous secret; a
+         *     delivery is genuine when any of them checks out.
+         */
+        WebhookSignature: string;
         /** @description Identifier of the order, in decimal digits. */
         OrderId: components["schemas"]["OrderId"];
         /** @description Keep only orders with this status. */
@@ -1224,29 +1236,16 @@ export interface components {
          *     keys holds at most a day of requests. Experimental, as the operation.
          */
         IdempotencyKey: string;
+        /** @description Keep only pets with this availability status. */
+        StatusFilter: components["schemas"]["PetStatus"];
+        /** @description Keep only the pet with this id, in decimal digits (read one pet so). */
+        PetIdFilter: components["schemas"]["PetId"];
+        /** @description Keep only pets of the category with this id, in decimal digits. */
+        CategoryFilter: components["schemas"]["CategoryId"];
         /** @description Identifier of the webhook subscription, in decimal digits. */
         WebhookId: components["schemas"]["WebhookId"];
         /** @description Identifier of the delivery, in decimal digits. */
         DeliveryId: components["schemas"]["DeliveryId"];
-        /**
-         * @description The event's `id` (Standard Webhooks): the same on every attempt and every
-         *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
-         *     and do nothing.
-         */
-        WebhookIdHeader: components["schemas"]["EventId"];
-        /**
-         * @description When this attempt was signed, in Unix seconds (Standard Webhooks). Reject a delivery
-         *     whose timestamp is more than a few minutes from your clock: it may be replayed.
-         */
-        WebhookTimestamp: string;
-        /**
-         * @description The signature of this attempt (Standard Webhooks): `v1,` followed by the Base64 of the
-         *     HMAC-SHA256, keyed with the Base64-decoded part of the secret after `whsec_`, of
-         *     `{webhook-id}.{webhook-timestamp}.{body}`. During a rotation's overlap it holds two
-         *     signatures separated by a space, made with the new and the previous secret; a
-         *     delivery is genuine when any of them checks out.
-         */
-        WebhookSignature: string;
     };
     requestBodies: never;
     headers: {
@@ -1279,6 +1278,22 @@ export interface components {
          * @example </v2/store/orders?limit=20&after=20>; rel="next"
          */
         NextOrdersPageLink: string;
+        /**
+         * @description Path of the new order, `/v2/store/orders/{id}`.
+         * @example /v2/store/orders/1
+         */
+        OrderLocation: string;
+        /**
+         * @description Path of the new subscription, `/v2/webhooks/{id}`.
+         * @example /v2/webhooks/1
+         */
+        WebhookLocation: string;
+        /**
+         * @description Present when more deliveries follow: the URL of the next page, with `rel="next"`
+         *     (RFC 8288).
+         * @example </v2/webhooks/1/deliveries?limit=20&after=20>; rel="next"
+         */
+        DeliveriesNextPageLink: string;
         /**
          * @description The bearer challenge (RFC 6750): `Bearer realm="petstore"`, with
          *     `error="invalid_token"` when a bearer token was sent but is malformed or unknown,
@@ -1336,13 +1351,8 @@ export interface components {
         /** @description `Origin` when CORS is enabled: the answer depends on the request's `Origin`. */
         Vary: "Origin";
         /**
-         * @description Path of the new order, `/v2/store/orders/{id}`.
-         * @example /v2/store/orders/1
-         */
-        OrderLocation: string;
-        /**
          * @description The stability marker of the operation (its `x-stability`): `experimental`
-         *     (may change or be withdrawn within `v2`) or `beta` (may still change).
+         *     (may change or be withdrawn within its major version) or `beta` (may still change).
          * @example experimental
          */
         ApiStability: "experimental" | "beta";
@@ -1359,17 +1369,6 @@ export interface components {
          * @example true
          */
         IdempotentReplayed: "true";
-        /**
-         * @description Path of the new subscription, `/v2/webhooks/{id}`.
-         * @example /v2/webhooks/1
-         */
-        WebhookLocation: string;
-        /**
-         * @description Present when more deliveries follow: the URL of the next page, with `rel="next"`
-         *     (RFC 8288).
-         * @example </v2/webhooks/1/deliveries?limit=20&after=20>; rel="next"
-         */
-        DeliveriesNextPageLink: string;
     };
     pathItems: never;
 }
@@ -1378,7 +1377,7 @@ export interface operations {
     listPets: {
         parameters: {
             query?: {
-                /** @description Maximum number of items (pets, categories, orders) returned, in decimal digits. */
+                /** @description Maximum number of items returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Keep only the pet with this id, in decimal digits (read one pet so). */
                 id?: components["parameters"]["PetIdFilter"];
@@ -1387,9 +1386,8 @@ export interface operations {
                 /** @description Keep only pets of the category with this id, in decimal digits. */
                 categoryId?: components["parameters"]["CategoryFilter"];
                 /**
-                 * @description Pagination cursor: return only items (pets, categories, orders) whose `id` is greater
-                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
-                 *     previous page.
+                 * @description Pagination cursor: return only items whose `id` is greater than this value, in
+                 *     decimal digits. Take it from the `Link` header (`rel="next"`) of the previous page.
                  */
                 after?: components["parameters"]["After"];
             };
@@ -1504,12 +1502,11 @@ export interface operations {
     listCategories: {
         parameters: {
             query?: {
-                /** @description Maximum number of items (pets, categories, orders) returned, in decimal digits. */
+                /** @description Maximum number of items returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Pagination cursor: return only items (pets, categories, orders) whose `id` is greater
-                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
-                 *     previous page.
+                 * @description Pagination cursor: return only items whose `id` is greater than this value, in
+                 *     decimal digits. Take it from the `Link` header (`rel="next"`) of the previous page.
                  */
                 after?: components["parameters"]["After"];
             };
@@ -1653,14 +1650,13 @@ export interface operations {
     listOrders: {
         parameters: {
             query?: {
-                /** @description Maximum number of items (pets, categories, orders) returned, in decimal digits. */
+                /** @description Maximum number of items returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
                 /** @description Keep only orders with this status. */
                 status?: components["parameters"]["OrderStatusFilter"];
                 /**
-                 * @description Pagination cursor: return only items (pets, categories, orders) whose `id` is greater
-                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
-                 *     previous page.
+                 * @description Pagination cursor: return only items whose `id` is greater than this value, in
+                 *     decimal digits. Take it from the `Link` header (`rel="next"`) of the previous page.
                  */
                 after?: components["parameters"]["After"];
             };
@@ -2360,12 +2356,11 @@ export interface operations {
     listWebhookDeliveries: {
         parameters: {
             query?: {
-                /** @description Maximum number of items (pets, categories, orders) returned, in decimal digits. */
+                /** @description Maximum number of items returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description Pagination cursor: return only items (pets, categories, orders) whose `id` is greater
-                 *     than this value, in decimal digits. Take it from the `Link` header (`rel="next"`) of the
-                 *     previous page.
+                 * @description Pagination cursor: return only items whose `id` is greater than this value, in
+                 *     decimal digits. Take it from the `Link` header (`rel="next"`) of the previous page.
                  */
                 after?: components["parameters"]["After"];
             };
@@ -2542,23 +2537,6 @@ export interface operations {
         /** @description The event. */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "evt_41",
-                 *       "sequence": 41,
-                 *       "type": "pet.created",
-                 *       "occurredAt": "2026-11-23T10:02:41.512Z",
-                 *       "data": {
-                 *         "id": 1,
-                 *         "name": "Rex",
-                 *         "category": {
-                 *           "id": 1,
-                 *           "name": "Bird"
-                 *         },
-                 *         "status": "available"
-                 *       }
-                 *     }
-                 */
                 "application/json": components["schemas"]["PetCreatedEvent"];
             };
         };
@@ -2612,25 +2590,6 @@ export interface operations {
         /** @description The event. */
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "id": "evt_42",
-                 *       "sequence": 42,
-                 *       "type": "pet.status_changed",
-                 *       "occurredAt": "2026-11-23T10:02:55.004Z",
-                 *       "data": {
-                 *         "id": 1,
-                 *         "name": "Rex",
-                 *         "category": {
-                 *           "id": 1,
-                 *           "name": "Bird"
-                 *         },
-                 *         "status": "pending"
-                 *       },
-                 *       "from": "available",
-                 *       "to": "pending"
-                 *     }
-                 */
                 "application/json": components["schemas"]["PetStatusChangedEvent"];
             };
         };

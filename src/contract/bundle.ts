@@ -1,0 +1,89 @@
+/**
+ * A served document made of its sources: a version's own document (openapi.yaml,
+ * openapi-vN.yaml) and the parts versions share, written once in contract/shared/. What is
+ * served, released, generated and linted is the bundle, one document with local `$ref`s only;
+ * every tool makes it here, from the same sources (docs/changing-the-api.md).
+ *
+ * - A `$ref` to a shared file (`contract/shared/orders.yaml#/paths/~1store~1orders`, a path item,
+ *   an event, `x-service`) is replaced by what it points to.
+ * - A component named by a local `$ref` (`#/components/schemas/Pet`), in the version's document
+ *   or in a shared part, is the version's own when its document has one, and else the one the
+ *   shared files define (each name once among them): a version forks a shared component by
+ *   writing its own. The bundle holds the version's own components, then the shared ones it uses,
+ *   in the order the shared files write them. A security scheme is taken by its name in `security`.
+ */
+import { dirname, join } from 'node:path'
+import { keysOf } from './pointer.js'
+
+type Json = any
+
+export interface Sources {
+  /** the version's document, as its path names it */
+  root: string
+  /** the shared files, the pool of shared components */
+  shared: readonly string[]
+  /** a source file's document, parsed */
+  read(path: string): Json
+}
+
+const componentRef = /^#\/components\/([^/]+)\/([^/]+)$/
+
+/** The value a pointer reaches in a document, or undefined. */
+const at = (document: Json, pointer: string): Json => keysOf(pointer).reduce<Json>((node, key) => (typeof node === 'object' && node !== null ? node[key] : undefined), document)
+
+/** The bundle of a version's document with the shared files: one document, its `$ref`s local. */
+export function bundle({ root, shared, read }: Sources): Json {
+  const document = read(root)
+  const own: Record<string, Record<string, Json>> = document.components ?? {}
+  // each shared component, by section and name, where it is written
+  const pool = new Map<string, { file: string; node: Json; order: number }>()
+  for (const file of shared) {
+    for (const [section, entries] of Object.entries<Record<string, Json>>(read(file).components ?? {})) {
+      for (const [name, node] of Object.entries(entries)) {
+        const key = `${section}/${name}`
+        const there = pool.get(key)
+        if (there !== undefined) throw new Error(`${file}: components/${key} is written in ${there.file} too: a shared component is written once`)
+        pool.set(key, { file, node, order: pool.size })
+      }
+    }
+  }
+  const taken = new Map<string, Json>()
+  const take = (section: string, name: string, from: string) => {
+    const key = `${section}/${name}`
+    if (own[section]?.[name] !== undefined || taken.has(key)) return
+    const found = pool.get(key)
+    if (found === undefined) throw new Error(`${from}: #/components/${key} is neither in ${root} nor in the shared files`)
+    taken.set(key, undefined)
+    taken.set(key, copy(found.node, found.file))
+  }
+  const copy = (node: Json, file: string): Json => {
+    if (Array.isArray(node)) return node.map((item) => copy(item, file))
+    if (typeof node !== 'object' || node === null) return node
+    if (typeof node.$ref === 'string') {
+      const [target, pointer = ''] = node.$ref.split('#') as [string, string?]
+      if (target === '') {
+        const component = componentRef.exec(`#${pointer}`)
+        if (component !== null) take(component[1]!, keysOf(`#/${component[2]!}`)[0]!, file)
+        else if (file !== root) throw new Error(`${file}: ${node.$ref}: a shared part names components only (#/components/...)`)
+        return { ...node }
+      }
+      const path = join(dirname(file), target)
+      if (componentRef.test(`#${pointer}`)) throw new Error(`${file}: ${node.$ref}: a shared component is named by its local $ref (#${pointer})`)
+      if (Object.keys(node).length > 1) throw new Error(`${file}: ${node.$ref}: a $ref to a shared part stands alone`)
+      const found = at(read(path), `#${pointer}`)
+      if (found === undefined) throw new Error(`${file}: ${node.$ref} points to nothing`)
+      return copy(found, path)
+    }
+    return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, copy(value, file)]))
+  }
+  const made = copy(document, root)
+  // the security schemes are named, not referred to
+  const requirements = [...(document.security ?? []), ...Object.values<Json>(made.paths ?? {}).flatMap((item) => Object.values<Json>(item).flatMap((operation) => operation?.security ?? []))]
+  for (const name of new Set(requirements.flatMap((requirement: object) => Object.keys(requirement)))) take('securitySchemes', name, root)
+  const components: Record<string, Record<string, Json>> = { ...made.components }
+  for (const key of [...taken.keys()].sort((a, b) => pool.get(a)!.order - pool.get(b)!.order)) {
+    const [section, name] = key.split('/') as [string, string]
+    components[section] = { ...components[section], [name]: taken.get(key) }
+  }
+  return Object.keys(components).length === 0 ? made : { ...made, components }
+}
