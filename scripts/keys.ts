@@ -13,7 +13,7 @@ import { loadConfig } from '../src/core/config.js'
 import { loadContract } from '../src/contract/load.js'
 import { specPaths } from '../src/core/paths.js'
 import { reportFailure } from '../src/core/failure.js'
-import { openStorage, type Storage } from '../src/storage/index.js'
+import { openStorage, type Storage } from '../src/repositories.js'
 import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
 import { usageCommand } from './usage-report.js'
 

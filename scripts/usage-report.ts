@@ -5,7 +5,7 @@
  */
 import { storedKeyIdOf, storedKeyPrincipal } from '../src/auth/access.js'
 import { loadContracts } from '../src/contract/load.js'
-import type { Storage } from '../src/storage/index.js'
+import type { Storage } from '../src/repositories.js'
 
 export interface UsageLine {
   /** the key's id, or the principal of an API_KEYS key */
