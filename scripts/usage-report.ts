@@ -1,6 +1,6 @@
 /**
  * `npm run -s keys -- usage [--json]`: who still calls the deprecated and non-stable operations
- * (storage/usage.ts), one line per key and operation. A key of API_KEYS, which the store does
+ * (ops/usage.ts), one line per key and operation. A key of API_KEYS, which the store does
  * not hold, is shown by its principal (`env:` and 12 hex digits of its SHA-256), never the key.
  */
 import { storedKeyIdOf, storedKeyPrincipal } from '../src/auth/access.js'

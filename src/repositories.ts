@@ -19,7 +19,7 @@ import { type OrderRepository, orderColumns, orderRepository } from './storage/o
 import { openOutbox } from './storage/outbox.js'
 import { type PetRepository, petColumns, petRepository } from './storage/pets.js'
 import type { Stored } from './storage/schema-check.js'
-import { type UsageRepository, usageRepository } from './storage/usage.js'
+import { type UsageRepository, usageRepository } from './ops/usage.js'
 import { type WebhookRepository, webhookColumns, webhookRepository } from './storage/webhooks.js'
 
 declare module 'fastify' {

@@ -169,7 +169,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0009_lifecycle_usage': {
       async up(db) {
         // Who calls deprecated and non-stable operations: per principal (`key:12`, `env:<hex>`)
-        // and operationId, how often, first and last (ms), added to in batches (storage/usage.ts).
+        // and operationId, how often, first and last (ms), added to in batches (ops/usage.ts).
         await db.schema
           .createTable('lifecycle_usage')
           .addColumn('principal', 'text', (c) => c.notNull())
