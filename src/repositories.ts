@@ -11,11 +11,11 @@ import { configSchema } from './core/config.js'
 import { type CategoryRepository, categoryColumns, categoryRepository } from './storage/categories.js'
 import type { DatabaseOptions } from './storage/database.js'
 import { type DeliveryQueue, deliveryQueue } from './storage/deliveries.js'
-import { idempotencyWindowMs } from './storage/idempotency.js'
+import { idempotencyWindowMs } from './orders/idempotency.js'
 import { openMigrated, type StorageStats } from './storage/index.js'
 import { type KeyRepository, keyRepository } from './storage/keys.js'
 import { registerStorageMetrics } from './storage/metrics.js'
-import { type OrderRepository, orderColumns, orderRepository } from './storage/orders.js'
+import { type OrderRepository, orderColumns, orderRepository } from './orders/repository.js'
 import { openOutbox } from './storage/outbox.js'
 import { type PetRepository, petColumns, petRepository } from './storage/pets.js'
 import type { Stored } from './storage/schema-check.js'
@@ -56,7 +56,7 @@ export interface Storage {
 export const storedSchemas: readonly Stored[] = [
   { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/storage/pets.ts' },
   { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/storage/categories.ts' },
-  { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/storage/orders.ts' },
+  { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/orders/repository.ts' },
   { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/storage/webhooks.ts' },
 ]
 

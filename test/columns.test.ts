@@ -16,7 +16,7 @@ import { apiTypes } from '../scripts/generate.js'
 import { projectRoot, specPaths } from '../src/core/paths.js'
 import { mapping } from '../src/storage/columns.js'
 
-const repositories = ['src/storage/pets.ts', 'src/storage/orders.ts']
+const repositories = ['src/storage/pets.ts', 'src/orders/repository.ts']
 
 /** `files` (relative to the project) and every module of the project they import, transitively;
  * generated/ excepted, which each program brings its own of. */

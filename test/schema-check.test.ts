@@ -36,7 +36,7 @@ t.test('a contract with a field the storage does not keep is refused, naming the
     [
       'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/storage/pets.ts)',
       'openapi.yaml: Pet.tag has no column: map it in petColumns (src/storage/pets.ts)',
-      'openapi.yaml: Order.tag has no column: map it in orderColumns (src/storage/orders.ts)',
+      'openapi.yaml: Order.tag has no column: map it in orderColumns (src/orders/repository.ts)',
       'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/storage/webhooks.ts)',
     ].join('\n'),
   )

@@ -70,7 +70,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .where(sql<boolean>`status <> 'cancelled'`)
           .execute()
         // placeOrder's Idempotency-Key, per API key (principal), with the outcome it was answered
-        // (JSON); rows older than 24 h are forgotten (idempotency.ts), by created_at.
+        // (JSON); rows older than 24 h are forgotten (orders/idempotency.ts), by created_at.
         await db.schema
           .createTable('idempotency_keys')
           .addColumn('principal', 'text', (c) => c.notNull())

@@ -1,12 +1,12 @@
 import type { components } from '../../generated/v2/api.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import { mapping } from './columns.js'
-import type { Dialect } from './database.js'
-import { transactions } from './group-commit.js'
+import { mapping } from '../storage/columns.js'
+import type { Dialect } from '../storage/database.js'
+import { transactions } from '../storage/group-commit.js'
 import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
-import type { Outbox } from './outbox.js'
-import { type PetStatus, petColumns } from './pets.js'
-import { type Sql, type Statements, select } from './sql.js'
+import type { Outbox } from '../storage/outbox.js'
+import { type PetStatus, petColumns } from '../storage/pets.js'
+import { type Sql, type Statements, select } from '../storage/sql.js'
 import { allOrders, type OrderScope } from '../auth/access.js'
 
 type Schemas = components['schemas']
