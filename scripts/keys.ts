@@ -14,7 +14,7 @@ import { loadContract } from '../src/contract/load.js'
 import { specPaths } from '../src/core/paths.js'
 import { reportFailure } from '../src/core/failure.js'
 import { openStorage, type Storage } from '../src/repositories.js'
-import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
+import type { ApiKeyRecord, KeyRepository } from '../src/auth/keys.js'
 import { usageCommand } from './usage-report.js'
 
 const usage = `Usage: npm run -s keys -- <command>
