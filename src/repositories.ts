@@ -8,7 +8,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { configSchema } from './core/config.js'
-import { type CategoryRepository, categoryColumns, categoryRepository } from './storage/categories.js'
+import { type CategoryRepository, categoryColumns, categoryRepository } from './categories/repository.js'
 import type { DatabaseOptions } from './storage/database.js'
 import { type DeliveryQueue, deliveryQueue } from './storage/deliveries.js'
 import { idempotencyWindowMs } from './orders/idempotency.js'
@@ -55,7 +55,7 @@ export interface Storage {
  * the database (storage/schema-check.ts). */
 export const storedSchemas: readonly Stored[] = [
   { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/storage/pets.ts' },
-  { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/storage/categories.ts' },
+  { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/categories/repository.ts' },
   { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/orders/repository.ts' },
   { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/storage/webhooks.ts' },
 ]

@@ -1,9 +1,9 @@
 import type { components, operations } from '../../generated/v2/api.js'
+import type { CategoryRepository } from '../categories/repository.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { CategoryRepository } from '../storage/categories.js'
 import type { Pet, PetRepository } from '../storage/pets.js'
 
 export type PetOperation = 'listPets' | 'createPet'
