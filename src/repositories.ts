@@ -17,7 +17,7 @@ import { type KeyRepository, keyRepository } from './auth/keys.js'
 import { registerStorageMetrics } from './storage/metrics.js'
 import { type OrderRepository, orderColumns, orderRepository } from './orders/repository.js'
 import { openOutbox } from './storage/outbox.js'
-import { type PetRepository, petColumns, petRepository } from './storage/pets.js'
+import { type PetRepository, petColumns, petRepository } from './pets/repository.js'
 import type { Stored } from './storage/schema-check.js'
 import { type UsageRepository, usageRepository } from './ops/usage.js'
 import { type WebhookRepository, webhookColumns, webhookRepository } from './storage/webhooks.js'
@@ -54,7 +54,7 @@ export interface Storage {
  * and where that map is written: checked at start against the contract (refuseUnmapped) and
  * the database (storage/schema-check.ts). */
 export const storedSchemas: readonly Stored[] = [
-  { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/storage/pets.ts' },
+  { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/pets/repository.ts' },
   { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/categories/repository.ts' },
   { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/orders/repository.ts' },
   { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/storage/webhooks.ts' },

@@ -8,7 +8,7 @@ import { orderHandlers } from '../src/orders/handlers.js'
 import { petHandlers } from '../src/pets/handlers.js'
 import type { CategoryRepository } from '../src/categories/repository.js'
 import type { OrderRepository } from '../src/orders/repository.js'
-import type { PetRepository } from '../src/storage/pets.js'
+import type { PetRepository } from '../src/pets/repository.js'
 import type { WebhookRepository } from '../src/storage/webhooks.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 

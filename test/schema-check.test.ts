@@ -34,8 +34,8 @@ t.test('a contract with a field the storage does not keep is refused, naming the
   t.equal(
     (refused as Error).message,
     [
-      'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/storage/pets.ts)',
-      'openapi.yaml: Pet.tag has no column: map it in petColumns (src/storage/pets.ts)',
+      'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/pets/repository.ts)',
+      'openapi.yaml: Pet.tag has no column: map it in petColumns (src/pets/repository.ts)',
       'openapi.yaml: Order.tag has no column: map it in orderColumns (src/orders/repository.ts)',
       'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/storage/webhooks.ts)',
     ].join('\n'),
@@ -60,7 +60,7 @@ async function refusesInOneLine(t: Test, DATABASE_URL: string) {
   t.equal(code, 1, 'exit code 1')
   t.equal(
     stderr,
-    'petstore: the database has no column pets.category_id, which petColumns (src/storage/pets.ts) maps: add it by a migration at the end of migrations() in src/storage/migrations.ts (a start applies it, as npm run migrate does)\n',
+    'petstore: the database has no column pets.category_id, which petColumns (src/pets/repository.ts) maps: add it by a migration at the end of migrations() in src/storage/migrations.ts (a start applies it, as npm run migrate does)\n',
     'one line, the column, the map and the migration to write',
   )
   t.equal(stdout, '', 'and nothing else')

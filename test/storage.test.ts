@@ -9,7 +9,7 @@ import { sql } from 'kysely'
 import t, { type Test } from 'tap'
 import { openDatabase } from '../src/storage/index.js'
 import { openStorage, type Storage } from '../src/repositories.js'
-import type { NewPet, Pet } from '../src/storage/pets.js'
+import type { NewPet, Pet } from '../src/pets/repository.js'
 import { build, call } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 

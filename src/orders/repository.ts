@@ -1,13 +1,13 @@
 import type { components } from '../../generated/v2/api.js'
+import { allOrders, type OrderScope } from '../auth/access.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import { type PetStatus, petColumns } from '../pets/repository.js'
 import { mapping } from '../storage/columns.js'
 import type { Dialect } from '../storage/database.js'
 import { transactions } from '../storage/group-commit.js'
-import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 import type { Outbox } from '../storage/outbox.js'
-import { type PetStatus, petColumns } from '../storage/pets.js'
 import { type Sql, type Statements, select } from '../storage/sql.js'
-import { allOrders, type OrderScope } from '../auth/access.js'
+import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 
 type Schemas = components['schemas']
 type OrderSchema = Schemas['Order']

@@ -1,5 +1,5 @@
 import type { EventFields } from '../storage/outbox.js'
-import type { Pet } from '../storage/pets.js'
+import type { Pet } from './repository.js'
 import { petOf } from './handlers.js'
 
 /** The pet events as the newest version shows them: their pet as stored (a change records it so)

@@ -4,7 +4,7 @@ import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { Pet, PetRepository } from '../storage/pets.js'
+import type { Pet, PetRepository } from './repository.js'
 
 export type PetOperation = 'listPets' | 'createPet'
 
