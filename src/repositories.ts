@@ -10,7 +10,7 @@ import fp from 'fastify-plugin'
 import { configSchema } from './core/config.js'
 import { type CategoryRepository, categoryColumns, categoryRepository } from './categories/repository.js'
 import type { DatabaseOptions } from './storage/database.js'
-import { type DeliveryQueue, deliveryQueue } from './storage/deliveries.js'
+import { type DeliveryQueue, deliveryQueue } from './webhooks/deliveries.js'
 import { idempotencyWindowMs } from './orders/idempotency.js'
 import { openMigrated, type StorageStats } from './storage/index.js'
 import { type KeyRepository, keyRepository } from './auth/keys.js'
@@ -20,7 +20,7 @@ import { openOutbox } from './storage/outbox.js'
 import { type PetRepository, petColumns, petRepository } from './pets/repository.js'
 import type { Stored } from './storage/schema-check.js'
 import { type UsageRepository, usageRepository } from './ops/usage.js'
-import { type WebhookRepository, webhookColumns, webhookRepository } from './storage/webhooks.js'
+import { type WebhookRepository, webhookColumns, webhookRepository } from './webhooks/repository.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -57,7 +57,7 @@ export const storedSchemas: readonly Stored[] = [
   { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/pets/repository.ts' },
   { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/categories/repository.ts' },
   { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/orders/repository.ts' },
-  { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/storage/webhooks.ts' },
+  { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/webhooks/repository.ts' },
 ]
 
 export interface StorageOptions extends DatabaseOptions {

@@ -9,7 +9,7 @@ import { petHandlers } from '../src/pets/handlers.js'
 import type { CategoryRepository } from '../src/categories/repository.js'
 import type { OrderRepository } from '../src/orders/repository.js'
 import type { PetRepository } from '../src/pets/repository.js'
-import type { WebhookRepository } from '../src/storage/webhooks.js'
+import type { WebhookRepository } from '../src/webhooks/repository.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
 
 const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: '/v2/pets', categoriesOf: () => true })

@@ -37,7 +37,7 @@ t.test('a contract with a field the storage does not keep is refused, naming the
       'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/pets/repository.ts)',
       'openapi.yaml: Pet.tag has no column: map it in petColumns (src/pets/repository.ts)',
       'openapi.yaml: Order.tag has no column: map it in orderColumns (src/orders/repository.ts)',
-      'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/storage/webhooks.ts)',
+      'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/webhooks/repository.ts)',
     ].join('\n'),
   )
 })

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import { redactUrl } from '../http/redact.js'
-import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from '../storage/deliveries.js'
+import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from './deliveries.js'
 import type { EventFields, EventType } from '../storage/outbox.js'
 import { type AttemptResult, outcomeOf, type Retries } from './outcome.js'
 import { type Answer, Connections, post } from './send.js'

@@ -1,9 +1,9 @@
 import type { components } from '../../generated/v2/api.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
-import { columnNames } from './columns.js'
-import type { Dialect } from './database.js'
-import type { EventType, Outbox } from './outbox.js'
-import { type Sql, type Statements, select } from './sql.js'
+import { columnNames } from '../storage/columns.js'
+import type { Dialect } from '../storage/database.js'
+import type { EventType, Outbox } from '../storage/outbox.js'
+import { type Sql, type Statements, select } from '../storage/sql.js'
 
 export type Webhook = components['schemas']['Webhook']
 export type NewWebhook = components['schemas']['NewWebhook']
