@@ -10,7 +10,7 @@ import t from 'tap'
 import { projectRoot } from '../src/core/paths.js'
 
 /** The layers, lowest first: each may import from those before it. */
-const layers = [['core'], ['contract', 'storage'], ['http', 'limits'], ['auth'], ['docs', 'ops'], ['categories'], ['pets'], ['orders', 'webhooks', 'versions'], ['.']]
+const layers = [['core'], ['contract', 'storage'], ['http', 'limits'], ['auth'], ['docs', 'ops'], ['events'], ['categories'], ['pets'], ['orders', 'webhooks', 'versions'], ['.']]
 
 const src = join(projectRoot, 'src')
 const layerOf = (folder: string) => layers.findIndex((layer) => layer.includes(folder))

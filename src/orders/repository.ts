@@ -1,11 +1,11 @@
 import type { components } from '../../generated/v2/api.js'
 import { allOrders, type OrderScope } from '../auth/access.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import type { Outbox } from '../events/outbox.js'
 import { type PetStatus, petColumns } from '../pets/repository.js'
 import { mapping } from '../storage/columns.js'
 import type { Dialect } from '../storage/database.js'
 import { transactions } from '../storage/group-commit.js'
-import type { Outbox } from '../storage/outbox.js'
 import { type Sql, type Statements, select } from '../storage/sql.js'
 import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 

@@ -1,9 +1,9 @@
 import type { components } from '../../generated/v2/api.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
+import type { Outbox } from '../events/outbox.js'
 import { mapping } from '../storage/columns.js'
 import type { Dialect } from '../storage/database.js'
 import { type GroupCommitStats, groupCommit } from '../storage/group-commit.js'
-import type { Outbox } from '../storage/outbox.js'
 import { type Select, type Sql, type Statements, select } from '../storage/sql.js'
 
 type Schemas = components['schemas']

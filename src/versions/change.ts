@@ -6,7 +6,7 @@
  * to a subscription of the older version. A new major version adds changes, not copies.
  */
 import type { ApiError } from '../core/errors.js'
-import type { EventFields } from '../storage/outbox.js'
+import type { EventFields } from '../events/outbox.js'
 
 /** A request as a handler reads it: what a change may rewrite of it. */
 export interface ChangedRequest {

@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { EventFields } from '../storage/outbox.js'
+import type { EventFields } from '../events/outbox.js'
 import type { ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
 
 /** A handler as the operations plugin calls it, whatever its operation. */

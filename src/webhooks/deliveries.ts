@@ -1,7 +1,7 @@
 import type { MaybePromise } from '../core/maybe-async.js'
+import type { EventType } from '../events/outbox.js'
 import type { Dialect } from '../storage/database.js'
 import { transactions } from '../storage/group-commit.js'
-import type { EventType } from '../storage/outbox.js'
 import { type Sql, type Statements, select } from '../storage/sql.js'
 
 /** A delivery an instance has claimed, with what it takes to make an attempt. */

@@ -1,8 +1,8 @@
 import type { components } from '../../generated/v2/api.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
+import type { EventType, Outbox } from '../events/outbox.js'
 import { columnNames } from '../storage/columns.js'
 import type { Dialect } from '../storage/database.js'
-import type { EventType, Outbox } from '../storage/outbox.js'
 import { type Sql, type Statements, select } from '../storage/sql.js'
 
 export type Webhook = components['schemas']['Webhook']

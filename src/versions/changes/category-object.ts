@@ -5,7 +5,7 @@
  */
 import type { components as V1 } from '../../../generated/v1/api.js'
 import type { components as V2 } from '../../../generated/v2/api.js'
-import type { EventFields } from '../../storage/outbox.js'
+import type { EventFields } from '../../events/outbox.js'
 import type { ChangedAnswer, VersionChange } from '../change.js'
 
 type V1Pet = V1['schemas']['Pet']

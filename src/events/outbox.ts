@@ -1,7 +1,8 @@
+// A folder of its own, below the features: pets, orders and subscriptions record events here; webhooks/ delivers them.
 import type { webhooks } from '../../generated/v2/api.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { Dialect } from './database.js'
-import type { Sql, Statements } from './sql.js'
+import type { Dialect } from '../storage/database.js'
+import type { Sql, Statements } from '../storage/sql.js'
 
 /** The events of the contract, by their names under `webhooks`. */
 export type EventType = keyof webhooks
