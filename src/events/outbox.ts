@@ -57,7 +57,7 @@ const anyOwnTaker = `select 1 from webhook_subscription_events taker
  *   runs after that commit sees it; one that ran before committed before it.
  * - PostgreSQL (several instances): by the statement that writes the events, which reads
  *   webhook_subscription_events. A subscription is committed under an ACCESS EXCLUSIVE lock on
- *   that table (webhooks.ts): it waits for every change that has read the table to commit,
+ *   that table (webhooks/repository.ts): it waits for every change that has read the table to commit,
  *   and a change that reads it after waits for the subscription to commit and then sees it
  *   (PostgreSQL takes a statement's locks before the snapshot it reads with). So a change
  *   committed after a subscription's commit records its events for it.

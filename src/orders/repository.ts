@@ -103,7 +103,7 @@ const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', canc
 
 /** `windowMs`: how long an Idempotency-Key is remembered. */
 export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, windowMs: number): OrderRepository {
-  // SQLite pays an fsync per commit: writes that arrive together share one (see group-commit.ts).
+  // SQLite pays an fsync per commit: writes that arrive together share one (see storage/group-commit.ts).
   const write = transactions(sql, dialect === 'sqlite')
   const keys = idempotencyKeys<Placement>(sql, windowMs)
 

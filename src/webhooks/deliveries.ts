@@ -232,7 +232,7 @@ export function afterFailures(
 type Health = { failures: number; failing_since: number | null; circuit_openings: number; paused_until: number | null }
 
 export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
-  // SQLite pays an fsync per commit: settlements written together share one (see group-commit.ts).
+  // SQLite pays an fsync per commit: settlements written together share one (see storage/group-commit.ts).
   const write: (work: (tx: Statements) => Promise<void>) => Promise<void> = dialect === 'sqlite' ? transactions(sql, true) : (work) => sql.transaction(work)
 
   /** The outcomes, and the endpoints that answered (`up`) recovered. */

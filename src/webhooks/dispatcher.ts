@@ -46,7 +46,7 @@ export interface DispatcherOptions extends Retries {
   /** why the key of a subscription (its principal, `owner`) may not receive an event of `type`
    * now, or undefined when it may: asked before each attempt */
   withheld: (owner: string, type: EventType) => Promise<string | undefined>
-  /** disables a subscription, saying why (webhooks.ts); false when it was not active */
+  /** disables a subscription, saying why (repository.ts); false when it was not active */
   disable: (subscriptionId: number, reason: string) => Promise<boolean>
 }
 

@@ -97,7 +97,7 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
   /**
    * A change of subscriptions, in a transaction. On PostgreSQL it first takes the table that
    * changes read to know who takes their events, exclusively: it waits for the changes that
-   * read it to commit, and holds back those that have not yet (see outbox.ts). That also makes
+   * read it to commit, and holds back those that have not yet (see events/outbox.ts). That also makes
    * subscription changes run one at a time, so a count per owner stays true until the commit.
    * (SQLite transactions run one at a time already.)
    */
