@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { allOrders, authorize, type OrderScope } from '../src/auth/access.js'
 import { loadContract } from '../src/contract/load.js'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage } from '../src/repositories.js'
 import { median } from './load.js'
 import { fmt } from './report.js'
 import type { Store } from './stores.js'

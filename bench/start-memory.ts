@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage } from '../src/repositories.js'
 import { load, median, progress } from './load.js'
 import { fmt } from './report.js'
 import { petScenarios } from './scenarios.js'

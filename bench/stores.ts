@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { loadContract } from '../src/contract/load.js'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage } from '../src/repositories.js'
 import { postmasterOf } from './cores.js'
 import { progress } from './load.js'
 

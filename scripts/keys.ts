@@ -12,8 +12,8 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../src/core/config.js'
 import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { reportFailure } from '../src/core/failure.js'
-import { openStorage, type Storage } from '../src/storage/index.js'
-import type { ApiKeyRecord, KeyRepository } from '../src/storage/keys.js'
+import { openStorage, type Storage } from '../src/repositories.js'
+import type { ApiKeyRecord, KeyRepository } from '../src/auth/keys.js'
 import { usageCommand } from './usage-report.js'
 
 const usage = `Usage: npm run -s keys -- <command>

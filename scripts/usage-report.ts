@@ -1,11 +1,11 @@
 /**
  * `npm run -s keys -- usage [--json]`: who still calls the deprecated and non-stable operations
- * (storage/usage.ts), one line per key and operation. A key of API_KEYS, which the store does
+ * (ops/usage.ts), one line per key and operation. A key of API_KEYS, which the store does
  * not hold, is shown by its principal (`env:` and 12 hex digits of its SHA-256), never the key.
  */
 import { storedKeyIdOf, storedKeyPrincipal } from '../src/auth/access.js'
 import { loadContracts } from '../src/contract/load.js'
-import type { Storage } from '../src/storage/index.js'
+import type { Storage } from '../src/repositories.js'
 
 export interface UsageLine {
   /** the key's id, or the principal of an API_KEYS key */

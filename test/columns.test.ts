@@ -17,7 +17,7 @@ import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
 import { mapping } from '../src/storage/columns.js'
 
-const repositories = ['src/storage/pets.ts', 'src/storage/orders.ts']
+const repositories = ['src/pets/repository.ts', 'src/orders/repository.ts']
 
 /** `files` (relative to the project) and every module of the project they import, transitively;
  * generated/ excepted, which each program brings its own of. */
@@ -91,10 +91,10 @@ t.test('a new optional field of Pet fails typecheck at the repository until it n
   await generate(spec)
   const errors = typecheck(dir)
   t.equal(errors.length, 1, errors.join('\n'))
-  t.match(errors[0], new RegExp(`^src/storage/pets\\.ts\\(\\d+\\): TS2345 .*\\n {2}Property '${field}' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\\.$`), 'at the map of pets, naming the field')
+  t.match(errors[0], new RegExp(`^src/pets/repository\\.ts\\(\\d+\\): TS2345 .*\\n {2}Property '${field}' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\\.$`), 'at the map of pets, naming the field')
 
   // step 3: the map names its column, and the selects and the insert follow from it
-  const pets = join(dir, 'src/storage/pets.ts')
+  const pets = join(dir, 'src/pets/repository.ts')
   writeFileSync(pets, readFileSync(pets, 'utf8').replace("    status: 'status',\n", `    status: 'status',\n    ${field}: '${field}',\n`))
   t.strictSame(typecheck(dir), [], 'mapped, it compiles')
 })

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
 import { loadContracts } from '../src/contract/load.js'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage } from '../src/repositories.js'
 import { testKey } from './helpers/app.js'
 import { type RunningProcess, run, startServer, within } from './helpers/processes.js'
 

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
+import { openStorage } from '../src/repositories.js'
 import { groupCommit, transactions } from '../src/storage/group-commit.js'
-import { connect, openStorage } from '../src/storage/index.js'
+import { connect } from '../src/storage/index.js'
 import type { Sql } from '../src/storage/sql.js'
 
 t.test('writes of one turn of the event loop are written together, each answered with its own result', async (t) => {

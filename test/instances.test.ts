@@ -5,7 +5,7 @@
  */
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import type { Pet } from '../src/storage/pets.js'
+import type { Pet } from '../src/pets/repository.js'
 import { testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 import { atMost } from './helpers/concurrency.js'

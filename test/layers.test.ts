@@ -2,7 +2,9 @@
  * Imports point one way (docs/development.md): the folders of src/ form layers, and a module
  * imports only from its own folder or from a layer below it. The kernel (src/core/) imports
  * nothing of the service, and the contract model (src/contract/) nothing but the kernel, and
- * nothing of Fastify: it is read by scripts and the lint as well as by the server.
+ * nothing of Fastify: it is read by scripts and the lint as well as by the server. storage/
+ * (engines, SQL, migrations) imports nothing but the kernel either: each feature holds its own
+ * repository, column map and types, built on storage/, and src/repositories.ts composes them.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
@@ -10,7 +12,7 @@ import t from 'tap'
 import { projectRoot } from '../src/core/paths.js'
 
 /** The layers, lowest first: each may import from those before it. */
-const layers = [['core'], ['contract'], ['http', 'limits'], ['auth'], ['storage'], ['docs', 'ops', 'versions'], ['pets', 'categories', 'orders', 'webhooks'], ['.']]
+const layers = [['core'], ['contract', 'storage'], ['http', 'limits'], ['auth'], ['docs', 'ops'], ['events'], ['versions'], ['categories'], ['pets'], ['orders', 'webhooks'], ['.']]
 
 const src = join(projectRoot, 'src')
 const layerOf = (folder: string) => layers.findIndex((layer) => layer.includes(folder))
@@ -49,5 +51,12 @@ t.test('the contract model knows nothing of Fastify or of files but its loader a
   const found = modules()
     .filter(({ folder, file }) => folder === 'contract' && file !== 'contract/load.ts' && file !== 'contract/bundle.ts')
     .flatMap(({ file, imports }) => imports.filter((target) => !target.startsWith('contract/') && !target.startsWith('core/errors') && target !== 'openapi-types').map((target) => `${file} -> ${target}`))
+  t.strictSame(found, [])
+})
+
+t.test('storage/ imports nothing of the service but the kernel: no feature, no contract type', async (t) => {
+  const found = modules()
+    .filter(({ folder }) => folder === 'storage')
+    .flatMap(({ file, local }) => local.filter((target) => !/^(storage|core)\//.test(target)).map((target) => `${file} -> ${target}`))
   t.strictSame(found, [])
 })

@@ -12,7 +12,7 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
 import { loadContract } from '../src/contract/load.js'
-import { forgetEveryMs, idempotencyWindowMs } from '../src/storage/idempotency.js'
+import { forgetEveryMs, idempotencyWindowMs } from '../src/orders/idempotency.js'
 import { build, call, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 

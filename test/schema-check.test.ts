@@ -11,8 +11,8 @@ import Sqlite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { loadContracts } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
-import { openStorage } from '../src/storage/index.js'
-import { StorageMismatch, storedSchemas, unmappedFields } from '../src/storage/schema-check.js'
+import { openStorage, storedSchemas } from '../src/repositories.js'
+import { StorageMismatch, unmappedFields } from '../src/storage/schema-check.js'
 import { build } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { run } from './helpers/processes.js'
@@ -21,7 +21,7 @@ import { editedContract } from './helpers/spec.js'
 const label = { type: 'string', minLength: 1, maxLength: 50, pattern: '^\\S' }
 
 t.test('the contract as it is: every field of a stored schema has its column', async (t) => {
-  for (const contract of loadContracts()) t.strictSame(unmappedFields(contract), [], contract.file)
+  for (const contract of loadContracts()) t.strictSame(unmappedFields(contract, storedSchemas), [], contract.file)
 })
 
 t.test('a contract with a field the storage does not keep is refused, naming the field and the map', async (t) => {
@@ -34,10 +34,10 @@ t.test('a contract with a field the storage does not keep is refused, naming the
   t.equal(
     (refused as Error).message,
     [
-      'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/storage/pets.ts)',
-      'openapi.yaml: Pet.tag has no column: map it in petColumns (src/storage/pets.ts)',
-      'openapi.yaml: Order.tag has no column: map it in orderColumns (src/storage/orders.ts)',
-      'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/storage/webhooks.ts)',
+      'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/pets/repository.ts)',
+      'openapi.yaml: Pet.tag has no column: map it in petColumns (src/pets/repository.ts)',
+      'openapi.yaml: Order.tag has no column: map it in orderColumns (src/orders/repository.ts)',
+      'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/webhooks/repository.ts)',
     ].join('\n'),
   )
 })
@@ -45,9 +45,9 @@ t.test('a contract with a field the storage does not keep is refused, naming the
 t.test('a schema the contract does not have, or one without properties, asks for nothing', async (t) => {
   const document = { openapi: '3.1.0', info: { title: 'none', version: '1.0.0' }, paths: {} }
   const served = (edited: object) => ({ file: 'none.yaml', document: { ...document, ...edited } })
-  t.strictSame(unmappedFields(served({})), [], 'no components')
-  t.strictSame(unmappedFields(served({ components: {} })), [], 'no schemas')
-  t.strictSame(unmappedFields(served({ components: { schemas: { Pet: { type: 'object' } } } })), [], 'no properties')
+  t.strictSame(unmappedFields(served({}), storedSchemas), [], 'no components')
+  t.strictSame(unmappedFields(served({ components: {} }), storedSchemas), [], 'no schemas')
+  t.strictSame(unmappedFields(served({ components: { schemas: { Pet: { type: 'object' } } } }), storedSchemas), [], 'no properties')
 })
 
 t.test('each line names a map that is in the file it names', async (t) => {
@@ -60,7 +60,7 @@ async function refusesInOneLine(t: Test, DATABASE_URL: string) {
   t.equal(code, 1, 'exit code 1')
   t.equal(
     stderr,
-    'petstore: the database has no column pets.category_id, which petColumns (src/storage/pets.ts) maps: add it by a migration at the end of migrations() in src/storage/migrations.ts (a start applies it, as npm run migrate does)\n',
+    'petstore: the database has no column pets.category_id, which petColumns (src/pets/repository.ts) maps: add it by a migration at the end of migrations() in src/storage/migrations.ts (a start applies it, as npm run migrate does)\n',
     'one line, the column, the map and the migration to write',
   )
   t.equal(stdout, '', 'and nothing else')

@@ -8,7 +8,7 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { openStorage } from '../src/storage/index.js'
+import { openStorage } from '../src/repositories.js'
 import { startDispatcher } from '../src/webhooks/dispatcher.js'
 import { outcomeOf } from '../src/webhooks/outcome.js'
 import { retryAfterMs } from '../src/webhooks/retry-after.js'

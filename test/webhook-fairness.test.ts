@@ -7,7 +7,7 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { afterFailures } from '../src/storage/deliveries.js'
+import { afterFailures } from '../src/webhooks/deliveries.js'
 import { build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 import { metric, subscribed, until } from './helpers/webhooks.js'

@@ -138,7 +138,7 @@ export function staticPrincipals(keys: readonly StaticKey[], defaults: readonly 
   return new Map([...staticGrants(keys, defaults).values()].map(({ principal, roles }) => [principal, roles]))
 }
 
-/** The key store, as authentication asks it (storage/keys.ts's KeyRepository). */
+/** The key store, as authentication asks it (keys.ts's KeyRepository). */
 export interface StoredKeys {
   /** the grant of an active key by its SHA-256, at once when known, else by a promise */
   authenticate(digest: string): Grant | Promise<Grant | undefined>

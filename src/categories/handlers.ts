@@ -2,7 +2,7 @@ import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { CategoryRepository } from '../storage/categories.js'
+import type { CategoryRepository } from './repository.js'
 
 export type CategoryOperation = 'listCategories' | 'createCategory' | 'getCategory'
 

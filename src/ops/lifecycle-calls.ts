@@ -1,7 +1,7 @@
 import type { Operation } from '../contract/model.js'
 import type { Metrics } from './metrics.js'
 
-/** Where who calls what is written down (storage/usage.ts), by operation of a version. */
+/** Where who calls what is written down (usage.ts), by operation of a version. */
 export interface UsageNotes {
   note(principal: string, call: { version: number; operation: string }): void
 }

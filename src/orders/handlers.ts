@@ -5,7 +5,7 @@ import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { OrderRepository } from '../storage/orders.js'
+import type { OrderRepository } from './repository.js'
 
 export type OrderOperation = 'placeOrder' | 'getOrder' | 'listOrders' | 'updateOrder'
 

@@ -1,6 +1,6 @@
-import type { EventFields } from '../storage/outbox.js'
-import type { Pet } from '../storage/pets.js'
+import type { EventFields } from '../events/outbox.js'
 import { petOf } from './handlers.js'
+import type { Pet } from './repository.js'
 
 /** The pet events as the newest version shows them: their pet as stored (a change records it so)
  * shown as the API shows a pet (its category as `{id, name}`). */

@@ -1,11 +1,11 @@
 import type { components, operations } from '../../generated/newest.js'
+import type { CategoryRepository } from '../categories/repository.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { CategoryRepository } from '../storage/categories.js'
-import type { Pet, PetRepository } from '../storage/pets.js'
 import { categoryObject } from '../versions/changes/category-object.js'
+import type { Pet, PetRepository } from './repository.js'
 
 export type PetOperation = 'listPets' | 'createPet'
 

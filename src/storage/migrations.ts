@@ -70,7 +70,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .where(sql<boolean>`status <> 'cancelled'`)
           .execute()
         // placeOrder's Idempotency-Key, per API key (principal), with the outcome it was answered
-        // (JSON); rows older than 24 h are forgotten (idempotency.ts), by created_at.
+        // (JSON); rows older than 24 h are forgotten (orders/idempotency.ts), by created_at.
         await db.schema
           .createTable('idempotency_keys')
           .addColumn('principal', 'text', (c) => c.notNull())
@@ -169,7 +169,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
     '0009_lifecycle_usage': {
       async up(db) {
         // Who calls deprecated and non-stable operations: per principal (`key:12`, `env:<hex>`)
-        // and operationId, how often, first and last (ms), added to in batches (storage/usage.ts).
+        // and operationId, how often, first and last (ms), added to in batches (ops/usage.ts).
         await db.schema
           .createTable('lifecycle_usage')
           .addColumn('principal', 'text', (c) => c.notNull())

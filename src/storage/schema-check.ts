@@ -2,34 +2,24 @@ import type { OpenAPIV3 } from 'openapi-types'
 import { OperatorError } from '../core/errors.js'
 import type { ColumnNames } from './columns.js'
 import type { Dialect } from './database.js'
-import { categoryColumns } from './categories.js'
-import { orderColumns } from './orders.js'
-import { petColumns } from './pets.js'
 import type { Statements } from './sql.js'
-import { webhookColumns } from './webhooks.js'
 
 /**
  * What a start checks before it serves: that the storage keeps every field of the contract, and
  * that the database has every column the storage names. The typecheck says the first, but
  * `npm start` builds without one (esbuild), and would take a field only to drop it; the second,
  * a column mapped before the migration that adds it, would fail every request that reads it.
+ * The repositories' maps are given (src/repositories.ts's storedSchemas): storage/ imports no feature.
  */
 
 /** The schemas of a served document that a repository stores, and the map that says where. */
-interface Stored {
+export interface Stored {
   schemas: readonly string[]
   columns: ColumnNames
   /** the map's name and file, as the server team edits them */
   map: string
   file: string
 }
-
-export const storedSchemas: readonly Stored[] = [
-  { schemas: ['NewPet', 'Pet'], columns: petColumns, map: 'petColumns', file: 'src/storage/pets.ts' },
-  { schemas: ['NewCategory', 'Category'], columns: categoryColumns, map: 'categoryColumns', file: 'src/storage/categories.ts' },
-  { schemas: ['NewOrder', 'Order', 'OrderUpdate'], columns: orderColumns, map: 'orderColumns', file: 'src/storage/orders.ts' },
-  { schemas: ['NewWebhook', 'Webhook'], columns: webhookColumns, map: 'webhookColumns', file: 'src/storage/webhooks.ts' },
-]
 
 /** The contract asks for what the storage does not keep, or the database lacks a column the
  * storage names: the process reports it in one line and exits. */
@@ -39,15 +29,15 @@ export class StorageMismatch extends OperatorError {}
 type Served = { file: string; document: OpenAPIV3.Document }
 
 /** Refuses contracts with a field the storage does not keep. */
-export function refuseUnmapped(contracts: readonly Served[]): void {
-  const unmapped = contracts.flatMap(unmappedFields)
+export function refuseUnmapped(contracts: readonly Served[], stored: readonly Stored[]): void {
+  const unmapped = contracts.flatMap((served) => unmappedFields(served, stored))
   if (unmapped.length > 0) throw new StorageMismatch(unmapped.join('\n'))
 }
 
 /** Each property of a stored schema that its map lacks, as a line naming the map to add it to. */
-export function unmappedFields({ file, document }: Served): string[] {
+export function unmappedFields({ file, document }: Served, stored: readonly Stored[]): string[] {
   const schemas = document.components?.schemas ?? {}
-  return storedSchemas.flatMap(({ schemas: names, columns, map, file: source }) =>
+  return stored.flatMap(({ schemas: names, columns, map, file: source }) =>
     names.flatMap((name) =>
       Object.keys((schemas[name] as OpenAPIV3.SchemaObject | undefined)?.properties ?? {})
         .filter((property) => !Object.hasOwn(columns.byProperty, property) && !columns.computed.has(property) && !columns.shown.has(property))
@@ -57,8 +47,8 @@ export function unmappedFields({ file, document }: Served): string[] {
 }
 
 /** Refuses a database that lacks a column the storage names. */
-export async function refuseMissingColumns(sql: Statements, dialect: Dialect): Promise<void> {
-  const missing = await missingColumns(sql, dialect)
+export async function refuseMissingColumns(sql: Statements, dialect: Dialect, stored: readonly Stored[]): Promise<void> {
+  const missing = await missingColumns(sql, dialect, stored)
   if (missing.length > 0) throw new StorageMismatch(missing.join('\n'))
 }
 
@@ -69,9 +59,9 @@ const columnsQuery: Record<Dialect, string> = {
 }
 
 /** Each column that a map names and the database lacks, as a line saying how to add it. */
-async function missingColumns(sql: Statements, dialect: Dialect): Promise<string[]> {
+async function missingColumns(sql: Statements, dialect: Dialect, stored: readonly Stored[]): Promise<string[]> {
   const present = new Set((await sql.rows<{ name: string }>(columnsQuery[dialect])).map(({ name }) => name))
-  return storedSchemas.flatMap(({ columns: { table, byProperty }, map, file }) =>
+  return stored.flatMap(({ columns: { table, byProperty }, map, file }) =>
     Object.values(byProperty)
       .filter((column) => !present.has(`${table}.${column}`))
       .map(

@@ -13,7 +13,7 @@
  * `change.inForce(request)`.
  */
 import type { ApiError } from '../core/errors.js'
-import type { EventFields } from '../storage/outbox.js'
+import type { EventFields } from '../events/outbox.js'
 
 /** What a change reads of a version's generated types (generated/vN/version.ts). */
 export interface VersionTypes {

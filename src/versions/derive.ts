@@ -13,7 +13,7 @@ import type { Contract, Operation } from '../contract/model.js'
 import { deref } from '../contract/pointer.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { EventFields } from '../storage/outbox.js'
+import type { EventFields } from '../events/outbox.js'
 import type { ChangeContext, ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
 import { type Transform, transformOf } from './schemas.js'
 

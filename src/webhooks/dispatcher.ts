@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
+import type { EventFields, EventType } from '../events/outbox.js'
 import { redactUrl } from '../http/redact.js'
-import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from '../storage/deliveries.js'
-import type { EventFields, EventType } from '../storage/outbox.js'
+import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from './deliveries.js'
 import { type AttemptResult, outcomeOf, type Retries } from './outcome.js'
 import { type Answer, Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
@@ -46,7 +46,7 @@ export interface DispatcherOptions extends Retries {
   /** why the key of a subscription (its principal, `owner`) may not receive an event of `type`
    * now, or undefined when it may: asked before each attempt */
   withheld: (owner: string, type: EventType) => Promise<string | undefined>
-  /** disables a subscription, saying why (webhooks.ts); false when it was not active */
+  /** disables a subscription, saying why (repository.ts); false when it was not active */
   disable: (subscriptionId: number, reason: string) => Promise<boolean>
 }
 

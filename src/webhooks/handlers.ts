@@ -3,7 +3,7 @@ import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
-import type { StoredDelivery, WebhookRepository } from '../storage/webhooks.js'
+import type { StoredDelivery, WebhookRepository } from './repository.js'
 import { newSecret } from './signing.js'
 import { parseUrl, type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
-import type { Backlog } from '../storage/deliveries.js'
+import type { Backlog } from './deliveries.js'
 import type { DispatcherMetrics } from './dispatcher.js'
 import { attemptResults } from './outcome.js'
 

@@ -1,4 +1,4 @@
-import type { Claimed, Outcome } from '../storage/deliveries.js'
+import type { Claimed, Outcome } from './deliveries.js'
 import { retryAfterMs } from './retry-after.js'
 import type { Answer } from './send.js'
 

@@ -1,7 +1,7 @@
-import type { components } from '../../generated/v2/api.js'
+import type { components } from '../../generated/newest.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import { mapping } from './columns.js'
-import { type Sql, select } from './sql.js'
+import { mapping } from '../storage/columns.js'
+import { type Sql, select } from '../storage/sql.js'
 
 type CategorySchema = components['schemas']['Category']
 /** The API's Category (version 2) */

@@ -1,7 +1,8 @@
-import type { webhooks } from '../../generated/v2/api.js'
+// A folder of its own, below the features: pets, orders and subscriptions record events here; webhooks/ delivers them.
+import type { webhooks } from '../../generated/newest.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { Dialect } from './database.js'
-import type { Sql, Statements } from './sql.js'
+import type { Dialect } from '../storage/database.js'
+import type { Sql, Statements } from '../storage/sql.js'
 
 /** The events of the contract, by their names under `webhooks`. */
 export type EventType = keyof webhooks
@@ -56,7 +57,7 @@ const anyOwnTaker = `select 1 from webhook_subscription_events taker
  *   runs after that commit sees it; one that ran before committed before it.
  * - PostgreSQL (several instances): by the statement that writes the events, which reads
  *   webhook_subscription_events. A subscription is committed under an ACCESS EXCLUSIVE lock on
- *   that table (webhooks.ts): it waits for every change that has read the table to commit,
+ *   that table (webhooks/repository.ts): it waits for every change that has read the table to commit,
  *   and a change that reads it after waits for the subscription to commit and then sees it
  *   (PostgreSQL takes a statement's locks before the snapshot it reads with). So a change
  *   committed after a subscription's commit records its events for it.

@@ -1,9 +1,9 @@
-import type { components } from '../../generated/v2/api.js'
+import type { components } from '../../generated/newest.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
-import { columnNames } from './columns.js'
-import type { Dialect } from './database.js'
-import type { EventType, Outbox } from './outbox.js'
-import { type Sql, type Statements, select } from './sql.js'
+import type { EventType, Outbox } from '../events/outbox.js'
+import { columnNames } from '../storage/columns.js'
+import type { Dialect } from '../storage/database.js'
+import { type Sql, type Statements, select } from '../storage/sql.js'
 
 export type Webhook = components['schemas']['Webhook']
 export type NewWebhook = components['schemas']['NewWebhook']
@@ -97,7 +97,7 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
   /**
    * A change of subscriptions, in a transaction. On PostgreSQL it first takes the table that
    * changes read to know who takes their events, exclusively: it waits for the changes that
-   * read it to commit, and holds back those that have not yet (see outbox.ts). That also makes
+   * read it to commit, and holds back those that have not yet (see events/outbox.ts). That also makes
    * subscription changes run one at a time, so a count per owner stays true until the commit.
    * (SQLite transactions run one at a time already.)
    */

@@ -1,10 +1,10 @@
-import type { components } from '../../generated/v2/api.js'
+import type { components } from '../../generated/newest.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
-import { mapping } from './columns.js'
-import type { Dialect } from './database.js'
-import { type GroupCommitStats, groupCommit } from './group-commit.js'
-import type { Outbox } from './outbox.js'
-import { type Select, type Sql, type Statements, select } from './sql.js'
+import type { Outbox } from '../events/outbox.js'
+import { mapping } from '../storage/columns.js'
+import type { Dialect } from '../storage/database.js'
+import { type GroupCommitStats, groupCommit } from '../storage/group-commit.js'
+import { type Select, type Sql, type Statements, select } from '../storage/sql.js'
 
 type Schemas = components['schemas']
 type PetSchema = Omit<Schemas['Pet'], 'category'>

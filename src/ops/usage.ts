@@ -1,5 +1,5 @@
-import type { Dialect } from './database.js'
-import type { Sql } from './sql.js'
+import type { Dialect } from '../storage/database.js'
+import type { Sql } from '../storage/sql.js'
 
 /** An operation of a version of the API, as its calls are counted: made once per operation
  * (the calls of a request are counted under it without making a string). */

@@ -1,13 +1,13 @@
-import type { components } from '../../generated/v2/api.js'
-import type { MaybePromise } from '../core/maybe-async.js'
-import { mapping } from './columns.js'
-import type { Dialect } from './database.js'
-import { transactions } from './group-commit.js'
-import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
-import type { Outbox } from './outbox.js'
-import { type PetStatus, petColumns } from './pets.js'
-import { type Sql, type Statements, select } from './sql.js'
+import type { components } from '../../generated/newest.js'
 import { allOrders, type OrderScope } from '../auth/access.js'
+import type { MaybePromise } from '../core/maybe-async.js'
+import type { Outbox } from '../events/outbox.js'
+import { type PetStatus, petColumns } from '../pets/repository.js'
+import { mapping } from '../storage/columns.js'
+import type { Dialect } from '../storage/database.js'
+import { transactions } from '../storage/group-commit.js'
+import { type Sql, type Statements, select } from '../storage/sql.js'
+import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 
 type Schemas = components['schemas']
 type OrderSchema = Schemas['Order']
@@ -103,7 +103,7 @@ const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', canc
 
 /** `windowMs`: how long an Idempotency-Key is remembered. */
 export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, windowMs: number): OrderRepository {
-  // SQLite pays an fsync per commit: writes that arrive together share one (see group-commit.ts).
+  // SQLite pays an fsync per commit: writes that arrive together share one (see storage/group-commit.ts).
   const write = transactions(sql, dialect === 'sqlite')
   const keys = idempotencyKeys<Placement>(sql, windowMs)
 

@@ -1,8 +1,8 @@
-import { type Grant, storedKeyPrincipal } from '../auth/access.js'
-import { hashKey, newApiKey } from '../auth/secrets.js'
-import type { Dialect } from './database.js'
-import type { KeyChanges } from './key-changes.js'
-import type { Sql, Statements } from './sql.js'
+import type { Dialect } from '../storage/database.js'
+import type { KeyChanges } from '../storage/key-changes.js'
+import type { Sql, Statements } from '../storage/sql.js'
+import { type Grant, storedKeyPrincipal } from './access.js'
+import { hashKey, newApiKey } from './secrets.js'
 
 export interface ApiKeyRecord {
   id: number

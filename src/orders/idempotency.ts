@@ -1,5 +1,5 @@
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { Sql, Statements } from './sql.js'
+import type { Sql, Statements } from '../storage/sql.js'
 
 /** How long a key is remembered after its first use, by default (the server gives the
  * contract's, x-service.limits.idempotencyKeyHours; a test holds the two equal). */

@@ -1,8 +1,8 @@
 import type { MaybePromise } from '../core/maybe-async.js'
-import type { Dialect } from './database.js'
-import { transactions } from './group-commit.js'
-import type { EventType } from './outbox.js'
-import { type Sql, type Statements, select } from './sql.js'
+import type { EventType } from '../events/outbox.js'
+import type { Dialect } from '../storage/database.js'
+import { transactions } from '../storage/group-commit.js'
+import { type Sql, type Statements, select } from '../storage/sql.js'
 
 /** A delivery an instance has claimed, with what it takes to make an attempt. */
 export interface Claimed {
@@ -232,7 +232,7 @@ export function afterFailures(
 type Health = { failures: number; failing_since: number | null; circuit_openings: number; paused_until: number | null }
 
 export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
-  // SQLite pays an fsync per commit: settlements written together share one (see group-commit.ts).
+  // SQLite pays an fsync per commit: settlements written together share one (see storage/group-commit.ts).
   const write: (work: (tx: Statements) => Promise<void>) => Promise<void> = dialect === 'sqlite' ? transactions(sql, true) : (work) => sql.transaction(work)
 
   /** The outcomes, and the endpoints that answered (`up`) recovered. */
