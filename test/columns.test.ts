@@ -6,7 +6,7 @@
  * makes them, and the storage code compiled against them in a folder of its own (the
  * repositories and what they import: a small program, not the whole project).
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import t from 'tap'
@@ -72,8 +72,9 @@ t.test('a new optional field of Pet fails typecheck at the repository until it n
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'), 'dir')
   // (ES modules, as in the project)
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
-  // (the storage is written against the newest version's types, generated/v2/)
-  mkdirSync(join(dir, 'generated', 'v2'), { recursive: true })
+  // (the storage is written against the newest version's types, generated/newest.ts: v2's)
+  cpSync(join(projectRoot, 'generated', 'v2'), join(dir, 'generated', 'v2'), { recursive: true, filter: (file) => !file.endsWith('.cjs') })
+  cpSync(join(projectRoot, 'generated', 'newest.ts'), join(dir, 'generated', 'newest.ts'))
   const generate = async (document: object) => writeFileSync(join(dir, 'generated', 'v2', 'api.ts'), await apiTypes(JSON.stringify(document)))
 
   const spec = structuredClone(loadContract(newestSpecPath).document) as unknown as {
