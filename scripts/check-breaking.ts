@@ -29,15 +29,18 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { parseArgs, promisify } from 'node:util'
-import { parse } from 'yaml'
+import { parse, stringify } from 'yaml'
 import type { OpenAPIV3 } from 'openapi-types'
 import type { Lifecycle, NoticeDays } from '../src/contract/lifecycle.js'
-import { readContract } from '../src/contract/model.js'
+import { type Contract, readContract } from '../src/contract/model.js'
 import { keysOf } from '../src/contract/pointer.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
-import { bundledSpec, specPaths } from '../src/contract/load.js'
+import { bundledSpec, loadContract, specPaths } from '../src/contract/load.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
+import { type Difference, eventPath, eventPlace, uncovered } from '../src/versions/coverage.js'
+import type { VersionChange } from '../src/versions/change.js'
+import { changes } from '../src/versions/index.js'
 import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')
@@ -87,9 +90,11 @@ function version(text: unknown, what: string): Version {
   return parsed
 }
 
-/** "GET /pets" for a change inside an operation, else the top-level part ("servers", "info"). */
+/** "GET /pets" for a change inside an operation, "event pet.created" inside an event, else the
+ * top-level part ("servers", "info"). */
 export function whereOf(pointer: string): string {
   const [section, path, method] = keysOf(pointer)
+  if (section === 'webhooks' && path !== undefined) return `event ${path}`
   if (section !== 'paths') return section!
   return method === undefined ? path! : `${method.toUpperCase()} ${path}`
 }
@@ -263,11 +268,71 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
   return { ok, lines, releases: findings }
 }
 
+/** A document whose events are also paths (`/__events/pet.created`, answering its payload): redocly
+ * compares answers, and an event's receiver is a client as an answer's is. */
+function withEventPaths(document: OpenAPIV3.Document): OpenAPIV3.Document {
+  const paths: Record<string, unknown> = { ...document.paths }
+  for (const [type, item] of Object.entries((document as { webhooks?: Record<string, { post?: { requestBody?: { content?: unknown } } }> }).webhooks ?? {})) {
+    paths[eventPath(type)] = { post: { operationId: `event ${type}`, responses: { '200': { description: `the event ${type}`, content: item.post?.requestBody?.content } } } }
+  }
+  return { ...document, paths } as OpenAPIV3.Document
+}
+
+/**
+ * The breaking differences between two neighbouring majors' documents, which their version
+ * changes must cover (src/versions/coverage.ts): every verdict redocly rates major, and every
+ * refusal the newer operation added (a 4xx response: a request the older version took may be
+ * refused now), events compared as answers.
+ */
+export async function neighbourDifferences(older: Contract, newer: Contract): Promise<Difference[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-neighbours-'))
+  try {
+    const [before, after] = [join(dir, 'older.yaml'), join(dir, 'newer.yaml')]
+    writeFileSync(before, stringify(withEventPaths(older.document)))
+    writeFileSync(after, stringify(withEventPaths(newer.document)))
+    const found: Difference[] = []
+    for (const change of await diff(before, after)) {
+      const path = eventPlace(change.path)
+      const where = whereOf(path)
+      if (change.impact === 'major') {
+        for (const verdict of change.verdicts.filter(({ impact }) => impact === 'major')) found.push({ where, rule: verdict.ruleId, pointer: eventPlace(verdict.location.pointer), path, message: verdict.message })
+      } else if (change.kind === 'added' && /^#\/paths\/[^/]+\/[a-z]+\/responses\/4[0-9][0-9]$/.test(change.path)) {
+        const status = keysOf(path).at(-1)
+        found.push({ where, rule: 'response-added', pointer: path, path, message: `Response ${status} was added: a request version ${older.version[0]} took may be refused` })
+      }
+    }
+    return found
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 /** `--now YYYY-MM-DD`: 00:00 UTC that day. */
 export function dayOption(text: string): Date {
   const day = new Date(`${text}T00:00:00Z`)
   if (Number.isNaN(day.getTime())) throw new Error(`--now ${text} is not a date YYYY-MM-DD`)
   return day
+}
+
+/** Whether the version changes cover every breaking difference between each served document and
+ * the one of the major before it: a line per pair, then one per difference no change covers. */
+export async function checkCoverage(contracts: readonly Contract[], declared: readonly VersionChange[] = changes): Promise<{ ok: boolean; lines: string[] }> {
+  const lines: string[] = []
+  let ok = true
+  for (const [i, newer] of contracts.entries()) {
+    const older = contracts[i - 1]
+    if (older === undefined) continue
+    const differences = await neighbourDifferences(older, newer)
+    const missing = uncovered(differences, older, newer, declared)
+    ok &&= missing.length === 0
+    lines.push(
+      missing.length === 0
+        ? `${newer.file} against ${older.file}: each of its ${differences.length} breaking difference(s) covered by the version changes of version ${older.version[0]}`
+        : `${newer.file} against ${older.file}: ${missing.length} of its ${differences.length} breaking difference(s) covered by no version change; a client of version ${older.version[0]} would be answered in version ${newer.version[0]}'s shape (docs/compatibility.md):`,
+      ...missing.map((line) => `  ${line}`),
+    )
+  }
+  return { ok, lines }
 }
 
 if (process.argv[1] === import.meta.filename) {
@@ -281,6 +346,12 @@ if (process.argv[1] === import.meta.filename) {
       const result = await checkBreaking({ ...values, spec, now })
       console.log([...(specs.length > 1 ? [`${relative(projectRoot, spec)}:`] : []), ...result.lines].join('\n'))
       ok &&= result.ok
+    }
+    // each served major against the one before it: the changes between them cover the difference
+    if (values.spec === undefined) {
+      const coverage = await checkCoverage(specPaths.map((spec) => loadContract(spec, false)))
+      console.log(coverage.lines.join('\n'))
+      ok &&= coverage.ok
     }
     process.exitCode = ok ? 0 : 1
   } catch (error) {

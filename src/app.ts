@@ -29,6 +29,7 @@ import pets from './pets/plugin.js'
 import storagePlugin, { openStorage, type Storage, storedSchemas } from './repositories.js'
 import { changes } from './versions/index.js'
 import { type AnyHandler, deriveVersions } from './versions/derive.js'
+import { recordedDifferences } from './versions/recorded.js'
 import webhooks from './webhooks/plugin.js'
 import { refuseUnmapped } from './storage/schema-check.js'
 
@@ -97,7 +98,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(orders)
   // handlers are written once, against the newest version; each older one is derived from them
   // by the declared changes between the two (src/versions/)
-  const versions = deriveVersions(contracts, changes)
+  const versions = deriveVersions(contracts, changes, recordedDifferences(contracts))
   // an event is recorded once, as stored; each subscription is sent it as its version shows it
   await app.register(webhooks, { ...options, show: (type, fields, major) => versions.showEvent(type, petEvents[type]?.(fields) ?? fields, major) })
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })

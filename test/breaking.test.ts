@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
-import { type AcceptedChange, checkBreaking, classify, releasedDir } from '../scripts/check-breaking.js'
-import { loadContract, specPaths } from '../src/contract/load.js'
+import { type AcceptedChange, checkBreaking, checkCoverage, classify, releasedDir } from '../scripts/check-breaking.js'
+import { contractOf, loadContract, loadContracts, specPaths } from '../src/contract/load.js'
+import type { Contract } from '../src/contract/model.js'
 import { projectRoot } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
@@ -285,7 +286,8 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   const passing = await run(t, 'scripts/check-breaking.ts')
   t.equal(passing.code, 0, passing.stderr)
   const everyDocument = specPaths.flatMap((path, index) => [`${relative(projectRoot, path)}:`, ...compatibleWithEveryRelease(index + 1)])
-  t.equal(passing.stdout, everyDocument.map((line) => `${line}\n`).join(''), 'each served document, against the releases of its major')
+  const covered = (await checkCoverage(loadContracts())).lines
+  t.equal(passing.stdout, [...everyDocument, ...covered].map((line) => `${line}\n`).join(''), 'each served document, against the releases of its major; each against the major before it')
 
   const spec = released()
   spec.components.parameters.Limit.required = true
@@ -470,4 +472,31 @@ t.test('stability levels: what the gate lets through within the major version', 
     t.ok(allExperimental.ok, allExperimental.text)
     t.match(allExperimental.text, /allowed \(experimental\): .*Property `status` of `Pet` was removed/)
   })
+})
+
+t.test('each served major against the one before it: every breaking difference covered by a declared version change', async (t) => {
+  const [v1, v2] = loadContracts() as [Contract, Contract]
+  const served = await checkCoverage([v1, v2])
+  t.ok(served.ok, served.lines.join('\n'))
+  t.match(served.lines[0], /^openapi-v2\.yaml against openapi\.yaml: each of its \d+ breaking difference\(s\) covered by the version changes of version 1$/)
+  // a third major, a copy of the second under /v3: nothing to cover but its version segment
+  const third = (edit: (document: any) => void = () => {}) => {
+    const document = structuredClone(v2.document) as any
+    document.info.version = '3.0.0'
+    document.servers = document.servers.map((server: { url: string }) => ({ ...server, url: server.url.replace(/\/v2$/, '/v3') }))
+    for (const header of Object.values<any>(document.components.headers)) if (typeof header.schema?.pattern === 'string') header.schema.pattern = header.schema.pattern.replaceAll('/v2/', '/v3/')
+    edit(document)
+    return contractOf(document, { file: 'openapi-v3.yaml' })
+  }
+  const copy = await checkCoverage([v2, third()])
+  t.ok(copy.ok, copy.lines.join('\n'))
+  // one that drops Pet.status, with no change declared: refused, the change to write named
+  const dropped = await checkCoverage([
+    v2,
+    third((document) => {
+      delete document.components.schemas.Pet.properties.status
+    }),
+  ])
+  t.notOk(dropped.ok)
+  t.match(dropped.lines.join('\n'), /openapi-v3\.yaml against openapi-v2\.yaml: 1 of its \d+ breaking difference\(s\) covered by no version change.*\n {2}GET \/pets: Property `status` of `Pet` was removed\. \(property-removed at #\/components\/schemas\/Pet\/properties\/status\): no change of version 2 covers it: write schemas: \{ Pet: \{ down \} \}/)
 })

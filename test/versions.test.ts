@@ -15,6 +15,7 @@ import { getPetFromList } from '../src/versions/changes/get-pet.js'
 import { type AnyHandler, deriveVersions } from '../src/versions/derive.js'
 import { type VersionChange, versionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
+import { recordedDifferences } from '../src/versions/recorded.js'
 import { build, call, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver } from './helpers/receiver.js'
@@ -52,7 +53,7 @@ t.test('category-object: a Pet of version 2 is made version 1\'s, whatever else 
   t.strictSame(petDown({ id: 3, name: 'Kit', category: { id: 9 } }), { id: 3, name: 'Kit', categoryId: 9 }, 'a category never created, and no status')
   t.strictSame(petDown({ ...tom, tag: 'calm' } as never), { ...v1Tom, tag: 'calm' }, 'a property the change does not name is carried as it is')
   t.strictSame([categoryObject.inForce({ apiVersion: 1 }), categoryObject.inForce({ apiVersion: 2 })], [true, false])
-  t.match(categoryObject.sideEffects, /createPet takes a category that does not exist/)
+  t.match(categoryObject.sideEffects, { createPet: /takes a category that does not exist/ })
 })
 
 t.test("get-pet: version 1 reads one pet by listPets with its id; a new pet's Location is its path", async (t) => {
@@ -131,6 +132,23 @@ t.test('a change that names what its versions lack is refused at start, each nam
   t.match(twice.message, /changes the schema Pet, which another change of version 1 changes: write them as one/)
   t.match(twice.message, /serves getPet by listPets, which another change of version 1 serves by listPets/)
   t.doesNotThrow(() => deriveVersions([v2], changes), "a version's changes are not read while it is not served")
+})
+
+t.test('a breaking difference the gate found that no change covers stops the start, naming the change to write', async (t) => {
+  const recorded = recordedDifferences([v1, v2])
+  t.equal(recorded.get(1)?.length, 17, 'generated/v2/breaking.cjs: the differences between the documents served')
+  t.doesNotThrow(() => deriveVersions([v1, v2], changes, recorded), 'each covered by the changes of version 1')
+  const edited = contractOf(structuredClone(v1.document), { file: 'openapi.yaml' })
+  t.strictSame(recordedDifferences([versionOf(1, v1.document, (document) => (document.info.title = 'Other')), v2]).size, 0, 'none recorded of other documents')
+  t.equal(recordedDifferences([edited, v2]).size, 1, 'the same document, read anew: the same record')
+  const without = (name: string) => changes.filter((change) => change.name !== name)
+  const noCategories = (t.throws(() => deriveVersions([v1, v2], without('category-object'), recorded)) as Error).message
+  t.match(noCategories, /openapi-v2.yaml against openapi.yaml: GET \/pets: Property `categoryId` of `Pet` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/)
+  t.match(noCategories, /POST \/pets: Response 422 was added: a request version 1 took may be refused \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /)
+  const noGetPet = (t.throws(() => deriveVersions([v1, v2], without('get-pet'), recorded)) as Error).message
+  t.match(noGetPet, /Path `\/pets\/\{petId\}` was removed\. \(path-removed at #\/paths\/~1pets~1\{petId\}\): no change of version 1 covers it: write servedBy: \{ getPet: /)
+  t.match(noGetPet, /POST \/pets: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/)
+  t.notMatch(noGetPet, /NextPageLink/, 'a URL under the version segment is moved by the derive layer: covered')
 })
 
 t.test('the types hold a change to its two versions', async (t) => {

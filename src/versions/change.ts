@@ -76,8 +76,9 @@ export interface VersionChange {
   operations: Readonly<Record<string, OperationChange<any, any, any>>>
   /** by event type: a newer payload, its schemas already made older, made older */
   events: Readonly<Record<string, (fields: EventFields) => EventFields>>
-  /** what the handlers do otherwise while it is in force, for people; undefined when nothing */
-  sideEffects?: string
+  /** by the older version's operationId: what its handler does otherwise while the change is in
+   * force (asking `inForce(request)`), for people; a refusal the newer version added is covered so */
+  sideEffects?: Readonly<Record<string, string | undefined>>
   /** whether the change is in force for a request: it was made through its version or an older one */
   inForce(request: { apiVersion: number }): boolean
 }
@@ -110,7 +111,7 @@ export interface Declared<Older extends VersionTypes, Newer extends VersionTypes
   servedBy?: By
   operations?: { [Id in Served<Older>]?: OperationChange<ParamsOf<Older, Id>, BodyIn<Older, Id, By>, SuccessBody<Older, Id>> }
   events?: { [T in keyof Older['webhooks'] & keyof Newer['webhooks']]?: (fields: EventFields) => EventFields }
-  sideEffects?: string
+  sideEffects?: { [Id in Served<Older>]?: string }
 }
 
 /** A version change from version `Older` to version `Newer` (each its generated/vN/version.ts):

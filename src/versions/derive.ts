@@ -15,6 +15,7 @@ import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import type { EventFields } from '../events/outbox.js'
 import type { ChangeContext, ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
+import { type Difference, uncovered } from './coverage.js'
 import { type Transform, transformOf } from './schemas.js'
 
 /** A handler as the operations plugin calls it, whatever its operation. */
@@ -58,15 +59,17 @@ export interface Versions {
 }
 
 /** The versions of `contracts` (served together, oldest first) and the changes between them. A
- * change that names an operation, schema or event its versions lack is refused here, at start. */
-export function deriveVersions(contracts: readonly Contract[], changes: readonly VersionChange[]): Versions {
+ * change that names an operation, schema or event its versions lack is refused here, at start,
+ * as is a breaking difference between two of them (`differences`, by the older major: those the
+ * gate found, generated/vN/breaking.cjs) that no change covers. */
+export function deriveVersions(contracts: readonly Contract[], changes: readonly VersionChange[], differences: ReadonlyMap<number, readonly Difference[]> = new Map()): Versions {
   const newest = contracts.at(-1)!
   const steps = new Map<number, Step>()
   for (const [i, older] of contracts.entries()) {
     const newer = contracts[i + 1]
     if (newer === undefined) break
     if (newer.version[0] !== older.version[0] + 1) throw new Error(`version ${older.version[0]} is served without version ${older.version[0] + 1}, through whose changes it is derived`)
-    steps.set(older.version[0], stepOf(older, newer, changes.filter(({ version }) => version === older.version[0])))
+    steps.set(older.version[0], stepOf(older, newer, changes.filter(({ version }) => version === older.version[0]), differences.get(older.version[0]) ?? []))
   }
   const stepsFrom = (major: number) => [...steps.values()].filter(({ older }) => older.version[0] >= major)
   return {
@@ -84,7 +87,7 @@ export function deriveVersions(contracts: readonly Contract[], changes: readonly
 }
 
 /** The changes of one step, checked against its two versions, and what they make of schemas and events. */
-function stepOf(older: Contract, newer: Contract, changes: readonly VersionChange[]): Step {
+function stepOf(older: Contract, newer: Contract, changes: readonly VersionChange[], differences: readonly Difference[]): Step {
   const problems: string[] = []
   const schemasOf = ({ document }: Contract) => document.components?.schemas ?? {}
   const down = new Map<string, Transform>()
@@ -115,6 +118,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
       eventChanges.set(type, [...(eventChanges.get(type) ?? []), event])
     }
   }
+  problems.push(...uncovered(differences, older, newer, changes).map((line) => `${newer.file} against ${older.file}: ${line}`))
   if (problems.length > 0) throw new Error(problems.join('; '))
   const events = new Map<string, Transform>()
   for (const [type, event] of newer.events) {

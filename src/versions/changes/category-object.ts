@@ -15,5 +15,8 @@ export const categoryObject = versionChange<V1, V2>()({
     // (every other property carried as it is: one the spec adds is shown in both versions)
     Pet: { down: ({ category, ...pet }) => ({ ...pet, categoryId: category.id }) },
   },
-  sideEffects: "createPet takes a category that does not exist; a pet is read without its category's name",
+  sideEffects: {
+    createPet: 'takes a category that does not exist (version 2 refuses it: 422)',
+    listPets: "reads pets without their category's name, which version 1 does not show",
+  },
 })
