@@ -6,6 +6,7 @@
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { loadContract } from '../src/contract/load.js'
+import { deref } from '../src/contract/pointer.js'
 import { newSecret, signedHeaders } from '../src/webhooks/signing.js'
 import { build, call } from './helpers/app.js'
 import { compileEverySchema, contractViolations, deliveryViolations, type ObservedDelivery, type ObservedResponse } from './helpers/contract.js'
@@ -107,7 +108,7 @@ t.test('schemas are JSON Schema 2020-12 in strict mode: OpenAPI words and x- ext
 })
 
 const entry = webhooksOf(document)['pet.created']!.post
-const event = (entry.requestBody as OpenAPIV3.RequestBodyObject).content['application/json']!.example as { id: string }
+const event = deref<OpenAPIV3.ExampleObject>(document, Object.values((entry.requestBody as OpenAPIV3.RequestBodyObject).content['application/json']!.examples!)[0]!).value as { id: string }
 const body = JSON.stringify(event)
 const signed = signedHeaders(event.id, body, [newSecret()])
 const delivery: ObservedDelivery = { headers: { 'content-type': 'application/json', ...signed }, body }
