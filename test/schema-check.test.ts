@@ -19,6 +19,9 @@ import { run } from './helpers/processes.js'
 import { editedContract } from './helpers/spec.js'
 
 const label = { type: 'string', minLength: 1, maxLength: 50, pattern: '^\\S' }
+/** A property name no stored schema has: the one docs/changing-the-api.md adds (`tag`) may be
+ * in the spec by the time this runs. */
+const field = ['label', 'label2', 'label3'].find((name) => !JSON.stringify(loadContracts().map(({ document }) => document.components)).includes(`"${name}"`))!
 
 t.test('the contract as it is: every field of a stored schema has its column', async (t) => {
   for (const contract of loadContracts()) t.strictSame(unmappedFields(contract, storedSchemas), [], contract.file)
@@ -27,17 +30,17 @@ t.test('the contract as it is: every field of a stored schema has its column', a
 t.test('a contract with a field the storage does not keep is refused, naming the field and the map', async (t) => {
   const edited = editedContract((document) => {
     const schemas = document.components!.schemas as Record<string, { properties: Record<string, object> }>
-    for (const name of ['NewPet', 'Pet', 'Order', 'NewWebhook']) schemas[name]!.properties.tag = label
+    for (const name of ['NewPet', 'Pet', 'Order', 'NewWebhook']) schemas[name]!.properties[field] = label
   })
   const refused = await build(t, { contract: edited }).catch((error: Error) => error)
   t.type(refused, StorageMismatch, 'reported in words, without a stack (src/failure.ts)')
   t.equal(
     (refused as Error).message,
     [
-      'openapi.yaml: NewPet.tag has no column: map it in petColumns (src/pets/repository.ts)',
-      'openapi.yaml: Pet.tag has no column: map it in petColumns (src/pets/repository.ts)',
-      'openapi.yaml: Order.tag has no column: map it in orderColumns (src/orders/repository.ts)',
-      'openapi.yaml: NewWebhook.tag has no column: map it in webhookColumns (src/webhooks/repository.ts)',
+      `openapi.yaml: NewPet.${field} has no column: map it in petColumns (src/pets/repository.ts)`,
+      `openapi.yaml: Pet.${field} has no column: map it in petColumns (src/pets/repository.ts)`,
+      `openapi.yaml: Order.${field} has no column: map it in orderColumns (src/orders/repository.ts)`,
+      `openapi.yaml: NewWebhook.${field} has no column: map it in webhookColumns (src/webhooks/repository.ts)`,
     ].join('\n'),
   )
 })

@@ -16,9 +16,10 @@ const idFilter = 'id' satisfies keyof NonNullable<operations['listPets']['parame
 /** A pet as the API shows it (its category as `{id, name}`, the name when the category exists). */
 export type ApiPet = components['schemas']['Pet']
 
-/** The API's pet, of the stored one. */
-export function petOf({ id, name, categoryId, categoryName, status }: Pet): ApiPet {
-  return { id, name, category: categoryName === undefined ? { id: categoryId } : { id: categoryId, name: categoryName }, status }
+/** The API's pet, of the stored one: its category as `{id, name}`, every other property as stored
+ * (one the spec adds, and the repository maps to its column, is shown with nothing written here). */
+export function petOf({ categoryId, categoryName, ...pet }: Pet): ApiPet {
+  return { ...pet, category: categoryName === undefined ? { id: categoryId } : { id: categoryId, name: categoryName } }
 }
 
 export interface PetHandlerOptions {
