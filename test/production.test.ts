@@ -8,7 +8,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { type AddressInfo, connect, createServer } from 'node:net'
 import { delimiter, dirname, join } from 'node:path'
@@ -63,15 +63,18 @@ function productionCopy(t: Test): string {
     mkdirSync(dirname(join(dir, file)), { recursive: true })
     cpSync(join(projectRoot, file), join(dir, file))
   }
+  // (the folder itself where node_modules is a link to it: a copy of the link would let prune
+  // work on the project's own)
+  const modules = realpathSync(join(projectRoot, 'node_modules'))
   try {
-    execFileSync('cp', ['-al', join(projectRoot, 'node_modules'), dir])
+    execFileSync('cp', ['-al', modules, join(dir, 'node_modules')])
   } catch {
     // another file system than the project's: a real copy
-    execFileSync('cp', ['-a', join(projectRoot, 'node_modules'), dir])
+    execFileSync('cp', ['-a', modules, join(dir, 'node_modules')])
   }
   const tree = join(dir, 'node_modules', '.package-lock.json')
   rmSync(tree)
-  cpSync(join(projectRoot, 'node_modules', '.package-lock.json'), tree)
+  cpSync(join(modules, '.package-lock.json'), tree)
   return dir
 }
 
