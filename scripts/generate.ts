@@ -4,8 +4,10 @@
  *     api.ts              TypeScript types of the whole document (openapi-typescript)
  *     query-defaults.ts   which query parameters always have a value after validation
  *     body-defaults.ts    which properties of a JSON body always have a value after validation
- *     openapi.cjs         the document parsed, as JSON, with the digest of its text (read at
- *                         start instead of parsing the YAML)
+ *     openapi.yaml        the document served: its own file bundled with the shared parts
+ *                         (contract/shared/) it uses
+ *     openapi.cjs         that document, as JSON, with the digest of each source it was made
+ *                         of (read at start instead of bundling the YAML)
  *     version.ts          the version's types as one, which version changes are typed by
  *     breaking.cjs        the breaking differences from the major before it, as the gate finds
  *                         them: a start holds the version changes to them
@@ -67,7 +69,7 @@ export async function generate(outDir: string = generatedDir, specs: readonly st
   const bundled = specs.map((spec) => loadBundled(spec, false))
   const contracts = bundled.map(({ contract }) => contract)
   const files = new Map<string, string>()
-  for (const { contract, digest } of bundled) {
+  for (const { contract, sources } of bundled) {
     const folder = versionFolder(contract)
     const header = headerOf(contract.file)
     // (the bundle as it is served: no header, byte for byte what /vN/openapi.yaml answers)
@@ -75,7 +77,7 @@ export async function generate(outDir: string = generatedDir, specs: readonly st
     files.set(`${folder}/api.ts`, header + (await apiTypes(contract.source)))
     files.set(`${folder}/query-defaults.ts`, header + queryDefaults(contract))
     files.set(`${folder}/body-defaults.ts`, header + bodyDefaults(contract))
-    files.set(`${folder}/${parsedSpecModule}`, header + parsedSpec(contract, digest))
+    files.set(`${folder}/${parsedSpecModule}`, header + parsedSpec(contract, sources))
     files.set(`${folder}/version.ts`, header + versionTypes(contract))
     await routeModules(contract, (name, source) => files.set(name, header + source))
   }
@@ -200,10 +202,10 @@ const { default: Ajv04 } = ajv04Module
 const { default: addFormats } = addFormatsModule
 
 /** openapi.yaml's document as JSON, for loadContract: the same values, or an error. */
-export function parsedSpec({ file, document }: Pick<Contract, 'file' | 'document'>, digest: string): string {
+export function parsedSpec({ file, document }: Pick<Contract, 'file' | 'document'>, sources: Record<string, string>): string {
   const documentJson = JSON.stringify(document)
   if (!isDeepStrictEqual(JSON.parse(documentJson), document)) throw new Error(`${file} holds values that JSON cannot represent`)
-  const parsed: ParsedSpec = { sourceSha256: digest, documentJson }
+  const parsed: ParsedSpec = { sources, documentJson }
   return `module.exports = ${JSON.stringify(parsed, null, 1)};\n`
 }
 

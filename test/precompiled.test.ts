@@ -1,4 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
@@ -6,7 +7,7 @@ import t from 'tap'
 import { configValidator } from '../src/core/config.js'
 import { loadContract, parsedSpecModule } from '../src/contract/load.js'
 import { loadPrecompiled, Validator } from '../src/http/spec-validator.js'
-import { specPath } from '../src/core/paths.js'
+import { projectRoot, specPath } from '../src/core/paths.js'
 
 // What `npm run generate` compiles ahead of the start (generated/openapi.cjs, openapi-schema.cjs,
 // config.cjs) is used when it matches, gives the same answers as compiling at start, and is
@@ -23,9 +24,22 @@ t.test('the spec: the document parsed at generate time is the one parsing gives'
 
   // generated/ missing, or made from another text: the YAML is parsed
   t.strictSame(loadContract(specPath, emptyDir()).document, parsed.document)
-  const stale = emptyDir()
-  writeFileSync(join(stale, parsedSpecModule), `module.exports = ${JSON.stringify({ sourceSha256: 'other', documentJson: '{"openapi":"3.0.0"}' })}`)
-  t.strictSame(loadContract(specPath, stale).document, parsed.document)
+  // made from its own text as it is, but from a shared file as it was: bundled anew
+  const sha256 = (file: string) => createHash('sha256').update(readFileSync(file, 'utf8')).digest('hex')
+  const recorded = (sources: Record<string, string>) => {
+    const dir = emptyDir()
+    mkdirSync(join(dir, 'v1'))
+    writeFileSync(join(dir, 'v1', parsedSpecModule), `module.exports = ${JSON.stringify({ sources, documentJson: JSON.stringify({ ...parsed.document, recorded: true }) })}`)
+    writeFileSync(join(dir, 'v1', 'openapi.yaml'), 'the text recorded')
+    return dir
+  }
+  const shared = 'contract/shared/common.yaml'
+  const own = { 'openapi.yaml': sha256(specPath) }
+  t.strictSame(loadContract(specPath, recorded({ ...own, [shared]: 'other' })).document, parsed.document, 'a shared file changed since')
+  t.strictSame(loadContract(specPath, recorded({ 'openapi.yaml': 'other', [shared]: sha256(join(projectRoot, shared)) })).document, parsed.document, 'its own text changed since')
+  t.strictSame(loadContract(specPath, recorded({ ...own, 'contract/shared/gone.yaml': 'x' })).document, parsed.document, 'a source that is no more')
+  const current = loadContract(specPath, recorded({ ...own, [shared]: sha256(join(projectRoot, shared)) }))
+  t.strictSame([current.document, current.source], [{ ...parsed.document, recorded: true }, 'the text recorded'], 'every source as recorded: the recorded document and text')
 })
 
 t.test("glue's validator: the meta-schema compiled at generate time, the same verdicts", async (t) => {

@@ -31,9 +31,11 @@ const componentRef = /^#\/components\/([^/]+)\/([^/]+)$/
 /** The value a pointer reaches in a document, or undefined. */
 const at = (document: Json, pointer: string): Json => keysOf(pointer).reduce<Json>((node, key) => (typeof node === 'object' && node !== null ? node[key] : undefined), document)
 
-/** The bundle of a version's document with the shared files: one document, its `$ref`s local. */
-export function bundle({ root, shared, read }: Sources): Json {
+/** The bundle of a version's document with the shared files: one document, its `$ref`s local;
+ * and the files it took anything from (the document's own first). */
+export function bundle({ root, shared, read }: Sources): { document: Json; files: string[] } {
   const document = read(root)
+  const used = new Set([root])
   const own: Record<string, Record<string, Json>> = document.components ?? {}
   // each shared component, by section and name, where it is written
   const pool = new Map<string, { file: string; node: Json; order: number }>()
@@ -54,6 +56,7 @@ export function bundle({ root, shared, read }: Sources): Json {
     const found = pool.get(key)
     if (found === undefined) throw new Error(`${from}: #/components/${key} is neither in ${root} nor in the shared files`)
     taken.set(key, undefined)
+    used.add(found.file)
     taken.set(key, copy(found.node, found.file))
   }
   const copy = (node: Json, file: string): Json => {
@@ -72,6 +75,7 @@ export function bundle({ root, shared, read }: Sources): Json {
       if (Object.keys(node).length > 1) throw new Error(`${file}: ${node.$ref}: a $ref to a shared part stands alone`)
       const found = at(read(path), `#${pointer}`)
       if (found === undefined) throw new Error(`${file}: ${node.$ref} points to nothing`)
+      used.add(path)
       return copy(found, path)
     }
     return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, copy(value, file)]))
@@ -85,5 +89,5 @@ export function bundle({ root, shared, read }: Sources): Json {
     const [section, name] = key.split('/') as [string, string]
     components[section] = { ...components[section], [name]: taken.get(key) }
   }
-  return Object.keys(components).length === 0 ? made : { ...made, components }
+  return { document: Object.keys(components).length === 0 ? made : { ...made, components }, files: [...used] }
 }
