@@ -144,7 +144,7 @@ export async function step(cwd: string, args: string[], env: Record<string, stri
 
 /** What to do to a version's programs, where they are the nearest older version's: write the
  * version's own, from a copy of those. */
-const ownPrograms = (client: Client, change: string) =>
+export const ownPrograms = (client: Client, change: string) =>
   `${client.version} runs the programs of ${client.programs} (${fixturesDir}/${client.programs}/): copy that folder to ${fixturesDir}/${client.version}/ and ${change} there`
 
 /** The operations of `contract` a server answered a request of (by its metrics): the calls a
@@ -175,21 +175,38 @@ const programFiles = new Set(['client.ts', 'orders-webhooks.ts'])
 const diagnosticForm = /^(?<file>[^(]+)\((?<line>\d+),(?<column>\d+)\): error (?<code>TS\d+): (?<message>.*)$/
 
 /**
- * What a `tsc` diagnostic in a client's folder asks to change, when the test can tell: a kit
- * type (of client-kit.ts or the version's kit) that a `sameType` or `exactly` check found
- * different from the generated one, or a call of an operation the document does not have.
+ * What the `tsc` diagnostics of a client's folder (under `dir`) ask to change, one failure each:
+ * a call of an operation the document does not have; a kit type (of client-kit.ts or the
+ * version's kit) that a `sameType` or `exactly` check found different from the generated one;
+ * any other diagnostic as tsc wrote it. Where a call of an absent operation is found, those come
+ * first, and the other diagnostics as tsc wrote them (they may follow from those calls).
  * `contracts`: every served version's, to name such an operation.
  */
-export function explain(diagnostic: string, client: Client, dir: string, contracts: readonly Contract[]): string | undefined {
+export function explain(diagnostics: readonly string[], client: Client, dir: string, contracts: readonly Contract[]): string[] {
+  const found = diagnostics.map((diagnostic) => {
+    const at = where(diagnostic, client, dir)
+    return { diagnostic, absent: at && absentOperation(client, at, contracts), typeCheck: at && typeCheckFailed(client, at) }
+  })
+  const absent = found.flatMap(({ absent }) => absent ?? [])
+  const asWritten = (diagnostic: string) => `does not compile under strict: ${diagnostic}`
+  return absent.length > 0
+    ? [...absent, ...found.filter(({ absent }) => absent === undefined).map(({ diagnostic }) => `${asWritten(diagnostic)} (it may follow from the calls above)`)]
+    : found.map(({ diagnostic, typeCheck }) => typeCheck ?? asWritten(diagnostic))
+}
+
+/** Where a diagnostic is, when it is in a file of the client's that the project holds. */
+function where(diagnostic: string, client: Client, dir: string): At | undefined {
   const { file, line, column, code, message } = diagnosticForm.exec(diagnostic)?.groups ?? {}
   const source = file?.startsWith(client.folder) ? client.sources.get(file.slice(client.folder.length)) : undefined
   if (source === undefined) return undefined
   const text = readFileSync(join(dir, file!), 'utf8')
-  const at = { source, text, line: text.split('\n')[Number(line) - 1]!, column: Number(column) - 1, where: `${source}:${line}` }
-  return typeCheckFailed(client, code!, at) ?? absentOperation(client, message!, at, contracts)
+  return { code: code!, message: message!, source, text, line: text.split('\n')[Number(line) - 1]!, column: Number(column) - 1, where: `${source}:${line}` }
 }
 
 interface At {
+  /** tsc's code (`TS2554`) and message */
+  code: string
+  message: string
   /** the fixture the file is a copy of */
   source: string
   /** the file's text, and the diagnostic's line of it */
@@ -233,9 +250,9 @@ function importsOf(text: string): Map<string, { name: string; module: string }> 
 
 /** A `sameType<Generated, Kit>()` or `exactly<Kit>()(value)` whose proof argument tsc asks for
  * (TS2554): the kit type to write as the spec says, and its file. */
-function typeCheckFailed(client: Client, code: string, at: At): string | undefined {
+function typeCheckFailed(client: Client, at: At): string | undefined {
   const check = /^(sameType|exactly)</.exec(at.line.slice(at.column))?.[1]
-  if (code !== 'TS2554' || check === undefined) return undefined
+  if (at.code !== 'TS2554' || check === undefined) return undefined
   const args = typeArguments(at.line, at.column + check.length)
   const expected = check === 'sameType' ? args[1] : args[0]
   const written = `${check}<${args.join(', ')}> at ${at.where}`
@@ -258,26 +275,29 @@ function typeCheckFailed(client: Client, code: string, at: At): string | undefin
   return `${names} in ${kits.join(', ')} differs from ${generates} (${written}): ${write}`
 }
 
-const httpMethods = 'GET|PUT|POST|DELETE|OPTIONS|HEAD|PATCH|TRACE'
+/** An openapi-fetch call: `client.GET('/pets/{petId}'`, its method and path. */
+const fetchCall = /\.(GET|PUT|POST|DELETE|OPTIONS|HEAD|PATCH|TRACE)\(\s*'([^']+)'/
 
-/** A call of an operation the client's document does not have: a name the generated module
- * does not export (hey-api's, orval's functions are named after operationId), or a method and
- * path its types do not have (openapi-fetch's `client.GET('/pets/{petId}')`). */
-function absentOperation(client: Client, message: string, at: At, contracts: readonly Contract[]): string | undefined {
-  const served = [...client.contract.operations.values()]
+/** The operation, of one of `contracts` (or only its method and path), of a call the client's
+ * document does not have: a name the generated module does not export (hey-api's and orval's
+ * functions are named after operationIds), or a method and path its `paths` do not have
+ * (openapi-fetch's `client.GET('/pets/{petId}')`). */
+function absentCall(client: Client, at: At, contracts: readonly Contract[]): { id?: string; method: string; path: string } | undefined {
   const known = contracts.flatMap((contract) => [...contract.operations.values()])
-  const missing = /has no exported member (?:named )?'([\w$]+)'/.exec(message)?.[1]
-  const call = new RegExp(`\\.(${httpMethods})\\(\\s*'([^']+)'`).exec(at.line)
-  const operation =
-    missing !== undefined
-      ? served.some(({ id }) => id === missing)
-        ? undefined
-        : known.find(({ id }) => id === missing)
-      : call !== null && !served.some(({ method, path }) => method === call[1] && path === call[2])
-        ? (known.find(({ method, path }) => method === call[1] && path === call[2]) ?? { id: undefined, method: call[1]!, path: call[2]! })
-        : undefined
+  const name = /has no exported member (?:named )?'([\w$]+)'/.exec(at.message)?.[1]
+  if (name !== undefined) return client.contract.operations.has(name) ? undefined : known.find(({ id }) => id === name)
+  const [, method, path] = fetchCall.exec(at.line) ?? []
+  const same = (operation: { method: string; path: string }) => operation.method === method && operation.path === path
+  if (method === undefined || path === undefined || [...client.contract.operations.values()].some(same)) return undefined
+  return known.find(same) ?? { method, path }
+}
+
+/** A call of an operation the client's document does not have: where it is, and what to do. */
+function absentOperation(client: Client, at: At, contracts: readonly Contract[]): string | undefined {
+  const operation = absentCall(client, at, contracts)
   if (operation === undefined) return undefined
   const named = operation.id === undefined ? `${operation.method} ${operation.path}` : `${operation.id} (${operation.method} ${operation.path})`
-  const remove = client.programs === client.version || at.source.startsWith(`${fixturesDir}/orders-webhooks/`) ? `remove the call from ${at.source}` : ownPrograms(client, 'write them without it')
+  const remove =
+    client.programs === client.version || at.source.startsWith(`${fixturesDir}/orders-webhooks/`) ? `remove the call from ${at.source}` : ownPrograms(client, 'write them without it')
   return `${at.where} calls ${named}, which ${client.contract.file} does not have: ${remove}`
 }
