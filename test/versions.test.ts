@@ -16,6 +16,8 @@ import { type AnyHandler, deriveVersions } from '../src/versions/derive.js'
 import { type VersionChange, versionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
 import { recordedDifferences } from '../src/versions/recorded.js'
+import { type Difference, eventPlace, uncovered } from '../src/versions/coverage.js'
+import { type Transform, transformOf } from '../src/versions/schemas.js'
 import { build, call, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { startReceiver } from './helpers/receiver.js'
@@ -149,6 +151,51 @@ t.test('a breaking difference the gate found that no change covers stops the sta
   t.match(noGetPet, /Path `\/pets\/\{petId\}` was removed\. \(path-removed at #\/paths\/~1pets~1\{petId\}\): no change of version 1 covers it: write servedBy: \{ getPet: /)
   t.match(noGetPet, /POST \/pets: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/)
   t.notMatch(noGetPet, /NextPageLink/, 'a URL under the version segment is moved by the derive layer: covered')
+})
+
+t.test('a schema\'s transform, wherever the schema sits: arrays, properties, allOf, maps, itself; refused under oneOf', async (t) => {
+  const schemas = {
+    Tag: { type: 'string' },
+    Pet: { type: 'object', properties: { tag: { $ref: '#/components/schemas/Tag' }, friend: { $ref: '#/components/schemas/Pet' } } },
+    Named: { allOf: [{ $ref: '#/components/schemas/Pet' }, { type: 'object', properties: { also: { $ref: '#/components/schemas/Tag' } } }] },
+    ByName: { type: 'object', properties: { first: { type: 'string' } }, additionalProperties: { $ref: '#/components/schemas/Tag' } },
+    Either: { oneOf: [{ $ref: '#/components/schemas/Tag' }, { type: 'integer' }] },
+  }
+  const document = { components: { schemas, responses: { Tags: { $ref: '#/components/schemas/Tag' } } } }
+  const shouting = new Map<string, Transform>([['Tag', (tag: string) => tag.toUpperCase()]])
+  const of = (schema: object, transforms = shouting) => transformOf(document, schema, transforms)
+  t.equal(of({ $ref: '#/components/schemas/Pet' }, new Map()), undefined, 'no transform given: none made')
+  t.equal(of({ type: 'object', properties: { n: { type: 'integer' } } }), undefined, 'no transformed schema in it: none made')
+  t.strictSame(of({ type: 'array', items: { $ref: '#/components/schemas/Tag' } })!(['a', 'b']), ['A', 'B'])
+  t.strictSame(of({ type: 'array', items: { $ref: '#/components/schemas/Tag' } })!('a'), 'a', 'a value of another shape: as it is')
+  t.strictSame(of({ type: 'object', additionalProperties: { $ref: '#/components/schemas/Tag' } })!({ a: 'b' }), { a: 'B' }, 'a map and nothing else')
+  t.strictSame(of({ $ref: '#/components/schemas/Pet' })!({ tag: 'a', friend: { tag: 'b', friend: { tag: 'c' } } }), { tag: 'A', friend: { tag: 'B', friend: { tag: 'C' } } }, 'a schema that holds itself, to any depth')
+  t.strictSame(of({ $ref: '#/components/schemas/Pet' })!({ friend: null }), { friend: null }, 'what is not there is left as it is')
+  t.strictSame(of({ $ref: '#/components/schemas/Named' })!({ tag: 'a', also: 'b' }), { tag: 'A', also: 'B' }, 'each branch of allOf')
+  t.strictSame(of({ $ref: '#/components/schemas/ByName' })!({ first: 'a', second: 'b' }), { first: 'a', second: 'B' }, 'the values of a map, its declared properties aside')
+  t.strictSame(of({ $ref: '#/components/schemas/ByName' })!('a string'), 'a string', 'a value of another shape: as it is')
+  t.strictSame(of({ $ref: '#/components/responses/Tags' })!('a'), 'A', 'through a $ref to another part of the document')
+  const own = new Map<string, Transform>([['Pet', ({ tag, ...pet }: { tag?: string }) => ({ ...pet, label: tag })]])
+  t.strictSame(of({ $ref: '#/components/schemas/Pet' }, own)!({ tag: 'a' }), { label: 'a' }, "a schema's own transform")
+  t.throws(() => of({ $ref: '#/components/schemas/Either' }), /#\/components\/schemas\/Either: a schema a version change transforms is under oneOf, where which branch a value is of cannot be told/)
+})
+
+t.test('an event\'s breaking difference is covered by a change of the event, or of a schema of its payload; outside operations and events, by none', async (t) => {
+  const difference = (path: string, pointer = path): Difference => ({ where: 'there', rule: 'a-rule', pointer, path, message: 'It changed.' })
+  // a version 2 whose order.placed carries another data
+  const v2b = versionOf(2, v2.document, (document) => (document.components.schemas.OrderPlacedEvent.properties.data = { type: 'object' }))
+  const inEvent = difference('#/webhooks/order.placed/post/requestBody/content/application~1json/schema/properties/data')
+  t.match(uncovered([inEvent], v1, v2b, []), [/^there: It changed\. \(a-rule at .*\): no change of version 1 covers it: write events: \{ 'order\.placed': \.\.\. \}/])
+  t.strictSame(uncovered([inEvent], v1, v2b, [change({ version: 1, events: { 'order.placed': (fields) => fields } })]), [], 'the event')
+  t.strictSame(uncovered([inEvent], v1, v2b, [change({ version: 1, schemas: { Order: { down: (order: unknown) => order } } })]), [], 'a schema of its payload')
+  const inSchema = difference(inEvent.path, '#/components/schemas/Order/properties/status')
+  t.match(uncovered([inSchema], v1, v2b, []), [/write schemas: \{ Order: \{ down \} \}/], 'inside a schema: that schema named')
+  t.match(uncovered([difference('#/tags/1')], v1, v2, changes), [/no change covers a difference outside the operations and events; make the documents agree there/])
+  t.strictSame(uncovered([difference('#/paths/~1store~1orders/get/responses/200/headers/Link/schema')], v1, v2, []), [], 'the version segment of a URL')
+  t.strictSame(uncovered([difference('#/paths/~1categories/get/responses/200')], v1, v2, []), [], 'an operation the older version lacks: an addition')
+  t.strictSame(eventPlace('#/paths/~1__events~1pet.created/post/responses/200/content/application~1json/schema'), '#/webhooks/pet.created/post/requestBody/content/application~1json/schema', "an event's payload, back at its place")
+  t.strictSame(eventPlace('#/paths/~1__events~1pet.created'), '#/webhooks/pet.created/post', 'the event itself')
+  t.equal(eventPlace('#/paths/~1pets'), '#/paths/~1pets', 'a path: as it is')
 })
 
 t.test('the types hold a change to its two versions', async (t) => {

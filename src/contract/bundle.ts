@@ -12,8 +12,8 @@
  *   writing its own. The bundle holds the version's own components, then the shared ones it uses,
  *   in the order the shared files write them. A security scheme is taken by its name in `security`.
  */
-import { dirname, join } from 'node:path'
-import { keysOf } from './pointer.js'
+import { dirname, join, relative } from 'node:path'
+import { keysOf, resolvePointer } from './pointer.js'
 
 type Json = any
 
@@ -28,12 +28,11 @@ export interface Sources {
 
 const componentRef = /^#\/components\/([^/]+)\/([^/]+)$/
 
-/** The value a pointer reaches in a document, or undefined. */
-const at = (document: Json, pointer: string): Json => keysOf(pointer).reduce<Json>((node, key) => (typeof node === 'object' && node !== null ? node[key] : undefined), document)
-
 /** The bundle of a version's document with the shared files: one document, its `$ref`s local;
  * and the files it took anything from (the document's own first). */
 export function bundle({ root, shared, read }: Sources): { document: Json; files: string[] } {
+  // (files named in messages as the project names them: beside the version's document)
+  const named = (file: string) => relative(dirname(root), file)
   const document = read(root)
   const used = new Set([root])
   const own: Record<string, Record<string, Json>> = document.components ?? {}
@@ -44,7 +43,7 @@ export function bundle({ root, shared, read }: Sources): { document: Json; files
       for (const [name, node] of Object.entries(entries)) {
         const key = `${section}/${name}`
         const there = pool.get(key)
-        if (there !== undefined) throw new Error(`${file}: components/${key} is written in ${there.file} too: a shared component is written once`)
+        if (there !== undefined) throw new Error(`${named(file)}: components/${key} is written in ${named(there.file)} too: a shared component is written once`)
         pool.set(key, { file, node, order: pool.size })
       }
     }
@@ -54,7 +53,7 @@ export function bundle({ root, shared, read }: Sources): { document: Json; files
     const key = `${section}/${name}`
     if (own[section]?.[name] !== undefined || taken.has(key)) return
     const found = pool.get(key)
-    if (found === undefined) throw new Error(`${from}: #/components/${key} is neither in ${root} nor in the shared files`)
+    if (found === undefined) throw new Error(`${named(from)}: #/components/${key} is neither in ${named(root)} nor in the shared files`)
     taken.set(key, undefined)
     used.add(found.file)
     taken.set(key, copy(found.node, found.file))
@@ -67,14 +66,14 @@ export function bundle({ root, shared, read }: Sources): { document: Json; files
       if (target === '') {
         const component = componentRef.exec(`#${pointer}`)
         if (component !== null) take(component[1]!, keysOf(`#/${component[2]!}`)[0]!, file)
-        else if (file !== root) throw new Error(`${file}: ${node.$ref}: a shared part names components only (#/components/...)`)
+        else if (file !== root) throw new Error(`${named(file)}: ${node.$ref}: a shared part names components only (#/components/...)`)
         return { ...node }
       }
       const path = join(dirname(file), target)
-      if (componentRef.test(`#${pointer}`)) throw new Error(`${file}: ${node.$ref}: a shared component is named by its local $ref (#${pointer})`)
-      if (Object.keys(node).length > 1) throw new Error(`${file}: ${node.$ref}: a $ref to a shared part stands alone`)
-      const found = at(read(path), `#${pointer}`)
-      if (found === undefined) throw new Error(`${file}: ${node.$ref} points to nothing`)
+      if (componentRef.test(`#${pointer}`)) throw new Error(`${named(file)}: ${node.$ref}: a shared component is named by its local $ref (#${pointer})`)
+      if (Object.keys(node).length > 1) throw new Error(`${named(file)}: ${node.$ref}: a $ref to a shared part stands alone`)
+      const found = resolvePointer(read(path), `#${pointer}`)
+      if (found === undefined) throw new Error(`${named(file)}: ${node.$ref} points to nothing`)
       used.add(path)
       return copy(found, path)
     }
@@ -82,7 +81,7 @@ export function bundle({ root, shared, read }: Sources): { document: Json; files
   }
   const made = copy(document, root)
   // the security schemes are named, not referred to
-  const requirements = [...(document.security ?? []), ...Object.values<Json>(made.paths ?? {}).flatMap((item) => Object.values<Json>(item).flatMap((operation) => operation?.security ?? []))]
+  const requirements = [...(document.security ?? []), ...Object.values<Json>(made.paths ?? {}).flatMap((item) => Object.values<Json>(item).flatMap((operation) => operation.security ?? []))]
   for (const name of new Set(requirements.flatMap((requirement: object) => Object.keys(requirement)))) take('securitySchemes', name, root)
   const components: Record<string, Record<string, Json>> = { ...made.components }
   for (const key of [...taken.keys()].sort((a, b) => pool.get(a)!.order - pool.get(b)!.order)) {

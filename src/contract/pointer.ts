@@ -16,7 +16,7 @@ export const keysOf = (pointer: string): string[] => {
 }
 
 /** What a local pointer reaches in `document`, or undefined. */
-function resolvePointer(document: unknown, pointer: string): unknown {
+export function resolvePointer(document: unknown, pointer: string): unknown {
   return keysOf(pointer).reduce<unknown>((node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined), document)
 }
 

@@ -17,7 +17,7 @@
  * - in an event: by a change of that event (`events`), or of a schema of its payload.
  */
 import type { Contract } from '../contract/model.js'
-import { keysOf, pointerTo } from '../contract/pointer.js'
+import { keysOf, pointerTo, resolvePointer } from '../contract/pointer.js'
 import type { VersionChange } from './change.js'
 
 /** One breaking difference between two neighbouring majors' documents, as the gate found it. */
@@ -45,7 +45,7 @@ function walk(document: unknown, keys: readonly string[]): { node: unknown; sche
     for (let hops = 0; isNode(node) && typeof node.$ref === 'string' && hops < 10; hops++) {
       const [section, kind, name] = keysOf(node.$ref)
       if (section === 'components' && kind === 'schemas') schemas.push(name!)
-      node = keysOf(node.$ref).reduce<unknown>((at, key) => (isNode(at) ? at[key] : undefined), document)
+      node = resolvePointer(document, node.$ref)
     }
     return node
   }

@@ -89,7 +89,7 @@ export function deriveVersions(contracts: readonly Contract[], changes: readonly
 /** The changes of one step, checked against its two versions, and what they make of schemas and events. */
 function stepOf(older: Contract, newer: Contract, changes: readonly VersionChange[], differences: readonly Difference[]): Step {
   const problems: string[] = []
-  const schemasOf = ({ document }: Contract) => document.components?.schemas ?? {}
+  const hasSchema = ({ document }: Contract, name: string) => document.components?.schemas?.[name] !== undefined
   const down = new Map<string, Transform>()
   const up = new Map<string, Transform>()
   const eventChanges = new Map<string, Transform[]>()
@@ -98,7 +98,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
   for (const change of changes) {
     const named = `version change ${change.name}`
     for (const [name, schema] of Object.entries(change.schemas)) {
-      if (schemasOf(older)[name] === undefined || schemasOf(newer)[name] === undefined) problems.push(`${named} changes the schema ${name}, which ${older.file} and ${newer.file} do not both have`)
+      if (!hasSchema(older, name) || !hasSchema(newer, name)) problems.push(`${named} changes the schema ${name}, which ${older.file} and ${newer.file} do not both have`)
       if (changed.has(name)) problems.push(`${named} changes the schema ${name}, which another change of version ${older.version[0]} changes: write them as one`)
       changed.add(name)
       if (schema.down !== undefined) down.set(name, schema.down)
@@ -145,7 +145,7 @@ function derivedHandler(operation: Operation, major: number, steps: readonly Ste
     const serving = step.newer.operations.get(next)
     if (serving === undefined) throw new Error(`${served}: ${step.newer.file} has no ${next}, and no change in src/versions/ says what serves it`)
     const bodyDown = new Map<number, Transform>()
-    for (const [status, response] of Object.entries(serving.definition.responses ?? {})) {
+    for (const [status, response] of Object.entries(serving.definition.responses)) {
       const transform = transformOf(step.newer.document, jsonSchemaOf(step.newer.document, response), step.down)
       if (transform !== undefined) bodyDown.set(Number(status), transform)
     }

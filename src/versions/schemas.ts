@@ -4,7 +4,7 @@
  * and event at start, that applies each transform where its schema sits, or none where the
  * schema holds none of them.
  */
-import { deref } from '../contract/pointer.js'
+import { deref, resolvePointer } from '../contract/pointer.js'
 
 /** A value made older or newer; `any`: each change is typed where it is written (change.ts). */
 export type Transform = (value: any) => any
@@ -12,9 +12,8 @@ export type Transform = (value: any) => any
 type Node = Record<string, unknown>
 
 /** The name of the component schema a `$ref` names (`#/components/schemas/Pet`), if it does. */
-function componentOf(ref: unknown): string | undefined {
-  const name = typeof ref === 'string' ? /^#\/components\/schemas\/([^/]+)$/.exec(ref)?.[1] : undefined
-  return name?.replaceAll('~1', '/').replaceAll('~0', '~')
+function componentOf(ref: string): string | undefined {
+  return /^#\/components\/schemas\/([^/]+)$/.exec(ref)?.[1]?.replaceAll('~1', '/').replaceAll('~0', '~')
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
@@ -38,9 +37,10 @@ export function transformOf(document: unknown, schema: unknown, transforms: Read
   const made = new Map<string, Transform | undefined | 'making'>()
   const walk = (node: unknown, at: string): Transform | undefined => {
     if (!isObject(node)) return undefined
-    if ('$ref' in node) {
+    if (typeof node.$ref === 'string') {
       const name = componentOf(node.$ref)
-      if (name === undefined) return walk(deref(document, node), at)
+      // (one step at a time: a $ref to a $ref of a schema still names the schema)
+      if (name === undefined) return walk(resolvePointer(document, node.$ref), at)
       const known = made.get(name)
       if (known === 'making') return (value) => (made.get(name) as Transform | undefined)?.(value) ?? value
       if (made.has(name)) return known as Transform | undefined
