@@ -27,7 +27,7 @@ import orders from './orders/plugin.js'
 import { petEvents } from './pets/events.js'
 import pets from './pets/plugin.js'
 import storagePlugin, { openStorage, type Storage, storedSchemas } from './repositories.js'
-import { changes } from './versions/index.js'
+import { changes, derivedSchemas } from './versions/index.js'
 import { type AnyHandler, deriveVersions } from './versions/derive.js'
 import { recordedDifferences } from './versions/recorded.js'
 import webhooks from './webhooks/plugin.js'
@@ -60,7 +60,10 @@ declare module 'fastify' {
 export async function buildApp(options: AppOptions) {
   const contracts = servedTogether((options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)))
   const contract = contracts.at(-1)!
-  refuseUnmapped(contracts, storedSchemas)
+  refuseUnmapped(
+    contracts.map((served) => ({ ...served, derived: derivedSchemas(served.version[0], contract.version[0]) })),
+    storedSchemas,
+  )
   const apiKeys = options.API_KEYS.map(staticKey)
   refuseUnknownRoles(apiKeys, contract.roles)
   const storage = await openStorage(options.DATABASE_URL, {

@@ -25,8 +25,10 @@ export interface Stored {
  * storage names: the process reports it in one line and exits. */
 export class StorageMismatch extends OperatorError {}
 
-/** A served document, as the check names it. */
-type Served = { file: string; document: OpenAPIV3.Document }
+/** A served document, as the check names it; `derived`: its schemas that version changes make of
+ * the newest version's (an older version's Pet), whose fields come from those changes, not
+ * from a column of their own. */
+type Served = { file: string; document: OpenAPIV3.Document; derived?: ReadonlySet<string> }
 
 /** Refuses contracts with a field the storage does not keep. */
 export function refuseUnmapped(contracts: readonly Served[], stored: readonly Stored[]): void {
@@ -35,10 +37,12 @@ export function refuseUnmapped(contracts: readonly Served[], stored: readonly St
 }
 
 /** Each property of a stored schema that its map lacks, as a line naming the map to add it to. */
-export function unmappedFields({ file, document }: Served, stored: readonly Stored[]): string[] {
+export function unmappedFields({ file, document, derived }: Served, stored: readonly Stored[]): string[] {
   const schemas = document.components?.schemas ?? {}
   return stored.flatMap(({ schemas: names, columns, map, file: source }) =>
-    names.flatMap((name) =>
+    names
+      .filter((name) => !derived?.has(name))
+      .flatMap((name) =>
       Object.keys((schemas[name] as OpenAPIV3.SchemaObject | undefined)?.properties ?? {})
         .filter((property) => !Object.hasOwn(columns.byProperty, property) && !columns.computed.has(property) && !columns.shown.has(property))
         .map((property) => `${file}: ${name}.${property} has no column: map it in ${map} (${source})`),
