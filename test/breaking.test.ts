@@ -450,6 +450,36 @@ t.test('stability levels: what the gate lets through within the major version', 
     t.match(redeprecated.text, /x-sunset moved earlier, from 2030-12-05 to 2029-01-01/)
   })
 
+  t.test('a $ref switched to another component is judged by its operation, not by that component\'s other users', async (t) => {
+    const result = await levels(
+      t,
+      (spec) => {
+        createPet(spec)['x-stability'] = 'experimental'
+        spec.components.headers.Location.schema.pattern = '^/v1/pets/[0-9]+$'
+        spec.components.headers.NextPageLink.schema.pattern = '^<[^>]+>; rel="next"$'
+      },
+      (spec) => (createPet(spec).responses['201'].headers.Location = { $ref: '#/components/headers/NextPageLink' }),
+    )
+    t.ok(result.ok, 'NextPageLink is listPets\' (stable) as it was')
+    t.match(result.text, /^ {2}allowed \(experimental\): POST \/pets: `pattern` changed/m)
+  })
+
+  t.test('deprecating a paged list changes its Link with it; a Link changed otherwise breaks', async (t) => {
+    // (a release whose Link has a pattern, which the lifecycle links joined to the next page's change)
+    const link = (pattern: string) => (operation: Spec) => (operation.responses['200'].headers.Link = { required: true, schema: { type: 'string', maxLength: 500, pattern } })
+    const nextPage = link('^<[^>]+>; rel="next"$')
+    const lifecycleLink = link('^<[^>]+>; rel="[a-z-]+"')
+    const released = (spec: Spec) => nextPage(listPets(spec))
+    const deprecated = await levels(t, released, (spec) => lifecycleLink(deprecate(listPets(spec), '2027-01-01', '2027-07-01')))
+    t.ok(deprecated.ok, deprecated.text)
+    t.match(deprecated.text, /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/pets: `pattern` changed from/m)
+    const alone = await levels(t, released, (spec) => lifecycleLink(listPets(spec)))
+    t.notOk(alone.ok, 'without a deprecation')
+    t.match(alone.text, /^ {2}GET \/pets: `pattern` changed from .*headers\/Link\/schema\/pattern\)$/m)
+    const before = await levels(t, (spec) => nextPage(getPet(spec)), (spec) => lifecycleLink(getPet(spec)))
+    t.notOk(before.ok, 'of an operation the release deprecated already')
+  })
+
   t.test('a schema is judged by its most stable user', async (t) => {
     const dropStatus = (spec: Spec) => delete pet(spec).properties.status
     const mixed = await levels(

@@ -1,15 +1,16 @@
 /**
- * The walk of docs/compatibility.md (Deprecation and sunsets), on a copy of the served documents
- * and their shared parts in a temporary folder: version 2's listCategories, a paged list, is
- * deprecated by its markers, its 410 and the lifecycle headers of its 200, in
- * contract/shared/categories.yaml. The contract model and `npm run generate` take it; the server
- * sends a page's next link and the lifecycle links in one Link, the last page the lifecycle links
- * alone, every answer checked against the document.
+ * The walk of docs/compatibility.md (Deprecation and sunsets), on a copy of the project in a
+ * temporary folder: version 2's listCategories, a paged list, is deprecated by its markers, its
+ * 410 and the lifecycle headers of its 200, in contract/shared/categories.yaml. The contract
+ * model, `npm run generate` and the breaking-change gate take it; the server sends a page's next
+ * link and the lifecycle links in one Link, the last page the lifecycle links alone, every answer
+ * checked against the document.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join } from 'node:path'
 import t, { type Test } from 'tap'
+import { checkBreaking } from '../scripts/check-breaking.js'
 import { generate } from '../scripts/generate.js'
 import { loadContract, sharedDirOf, specPaths } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
@@ -48,15 +49,15 @@ const headers: [string, string] = [
 `,
 ]
 
-/** The served documents and their shared parts, copied into a folder of their own, with `steps`
- * made in listCategories; the path of each copied document, oldest first, and the YAML lines the
- * steps added and changed. */
+/** The project (its served documents and their shared parts, its code and generated/), copied
+ * into a folder of its own, with `steps` made in listCategories; the path of each copied
+ * document, oldest first, and the YAML lines the steps added and changed. */
 function deprecated(t: Test, steps: [string, string][]) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-deprecation-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const specs = specPaths.map((spec) => join(dir, basename(spec)))
   for (const [i, spec] of specPaths.entries()) cpSync(spec, specs[i]!)
-  cpSync(sharedDirOf(specPaths[0]!), sharedDirOf(specs[0]!), { recursive: true })
+  for (const part of ['src', 'generated', 'contract', 'package.json']) cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   // (what generated modules require, found from beside them)
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
   const file = join(sharedDirOf(specs[0]!), 'categories.yaml')
@@ -108,3 +109,11 @@ t.test('deprecating a paged list: its markers, its 410 and the headers of its 20
   t.match(after, { status: 410, headers: { ...lifecycle, link: lifecycleLink } }, 'from its sunset on: 410')
   t.equal(after.json.message, 'listCategories was removed on 2027-07-05 (its sunset)')
 })
+
+t.test('the gate takes the walk: the Link of its 200 changes with its deprecation', async (t) => {
+  const { specs } = deprecated(t, [markers, gone, headers])
+  const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
+  t.ok(gate.ok, gate.lines.join('\n'))
+  t.match(gate.lines.join('\n'), /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/categories: `pattern` changed from/m)
+})
+
