@@ -17,13 +17,13 @@
  * of openapi.yaml's x-service.lifecycle.noticeDays. A change to a component is judged by its
  * users: it passes only if each of them lets it. Demoting an operation, or moving its sunset
  * earlier, breaks. A deprecation changes the Link of its operation's answers (its lifecycle links
- * join the next page's): that change passes with it. A lifecycle marker or version segment the
- * contract model refuses is refused here with its words (src/contract/), as the server and the
- * lint refuse it.
+ * join the next page's): that change passes with it. Every problem the contract model finds in
+ * the document (src/contract/: a lifecycle marker, the version segment, a role, x-service, what
+ * a response documents...) is refused here with its words, as the server and the lint refuse it.
  *
  *   npm run -s check:breaking [-- --spec FILE --released DIR --accepted FILE --now YYYY-MM-DD]
- * Exit status: 0 compatible; 1 a breaking change or a version rule broken (each named);
- * 2 a document that cannot be read.
+ * Exit status: 0 compatible; 1 a breaking change, or a document the server would refuse (each
+ * named); 2 a document that cannot be read.
  */
 import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -79,6 +79,8 @@ export interface ReleaseFindings extends Findings {
 
 export interface GateResult {
   ok: boolean
+  /** whether the server would serve the document: the contract model found no problem in it */
+  servable: boolean
   /** what to print: the version checks, then every breaking change, one a line */
   lines: string[]
   /** the findings against each release of the major version, oldest first */
@@ -243,9 +245,9 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
   const named = versionText
   if (compareVersions(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
 
-  // the lifecycle markers and the version segment, refused as the server refuses them
+  // what the server would refuse to serve, refused as it refuses it
   const { contract, problems } = readContract(document, { file: basename(spec) })
-  for (const problem of problems) if (problem.rule === 'lifecycle' || problem.rule === 'version') fail(`${contract.file}: ${describe(problem)}`)
+  for (const problem of problems) fail(`${contract.file}: ${describe(problem)}`)
 
   if (current[0] > latest.version[0]) {
     lines.push(`info.version ${named(current)} starts major version ${current[0]}: breaking changes to ${named(latest.version)} are allowed`)
@@ -281,7 +283,7 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
     lines.push(...breaking)
     if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
   }
-  return { ok, lines, releases: findings }
+  return { ok, servable: problems.length === 0, lines, releases: findings }
 }
 
 /** A document whose events are also paths (`/__events/pet.created`, answering its payload): redocly
@@ -358,13 +360,16 @@ if (process.argv[1] === import.meta.filename) {
     // every served document, each against the releases of its major, unless --spec names one
     const specs = values.spec === undefined ? specPaths : [values.spec]
     let ok = true
+    let servable = true
     for (const spec of specs) {
       const result = await checkBreaking({ ...values, spec, now })
       console.log([...(specs.length > 1 ? [`${relative(projectRoot, spec)}:`] : []), ...result.lines].join('\n'))
       ok &&= result.ok
+      servable &&= result.servable
     }
     // each served major against the one before it: the changes between them cover the difference
-    if (values.spec === undefined) {
+    // (of documents the server would serve: each problem of one it would not is named above)
+    if (values.spec === undefined && servable) {
       const coverage = await checkCoverage(specPaths.map((spec) => loadContract(spec, false)))
       console.log(coverage.lines.join('\n'))
       ok &&= coverage.ok

@@ -4,18 +4,21 @@
  * 410 and the lifecycle headers of its 200, in contract/shared/categories.yaml. The contract
  * model, `npm run generate` and the breaking-change gate take it; the server sends a page's next
  * link and the lifecycle links in one Link, the last page the lifecycle links alone, every answer
- * checked against the document.
+ * checked against the document. With the markers alone, the start, the gate and the lint refuse
+ * it in the same words, each naming what to add.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { basename, join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { checkBreaking } from '../scripts/check-breaking.js'
 import { generate } from '../scripts/generate.js'
-import { loadContract, sharedDirOf, specPaths } from '../src/contract/load.js'
+import { bundledSpec, loadContract, sharedDirOf, specPaths } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
 import { generatedCompilers } from '../src/http/compilers.js'
 import { build, call, testKey } from './helpers/app.js'
+import { owaspFindings } from './helpers/lint.js'
+import { launch, processBound, within } from './helpers/processes.js'
 
 t.setTimeout(300_000)
 
@@ -117,3 +120,28 @@ t.test('the gate takes the walk: the Link of its 200 changes with its deprecatio
   t.match(gate.lines.join('\n'), /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/categories: `pattern` changed from/m)
 })
 
+t.test('with its markers alone, the start, the gate and the lint refuse it in the same words, each naming what to add', async (t) => {
+  const { dir, specs } = deprecated(t, [markers])
+  const refusals = [
+    "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
+    "response 200 does not document Deprecation, Sunset: add Deprecation: $ref '#/components/headers/Deprecation', Sunset: $ref '#/components/headers/Sunset' to its headers",
+    `response 200 documents a Link that does not admit \`${lifecycleLink}\` nor \`</v2/categories?limit=1&after=1>; rel="next", ${lifecycleLink}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
+  ]
+  const lines = refusals.map((message) => `openapi-v2.yaml: operation listCategories: ${message}`)
+
+  const server = launch(t, relative(projectRoot, join(dir, 'src', 'server.ts')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
+  const { code, stderr } = await within(processBound, server.exited)
+  t.equal(code, 1)
+  t.equal(stderr, `petstore: ${lines.join('\n')}\n`, 'the start')
+
+  const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
+  t.notOk(gate.ok)
+  t.notOk(gate.servable)
+  t.strictSame(gate.lines.filter((line) => line.startsWith('openapi-v2.yaml: ')), lines, 'the gate')
+
+  // (npm run generate refuses it too, in those words: the lint reads the bundle as it would be served)
+  const served = join(dir, 'served.yaml')
+  writeFileSync(served, bundledSpec(specs[1]!).source)
+  const lint = (await owaspFindings(served)).filter((finding) => finding.code === 'petstore-contract' && finding.severity === 0).map((finding) => finding.message)
+  t.strictSame(lint, refusals, 'the lint (at its place in the document)')
+})
