@@ -84,6 +84,10 @@ function brownoutsOf(value, sunset, at, where, problems) {
     return [{ start, end, endText: String(brownout.end) }];
   });
 }
+function lifecycleLink(docs, successorUrl) {
+  const page = `<${docs}>; rel="deprecation"; type="text/html"`;
+  return successorUrl === void 0 ? page : `<${successorUrl}>; rel="successor-version", ${page}`;
+}
 
 // src/contract/pointer.ts
 var escapeKey = (key) => key.replaceAll("~", "~0").replaceAll("/", "~1");
@@ -216,6 +220,7 @@ function readContract(document, { file = "openapi.yaml", source } = {}) {
   const operations = readOperations(document, roles, service, problems);
   const events = readEvents(document, roles, problems);
   checkSuccessors(operations, problems);
+  checkLifecycleLinks(document, operations, basePath, service.paths.docs, problems);
   const at = pathsOf(basePath, operations);
   const contract = {
     file,
@@ -323,15 +328,47 @@ function checkJsonOnly(document, definition, at, where, problems) {
   }
   return body !== void 0;
 }
+var lifecycleHeaderComponents = { Deprecation: "Deprecation", Sunset: "Sunset", Link: "LifecycleLink" };
+var componentOf = (header, shared) => `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? "WhenDeprecated" : ""}'`;
 function checkRetirementDocumented(document, definition, at, where, problems) {
   const responses = definition.responses ?? {};
-  if (responses["410"] === void 0) problems.add("shape", [...at, "responses"], where, "a deprecated operation documents its 410 (gone, from its sunset on)");
+  if (responses["410"] === void 0) problems.add("shape", [...at, "responses"], where, "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'");
   for (const [status, response] of Object.entries(responses)) {
     if (status === "408") continue;
     const headers = Object.keys(deref(document, response).headers ?? {});
     const missing = ["Deprecation", "Sunset", "Link"].filter((header) => !headers.includes(header));
-    if (missing.length > 0) problems.add("shape", [...at, "responses", status], where, `response ${status} does not document ${missing.join(", ")}`);
+    if (missing.length === 0) continue;
+    const shared = "$ref" in response ? response.$ref : void 0;
+    const add = missing.map((header) => `${header}: ${componentOf(header, shared !== void 0)}`).join(", ");
+    problems.add("shape", [...at, "responses", status], where, `response ${status} does not document ${missing.join(", ")}: add ${add} to ${shared ?? "its headers"}`);
   }
+}
+function checkLifecycleLinks(document, operations, basePath, docs, problems) {
+  for (const { id, path, pointer, definition, lifecycle, parameters } of operations.values()) {
+    if (lifecycle.deprecation === void 0) continue;
+    const { successor } = lifecycle.deprecation;
+    const successorPath = successor === void 0 ? void 0 : operations.get(successor)?.path;
+    const link = lifecycleLink(docs, successorPath && `${basePath}${successorPath}`);
+    const paged = parameters.some((parameter) => parameter.in === "query" && parameter.name === "after");
+    const next = `<${basePath}${path.replace(/\{[^}]+\}/g, "1")}?limit=1&after=1>; rel="next"`;
+    for (const [status, response] of Object.entries(definition.responses ?? {})) {
+      const header = deref(document, response).headers?.Link;
+      if (header === void 0) continue;
+      const sent = paged && status.startsWith("2") ? [link, `${next}, ${link}`] : [link];
+      const refused = sent.filter((value) => !admits(document, deref(document, header), value));
+      if (refused.length === 0) continue;
+      problems.add(
+        "shape",
+        [...keysOf(pointer), "responses", status, "headers", "Link"],
+        `operation ${id}`,
+        `response ${status} documents a Link that does not admit ${refused.map((value) => `\`${value}\``).join(" nor ")}, which the server sends: document Link as ${componentOf("Link", "$ref" in response)}`
+      );
+    }
+  }
+}
+function admits(document, header, value) {
+  const { pattern: pattern2, maxLength = Number.POSITIVE_INFINITY } = deref(document, header.schema ?? {});
+  return value.length <= maxLength && (pattern2 === void 0 || new RegExp(pattern2, "u").test(value));
 }
 function checkStabilityDocumented(document, definition, marked, at, where, problems) {
   for (const [status, response] of Object.entries(definition.responses ?? {})) {

@@ -16,12 +16,14 @@
  * may go once a release deprecated it with a sunset that has passed, after the notice period
  * of openapi.yaml's x-service.lifecycle.noticeDays. A change to a component is judged by its
  * users: it passes only if each of them lets it. Demoting an operation, or moving its sunset
- * earlier, breaks. A lifecycle marker or version segment the contract model refuses is refused
- * here with its words (src/contract/), as the server and the lint refuse it.
+ * earlier, breaks. A deprecation changes the Link of its operation's answers (its lifecycle links
+ * join the next page's): that change passes with it. Every problem the contract model finds in
+ * the document (src/contract/: a lifecycle marker, the version segment, a role, x-service, what
+ * a response documents...) is refused here with its words, as the server and the lint refuse it.
  *
  *   npm run -s check:breaking [-- --spec FILE --released DIR --accepted FILE --now YYYY-MM-DD]
- * Exit status: 0 compatible; 1 a breaking change or a version rule broken (each named);
- * 2 a document that cannot be read.
+ * Exit status: 0 compatible; 1 a breaking change, or a document the server would refuse (each
+ * named); 2 a document that cannot be read.
  */
 import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -41,7 +43,7 @@ import { projectRoot, specPath } from '../src/core/paths.js'
 import { type Difference, eventPath, eventPlace, uncovered } from '../src/versions/coverage.js'
 import type { VersionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
-import { judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
+import { componentChanged, deprecationLink, judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')
 export const acceptedFile = join(projectRoot, 'contract', 'accepted-changes.yaml')
@@ -77,6 +79,8 @@ export interface ReleaseFindings extends Findings {
 
 export interface GateResult {
   ok: boolean
+  /** whether the server would serve the document: the contract model found no problem in it */
+  servable: boolean
   /** what to print: the version checks, then every breaking change, one a line */
   lines: string[]
   /** the findings against each release of the major version, oldest first */
@@ -124,6 +128,10 @@ export interface LifecycleContext {
   base: ReleasedOperation[]
   /** each operation's lifecycle as the latest release of the major version that has it describes it */
   latest: Map<string, Lifecycle>
+  /** each operation's lifecycle as the revision describes it */
+  revision: ReadonlyMap<string, Lifecycle>
+  /** whether a component (`#/components/schemas/Pet`) differs from the release to the revision */
+  changed: (component: string) => boolean
   noticeDays: NoticeDays
   now: Date
 }
@@ -152,11 +160,12 @@ export function classify(changes: Change[], accepted: AcceptedChange[], lifecycl
     )
     if (findings.length === 0) continue
     const line = `${whereOf(change.path)}: ${findings.map((finding) => `${finding.message} (${finding.ruleId} at ${finding.location.pointer})`).join('; ')}`
-    const operations = lifecycle ? touched(lifecycle.base, change.path, findings.map((finding) => finding.location.pointer)) : []
-    const judgements = operations.map((operation) =>
+    const operations = lifecycle ? touched(lifecycle.base, change.path, findings.map((finding) => finding.location.pointer), lifecycle.changed) : []
+    const judgements = operations.map((operation) => {
       // a removal takes away the operation at or under the removed place
-      judge(lifecycle!.latest.get(operation.name)!, change.kind === 'removed' && operation.pointer.startsWith(change.path), lifecycle!.noticeDays, lifecycle!.now),
-    )
+      const judged = judge(lifecycle!.latest.get(operation.name)!, change.kind === 'removed' && operation.pointer.startsWith(change.path), lifecycle!.noticeDays, lifecycle!.now)
+      return judged.allowed === undefined ? (deprecationLink(operation, change.path, lifecycle!.revision) ?? judged) : judged
+    })
     if (judgements.length > 0 && judgements.every((judgement) => judgement.allowed !== undefined)) {
       found.allowed.push(`  allowed (${[...new Set(judgements.map((judgement) => judgement.allowed))].join('; ')}): ${line}`)
     } else {
@@ -236,22 +245,31 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
   const named = versionText
   if (compareVersions(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
 
-  // the lifecycle markers and the version segment, refused as the server refuses them
+  // what the server would refuse to serve, refused as it refuses it
   const { contract, problems } = readContract(document, { file: basename(spec) })
-  for (const problem of problems) if (problem.rule === 'lifecycle' || problem.rule === 'version') fail(`${contract.file}: ${describe(problem)}`)
+  for (const problem of problems) fail(`${contract.file}: ${describe(problem)}`)
 
   if (current[0] > latest.version[0]) {
     lines.push(`info.version ${named(current)} starts major version ${current[0]}: breaking changes to ${named(latest.version)} are allowed`)
   }
-  const operations = new Map(sameMajor.map((release) => [release, operationsOf(parse(readFileSync(release.file, 'utf8')) as Record<string, any>)]))
+  const documents = new Map(sameMajor.map((release) => [release, parse(readFileSync(release.file, 'utf8')) as Record<string, any>]))
+  const operations = new Map(sameMajor.map((release) => [release, operationsOf(documents.get(release)!)]))
   // each operation as the latest release that has it says: its level, its deprecation
   const latestOf = new Map<string, Lifecycle>()
   for (const release of sameMajor) for (const operation of operations.get(release)!) latestOf.set(operation.name, operation.lifecycle)
   const revision = operationsOf(document as unknown as Record<string, any>)
+  const revised = new Map(revision.map((operation) => [operation.name, operation.lifecycle]))
   const findings: ReleaseFindings[] = []
   for (const release of sameMajor) {
     const base = operations.get(release)!
-    const { breaking, allowed } = classify(await diff(release.file, bundled), acceptedChanges, { base, latest: latestOf, noticeDays: contract.service.noticeDays, now })
+    const { breaking, allowed } = classify(await diff(release.file, bundled), acceptedChanges, {
+      base,
+      latest: latestOf,
+      revision: revised,
+      changed: componentChanged(documents.get(release)!, document),
+      noticeDays: contract.service.noticeDays,
+      now,
+    })
     breaking.push(...lifecycleBreaks(base, revision))
     findings.push({ version: named(release.version), breaking, allowed })
     if (breaking.length === 0) {
@@ -265,7 +283,7 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
     lines.push(...breaking)
     if (allowed.length > 0) lines.push(`and ${allowed.length} change(s) allowed by their operations' lifecycle:`, ...allowed)
   }
-  return { ok, lines, releases: findings }
+  return { ok, servable: problems.length === 0, lines, releases: findings }
 }
 
 /** A document whose events are also paths (`/__events/pet.created`, answering its payload): redocly
@@ -342,13 +360,16 @@ if (process.argv[1] === import.meta.filename) {
     // every served document, each against the releases of its major, unless --spec names one
     const specs = values.spec === undefined ? specPaths : [values.spec]
     let ok = true
+    let servable = true
     for (const spec of specs) {
       const result = await checkBreaking({ ...values, spec, now })
       console.log([...(specs.length > 1 ? [`${relative(projectRoot, spec)}:`] : []), ...result.lines].join('\n'))
       ok &&= result.ok
+      servable &&= result.servable
     }
     // each served major against the one before it: the changes between them cover the difference
-    if (values.spec === undefined) {
+    // (of documents the server would serve: each problem of one it would not is named above)
+    if (values.spec === undefined && servable) {
       const coverage = await checkCoverage(specPaths.map((spec) => loadContract(spec, false)))
       console.log(coverage.lines.join('\n'))
       ok &&= coverage.ok

@@ -69,16 +69,26 @@ export function operationsOf(document: Node): ReleasedOperation[] {
 }
 
 /** The operations a change touches: those at or under its place, and the users of the
- * component its verdict names. None: a change outside every operation (servers, info). */
-export function touched(operations: ReleasedOperation[], changePath: string, verdictPointers: string[]): ReleasedOperation[] {
+ * component its verdict names, when that component changed (`changed`: a verdict also names the
+ * component an operation's `$ref` now points to, which its other users see as it was). None: a
+ * change outside every operation (servers, info). */
+export function touched(operations: ReleasedOperation[], changePath: string, verdictPointers: string[], changed: (component: string) => boolean): ReleasedOperation[] {
   const under = (pointer: string, prefix: string) => pointer === prefix || pointer.startsWith(`${prefix}/`)
   return operations.filter(
     (operation) =>
       under(operation.pointer, changePath) ||
       under(changePath, operation.pointer) ||
-      verdictPointers.some((pointer) => under(pointer, operation.pointer) || [...operation.uses].some((component) => under(pointer, component))),
+      verdictPointers.some((pointer) => under(pointer, operation.pointer) || [...operation.uses].some((component) => under(pointer, component) && changed(component))),
   )
 }
+
+/** Whether a component (`#/components/headers/LifecycleLink`) differs from `base` to `revision`. */
+export const componentChanged =
+  (base: Node, revision: Node) =>
+  (component: string): boolean => {
+    const [, kind, name] = keysOf(component)
+    return JSON.stringify(base.components?.[kind!]?.[name!]) !== JSON.stringify(revision.components?.[kind!]?.[name!])
+  }
 
 export interface Judgement {
   /** let through, and why (`experimental`, `sunset 2030-12-05 passed`); undefined: breaking */
@@ -105,6 +115,19 @@ export function judge(released: Lifecycle, removal: boolean, noticeDays: NoticeD
   }
   if (now < deprecation.sunset) return { why: `${level}, deprecated, but its sunset ${day(deprecation.sunset)} has not passed` }
   return { allowed: `${level}, sunset ${day(deprecation.sunset)} passed` }
+}
+
+/**
+ * Whether a change is to the Link of a response of an operation that the revision deprecates and
+ * `operation`'s release did not: deprecating it adds its lifecycle links to every answer's Link
+ * (after a next page's, one field, RFC 8288), so the documented Link changes with it (and the
+ * contract model holds it to what the server sends). Undefined for any other change.
+ */
+export function deprecationLink(operation: ReleasedOperation, changePath: string, revision: ReadonlyMap<string, Lifecycle>): Judgement | undefined {
+  const place = changePath.slice(operation.pointer.length)
+  const atLink = changePath.startsWith(operation.pointer) && /^\/responses\/[^/]+\/headers\/Link(\/|$)/.test(place)
+  const deprecatedNow = operation.lifecycle.deprecation === undefined && revision.get(operation.name)?.deprecation !== undefined
+  return atLink && deprecatedNow ? { allowed: 'deprecated: its Link carries its lifecycle links' } : undefined
 }
 
 /** Demotions and sunsets moved earlier, from `released` to `revision`: one line each. */

@@ -48,17 +48,44 @@ function tempDir(t: Test): string {
 }
 
 /** Writes `document` to a file of its own; returns the path. */
-function written(t: Test, document: Spec, name = 'openapi.yaml'): string {
+function writtenAs(t: Test, document: unknown, name: string): string {
   const file = join(tempDir(t), name)
   writeFileSync(file, stringify(document))
   return file
 }
 
+/**
+ * An edit of 1.0.0 as a document the server would serve, whatever the edit marks: the gate
+ * refuses every problem the server would (test/contract-rules.test.ts), and here it judges the
+ * changes alone. 1.0.0 predates some rules (Error.message and WebhookDelivery.lastError state
+ * their maxLength; a deprecated operation documents its 410); every response documents
+ * API-Stability, Deprecation, Sunset and Link as present when the operation is marked, as the
+ * shared responses of the served documents do.
+ */
+function servable(edited: Spec): Spec {
+  const spec = structuredClone(edited)
+  spec.components.schemas.Error.properties.message.maxLength ??= 500
+  spec.components.schemas.WebhookDelivery ??= { type: 'object', properties: { lastError: { type: 'string', maxLength: 500 } } }
+  const error = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } }
+  spec.components.responses.Gone ??= { description: 'Gone.', content: error }
+  const operations = Object.values<Spec>(spec.paths ?? {}).flatMap((item) => Object.values<Spec>(item))
+  for (const operation of operations) if (operation.deprecated) operation.responses['410'] ??= { $ref: '#/components/responses/Gone' }
+  const whenMarked = { required: false, schema: { type: 'string', maxLength: 500 } }
+  const inline = operations.flatMap((operation) => Object.values<Spec>(operation.responses)).filter((response) => response.$ref === undefined)
+  for (const response of [...inline, ...Object.values<Spec>(spec.components.responses)]) {
+    response.headers = { 'API-Stability': whenMarked, Deprecation: whenMarked, Sunset: whenMarked, Link: whenMarked, ...response.headers }
+  }
+  return spec
+}
+
+/** Writes an edit of 1.0.0, as a document the server would serve; returns the path. */
+const written = (t: Test, spec: Spec) => writtenAs(t, servable(spec), 'openapi.yaml')
+
 /** The gate on 1.0.0 edited by `edit`, against the released contracts of the repo. */
 async function gate(t: Test, edit: (spec: Spec) => void, accepted: AcceptedChange[] = []) {
   const spec = released()
   edit(spec)
-  const result = await checkBreaking({ spec: written(t, spec), released: firstRelease, accepted: written(t, accepted, 'accepted.yaml') })
+  const result = await checkBreaking({ spec: written(t, spec), released: firstRelease, accepted: writtenAs(t, accepted, 'accepted.yaml') })
   t.comment(result.lines.join('\n'))
   return result
 }
@@ -448,6 +475,36 @@ t.test('stability levels: what the gate lets through within the major version', 
     const redeprecated = await levels(t, () => {}, (spec) => deprecate(getPet(spec), '2027-01-01', '2029-01-01'))
     t.notOk(redeprecated.ok)
     t.match(redeprecated.text, /x-sunset moved earlier, from 2030-12-05 to 2029-01-01/)
+  })
+
+  t.test('a $ref switched to another component is judged by its operation, not by that component\'s other users', async (t) => {
+    const result = await levels(
+      t,
+      (spec) => {
+        createPet(spec)['x-stability'] = 'experimental'
+        spec.components.headers.Location.schema.pattern = '^/v1/pets/[0-9]+$'
+        spec.components.headers.NextPageLink.schema.pattern = '^<[^>]+>; rel="next"$'
+      },
+      (spec) => (createPet(spec).responses['201'].headers.Location = { $ref: '#/components/headers/NextPageLink' }),
+    )
+    t.ok(result.ok, 'NextPageLink is listPets\' (stable) as it was')
+    t.match(result.text, /^ {2}allowed \(experimental\): POST \/pets: `pattern` changed/m)
+  })
+
+  t.test('deprecating a paged list changes its Link with it; a Link changed otherwise breaks', async (t) => {
+    // (a release whose Link has a pattern, which the lifecycle links joined to the next page's change)
+    const link = (pattern: string) => (operation: Spec) => (operation.responses['200'].headers.Link = { required: true, schema: { type: 'string', maxLength: 500, pattern } })
+    const nextPage = link('^<[^>]+>; rel="next"$')
+    const lifecycleLink = link('^<[^>]+>; rel="[a-z-]+"')
+    const released = (spec: Spec) => nextPage(listPets(spec))
+    const deprecated = await levels(t, released, (spec) => lifecycleLink(deprecate(listPets(spec), '2027-01-01', '2027-07-01')))
+    t.ok(deprecated.ok, deprecated.text)
+    t.match(deprecated.text, /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/pets: `pattern` changed from/m)
+    const alone = await levels(t, released, (spec) => lifecycleLink(listPets(spec)))
+    t.notOk(alone.ok, 'without a deprecation')
+    t.match(alone.text, /^ {2}GET \/pets: `pattern` changed from .*headers\/Link\/schema\/pattern\)$/m)
+    const before = await levels(t, (spec) => nextPage(getPet(spec)), (spec) => lifecycleLink(getPet(spec)))
+    t.notOk(before.ok, 'of an operation the release deprecated already')
   })
 
   t.test('a schema is judged by its most stable user', async (t) => {

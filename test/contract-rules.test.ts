@@ -1,8 +1,9 @@
 /**
- * One rule, one refusal: a lifecycle marker the contract model refuses is refused in the same
- * words by the server as it starts, by the breaking-change gate (npm run check:breaking) and by
- * the lint (npm run lint:owasp, Spectral's petstore-contract rule), each on a copy of
- * openapi.yaml that breaks it; and openapi.yaml itself passes all three.
+ * One rule, one refusal: a problem the contract model finds (a lifecycle marker, what a deprecated
+ * operation documents, a role, x-service...) is refused in the same words by the server as it
+ * starts, by the breaking-change gate (npm run check:breaking, which npm run release runs) and by
+ * the lint (npm run lint:owasp, Spectral's petstore-contract rule), each on a copy of openapi.yaml
+ * that breaks it; and openapi.yaml itself passes all three.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -74,6 +75,27 @@ const cases: [string, (document: Spec) => void, string, string][] = [
   ['brownouts that are no list', (d) => (getPet(d)['x-brownouts'] = 'soon'), 'operation getPet', 'x-brownouts must be a list of {start, end}'],
   ['a sunset on an operation that is not deprecated', (d) => (listPets(d)['x-sunset'] = '2031-01-01'), 'operation listPets', 'x-sunset needs deprecated: true'],
   ['an unknown level on an event', (d) => (d.webhooks['pet.created'].post['x-stability'] = 'alpha'), 'event pet.created', 'x-stability "alpha" is not a level: experimental or beta (none means stable)'],
+  // the other rules: what a response documents, the roles, x-service
+  [
+    'a deprecated operation without its 410',
+    (d) => delete getPet(d).responses['410'],
+    'operation getPet',
+    "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
+  ],
+  [
+    'a deprecated operation whose answer lacks its lifecycle headers',
+    (d) => delete getPet(d).responses['200'].headers.Sunset,
+    'operation getPet',
+    "response 200 does not document Sunset: add Sunset: $ref '#/components/headers/Sunset' to its headers",
+  ],
+  [
+    'a deprecated operation whose Link does not admit the one it sends',
+    (d) => (getPet(d).responses['404'].headers.Link = { $ref: '#/components/headers/NextPageLink' }),
+    'operation getPet',
+    "response 404 documents a Link that does not admit `</v1/pets>; rel=\"successor-version\", </v1/docs/>; rel=\"deprecation\"; type=\"text/html\"`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'",
+  ],
+  ['a role the catalogue lacks', (d) => (listPets(d).security = [{ bearerAuth: ['pets:fly'] }]), 'operation listPets', "needs pets:fly, which bearerAuth's x-roles does not list"],
+  ['a limit that is no number', (d) => (d['x-service'].limits.requestBodyBytes = 'big'), 'x-service', 'limits.requestBodyBytes must be a whole number above 0, not "big"'],
 ]
 
 t.test('openapi.yaml passes the server, the gate and the lint', async (t) => {

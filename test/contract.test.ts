@@ -11,6 +11,8 @@ import { build, call } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
+type Spec = any
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 const getPetOf = (d: OpenAPIV3.Document) => d.paths['/pets/{petId}']!.get as unknown as Record<string, unknown>
 const allOperations = [
   'createPet',
@@ -101,6 +103,51 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   t.equal(editedContract((d) => void delete (d as Partial<OpenAPIV3.Document>).paths).operations.size, 0, 'a document without paths has no operations')
   t.throws(() => loadContract().urlOf('adoptPet'), /openapi.yaml has no operation adoptPet/)
   t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
+})
+
+t.test('a deprecated operation documents the headers the server sends, and says what to write when it does not', async (t) => {
+  const refused = (edit: (document: Spec) => void, ...messages: string[]) =>
+    t.throws(() => editedContract(edit as never), { message: new RegExp(messages.map((message) => `^openapi.yaml: ${escaped(message)}$`).join('\n')) }, messages.join('\n'))
+  const getPet = (d: Spec) => d.paths['/pets/{petId}'].get
+  const lifecycle = '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"'
+  // a shared response, answered by operations that are not deprecated too, documents them as optional
+  refused(
+    (d) => {
+      getPet(d).responses['400'] = { $ref: '#/components/responses/InvalidRequest' }
+      delete d.components.responses.InvalidRequest.headers.Sunset
+    },
+    "operation getPet: response 400 does not document Sunset: add Sunset: $ref '#/components/headers/SunsetWhenDeprecated' to #/components/responses/InvalidRequest",
+  )
+  refused(
+    (d) => (getPet(d).responses['200'].headers.Link = { schema: { type: 'string', maxLength: 20 } }),
+    `operation getPet: response 200 documents a Link that does not admit \`${lifecycle}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
+  )
+  refused(
+    (d) => {
+      getPet(d).responses['400'] = { $ref: '#/components/responses/InvalidRequest' }
+      d.components.responses.InvalidRequest.headers.Link = { schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' } }
+    },
+    `operation getPet: response 400 documents a Link that does not admit \`${lifecycle}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLinkWhenDeprecated'`,
+  )
+  t.doesNotThrow(() => editedContract((d: Spec) => void (getPet(d).responses['200'].headers.Link = { description: 'Links.' })), 'a Link without a schema admits any')
+
+  // listPets pages (it takes `after`): its 200 carries the next page's link, then the lifecycle links
+  const deprecatedList = (link: unknown) => (d: Spec) => {
+    const listPets = d.paths['/pets'].get
+    Object.assign(listPets, { deprecated: true, 'x-deprecated-at': '2026-11-21', 'x-sunset': '2030-12-05', 'x-successor-reason': 'none' })
+    listPets.responses['410'] = { $ref: '#/components/responses/Gone' }
+    listPets.responses['200'].headers = { ...listPets.responses['200'].headers, Deprecation: { $ref: '#/components/headers/Deprecation' }, Sunset: { $ref: '#/components/headers/Sunset' }, Link: link }
+  }
+  const alone = '</v1/docs/>; rel="deprecation"; type="text/html"'
+  refused(
+    deprecatedList({ $ref: '#/components/headers/NextPageLink' }),
+    `operation listPets: response 200 documents a Link that does not admit \`${alone}\` nor \`</v1/pets?limit=1&after=1>; rel="next", ${alone}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
+  )
+  refused(
+    deprecatedList({ schema: { type: 'string', pattern: '^</v1/docs/>' } }),
+    `operation listPets: response 200 documents a Link that does not admit \`</v1/pets?limit=1&after=1>; rel="next", ${alone}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
+  )
+  t.doesNotThrow(() => editedContract(deprecatedList({ $ref: '#/components/headers/LifecycleLink' }) as never), 'LifecycleLink admits both')
 })
 
 t.test('an answer documented without a body needs no media type', async (t) => {

@@ -106,18 +106,26 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.ok(changelog.indexOf('## 1.1.0') < changelog.indexOf('## 1.0.0'), 'the new entry on top of the old ones')
   t.ok(changelog.endsWith(readFileSync(changelogPath, 'utf8').slice(readFileSync(changelogPath, 'utf8').indexOf('## 1.0.0'))), '1.0.0\'s entry kept as it was')
 
-  // 1.2.0: an experimental change, a promotion, a new deprecation with a brownout
+  // 1.2.0: an experimental change, a promotion, a new deprecation with a brownout (of a paged
+  // list: its markers, its 410, and on its 200 the lifecycle headers, its Link the lifecycle one)
   const spec = parse(written)
   const order = spec.components.schemas.Order
   delete order.properties.placedAt
   order.required = order.required.filter((name: string) => name !== 'placedAt')
   spec.paths['/store/orders/{orderId}'].get['x-stability'] = 'beta'
-  Object.assign(spec.paths['/store/orders'].get, {
+  const listOrders = spec.paths['/store/orders'].get
+  Object.assign(listOrders, {
     deprecated: true,
     'x-deprecated-at': '2026-11-25',
     'x-sunset': '2027-06-01',
     'x-successor': 'getOrder',
     'x-brownouts': [{ start: '2027-05-01T12:00:00Z', end: '2027-05-01T13:00:00Z' }],
+  })
+  listOrders.responses['410'] = { $ref: '#/components/responses/Gone' }
+  Object.assign(listOrders.responses['200'].headers, {
+    Deprecation: { $ref: '#/components/headers/Deprecation' },
+    Sunset: { $ref: '#/components/headers/Sunset' },
+    Link: { $ref: '#/components/headers/LifecycleLink' },
   })
   writeFileSync(files.spec, stringify(spec))
   const second = await release({ ...files, version: '1.2.0' })

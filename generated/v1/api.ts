@@ -779,6 +779,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -807,6 +810,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -835,6 +841,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -863,6 +872,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -887,6 +899,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -914,6 +929,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -938,6 +956,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -968,6 +989,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -991,6 +1015,9 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -1006,33 +1033,6 @@ export interface components {
                  *       "code": "too_many_requests",
                  *       "message": "Rate limit reached: 1000 requests per 60 s for this API key; try again in 42 s",
                  *       "status": 429
-                 *     }
-                 */
-                "application/json": components["schemas"]["Error"];
-            };
-        };
-        /**
-         * @description No order of the caller's has this id (code `not_found`): another key's order is
-         *     answered so too, unless the caller has `orders:admin`.
-         */
-        OrderNotFound: {
-            headers: {
-                "API-Stability": components["headers"]["ApiStability"];
-                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                "Cache-Control": components["headers"]["CacheControl"];
-                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                RateLimit: components["headers"]["RateLimit"];
-                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
-                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
-                Vary: components["headers"]["Vary"];
-                [name: string]: unknown;
-            };
-            content: {
-                /**
-                 * @example {
-                 *       "code": "not_found",
-                 *       "message": "Order 42 not found",
-                 *       "status": 404
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1056,6 +1056,7 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
                 [name: string]: unknown;
             };
             content: {
@@ -1064,6 +1065,36 @@ export interface components {
                  *       "code": "gone",
                  *       "message": "getPet was removed on 2030-12-05 (its sunset): use listPets, GET /v1/pets",
                  *       "status": 410
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description No order of the caller's has this id (code `not_found`): another key's order is
+         *     answered so too, unless the caller has `orders:admin`.
+         */
+        OrderNotFound: {
+            headers: {
+                "API-Stability": components["headers"]["ApiStability"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "not_found",
+                 *       "message": "Order 42 not found",
+                 *       "status": 404
                  *     }
                  */
                 "application/json": components["schemas"]["Error"];
@@ -1080,6 +1111,9 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1254,13 +1288,6 @@ export interface components {
          */
         ApiStabilityWhenMarked: "experimental" | "beta";
         /**
-         * @description `true` when this answer is a replay: an earlier request with the same
-         *     `Idempotency-Key` and body was answered so, and nothing was done again. Absent
-         *     otherwise.
-         * @example true
-         */
-        IdempotentReplayed: "true";
-        /**
          * @description When this operation was deprecated, as `@` followed by Unix seconds (RFC 9745).
          * @example @1795219200
          */
@@ -1272,10 +1299,37 @@ export interface components {
         Sunset: string;
         /**
          * @description The successor operation (`rel="successor-version"`) and the documentation
-         *     page (`rel="deprecation"`), RFC 8288.
+         *     page (`rel="deprecation"`), RFC 8288. On a page of a list that has more, the
+         *     next page's link (`rel="next"`) comes first, in the same field.
          * @example </v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"
          */
         LifecycleLink: string;
+        /**
+         * @description Present when the operation is deprecated (`deprecated: true`): when, as `@` followed
+         *     by Unix seconds (RFC 9745), as on its other responses.
+         * @example @1795219200
+         */
+        DeprecationWhenDeprecated: string;
+        /**
+         * @description Present when the operation is deprecated (`deprecated: true`): when it will be
+         *     removed, as an HTTP date (RFC 8594), as on its other responses.
+         * @example Thu, 05 Dec 2030 00:00:00 GMT
+         */
+        SunsetWhenDeprecated: string;
+        /**
+         * @description Present when the operation is deprecated (`deprecated: true`): its successor
+         *     (`rel="successor-version"`) and the documentation page (`rel="deprecation"`),
+         *     RFC 8288, as on its other responses.
+         * @example </v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"
+         */
+        LifecycleLinkWhenDeprecated: string;
+        /**
+         * @description `true` when this answer is a replay: an earlier request with the same
+         *     `Idempotency-Key` and body was answered so, and nothing was done again. Absent
+         *     otherwise.
+         * @example true
+         */
+        IdempotentReplayed: "true";
     };
     pathItems: never;
 }

@@ -823,6 +823,9 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -849,6 +852,9 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -877,6 +883,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -905,6 +914,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -933,6 +945,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -961,6 +976,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -985,6 +1003,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1012,6 +1033,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1036,6 +1060,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1066,6 +1093,9 @@ export interface components {
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1089,6 +1119,9 @@ export interface components {
             headers: {
                 "Retry-After": components["headers"]["RetryAfter"];
                 "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                 "Cache-Control": components["headers"]["CacheControl"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
@@ -1123,6 +1156,9 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1149,6 +1185,9 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1173,6 +1212,9 @@ export interface components {
                 "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
                 "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
                 Vary: components["headers"]["Vary"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
                 [name: string]: unknown;
             };
             content: {
@@ -1362,6 +1404,25 @@ export interface components {
          * @example experimental
          */
         ApiStabilityWhenMarked: "experimental" | "beta";
+        /**
+         * @description Present when the operation is deprecated (`deprecated: true`): when, as `@` followed
+         *     by Unix seconds (RFC 9745), as on its other responses.
+         * @example @1795219200
+         */
+        DeprecationWhenDeprecated: string;
+        /**
+         * @description Present when the operation is deprecated (`deprecated: true`): when it will be
+         *     removed, as an HTTP date (RFC 8594), as on its other responses.
+         * @example Thu, 05 Dec 2030 00:00:00 GMT
+         */
+        SunsetWhenDeprecated: string;
+        /**
+         * @description Present when the operation is deprecated (`deprecated: true`): its successor
+         *     (`rel="successor-version"`) and the documentation page (`rel="deprecation"`),
+         *     RFC 8288, as on its other responses.
+         * @example </v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"
+         */
+        LifecycleLinkWhenDeprecated: string;
         /**
          * @description `true` when this answer is a replay: an earlier request with the same
          *     `Idempotency-Key` and body was answered so, and nothing was done again. Absent

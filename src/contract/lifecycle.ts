@@ -157,6 +157,14 @@ function brownoutsOf(value: unknown, sunset: Date | undefined, at: readonly (str
   })
 }
 
+/** The `Link` every answer of a deprecated operation carries (RFC 8288): its successor, at its
+ * URL (`/v1/pets`), when it names one, and the documentation page `docs`. The server sends it,
+ * and the contract model holds each response's documented Link to it. */
+export function lifecycleLink(docs: string, successorUrl: string | undefined): string {
+  const page = `<${docs}>; rel="deprecation"; type="text/html"`
+  return successorUrl === undefined ? page : `<${successorUrl}>; rel="successor-version", ${page}`
+}
+
 /** When a deprecated operation is gone at an instant (ms since the epoch): why, in words, or
  * undefined while it still works. From its sunset (00:00 UTC) on, and within its brownouts. */
 export function goneAt(operationId: string, { deprecation }: Lifecycle, now: number, successorText: string): string | undefined {

@@ -7,7 +7,7 @@
  * refused everywhere with the same words.
  */
 import type { OpenAPIV3 } from 'openapi-types'
-import { type Lifecycle, readLifecycle } from './lifecycle.js'
+import { type Lifecycle, lifecycleLink, readLifecycle } from './lifecycle.js'
 import { deref, keysOf, pointerTo } from './pointer.js'
 import { type Problem, Problems } from './problems.js'
 import { bearerScheme, type RoleCatalogue, type RoleRequirement, readCatalogue, readEventRoles, readRequirement } from './roles.js'
@@ -91,6 +91,7 @@ export function readContract(document: OpenAPIV3.Document, { file = 'openapi.yam
   const operations = readOperations(document, roles, service, problems)
   const events = readEvents(document, roles, problems)
   checkSuccessors(operations, problems)
+  checkLifecycleLinks(document, operations, basePath, service.paths.docs, problems)
   const at = pathsOf(basePath, operations)
   const contract: Contract = {
     file,
@@ -211,17 +212,66 @@ function checkJsonOnly(document: OpenAPIV3.Document, definition: OperationDefini
   return body !== undefined
 }
 
+/** The header components that document what a deprecated operation's answers carry: on its own
+ * responses (required), and on shared ones, which other operations answer too (present when the
+ * operation is deprecated). */
+const lifecycleHeaderComponents = { Deprecation: 'Deprecation', Sunset: 'Sunset', Link: 'LifecycleLink' } as const
+const componentOf = (header: keyof typeof lifecycleHeaderComponents, shared: boolean) => `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? 'WhenDeprecated' : ''}'`
+
 /** A deprecated operation documents the headers the server adds to each of its answers
  * (Deprecation, Sunset, Link), but the 408 of a request that never arrived, and its 410. */
 function checkRetirementDocumented(document: OpenAPIV3.Document, definition: OperationDefinition, at: string[], where: string, problems: Problems) {
   const responses = definition.responses ?? {}
-  if (responses['410'] === undefined) problems.add('shape', [...at, 'responses'], where, 'a deprecated operation documents its 410 (gone, from its sunset on)')
+  if (responses['410'] === undefined) problems.add('shape', [...at, 'responses'], where, "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'")
   for (const [status, response] of Object.entries(responses)) {
     if (status === '408') continue
     const headers = Object.keys(deref<OpenAPIV3.ResponseObject>(document, response).headers ?? {})
-    const missing = ['Deprecation', 'Sunset', 'Link'].filter((header) => !headers.includes(header))
-    if (missing.length > 0) problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document ${missing.join(', ')}`)
+    const missing = (['Deprecation', 'Sunset', 'Link'] as const).filter((header) => !headers.includes(header))
+    if (missing.length === 0) continue
+    // (a shared response is answered by operations that are not deprecated too)
+    const shared = '$ref' in response ? response.$ref : undefined
+    const add = missing.map((header) => `${header}: ${componentOf(header, shared !== undefined)}`).join(', ')
+    problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document ${missing.join(', ')}: add ${add} to ${shared ?? 'its headers'}`)
   }
+}
+
+/**
+ * Every answer of a deprecated operation carries its lifecycle Link (lifecycleLink); a page of a
+ * list with more after it (keyset paging, src/http/pagination.ts: an operation that takes
+ * `after`) carries the next page's link first, in the same field. So each response of a
+ * deprecated operation that documents a Link admits the one the server sends: that Link, and on
+ * a paged operation's successes that Link after a next page's.
+ */
+function checkLifecycleLinks(document: OpenAPIV3.Document, operations: ReadonlyMap<string, Operation>, basePath: string, docs: string, problems: Problems) {
+  for (const { id, path, pointer, definition, lifecycle, parameters } of operations.values()) {
+    if (lifecycle.deprecation === undefined) continue
+    const { successor } = lifecycle.deprecation
+    const successorPath = successor === undefined ? undefined : operations.get(successor)?.path
+    const link = lifecycleLink(docs, successorPath && `${basePath}${successorPath}`)
+    const paged = parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after')
+    // (a next page's link as pageOf writes it, its path parameters filled in)
+    const next = `<${basePath}${path.replace(/\{[^}]+\}/g, '1')}?limit=1&after=1>; rel="next"`
+    for (const [status, response] of Object.entries(definition.responses ?? {})) {
+      const header = deref<OpenAPIV3.ResponseObject>(document, response).headers?.Link
+      if (header === undefined) continue
+      const sent = paged && status.startsWith('2') ? [link, `${next}, ${link}`] : [link]
+      const refused = sent.filter((value) => !admits(document, deref<OpenAPIV3.HeaderObject>(document, header), value))
+      if (refused.length === 0) continue
+      problems.add(
+        'shape',
+        [...keysOf(pointer), 'responses', status, 'headers', 'Link'],
+        `operation ${id}`,
+        `response ${status} documents a Link that does not admit ${refused.map((value) => `\`${value}\``).join(' nor ')}, which the server sends: document Link as ${componentOf('Link', '$ref' in response)}`,
+      )
+    }
+  }
+}
+
+/** Whether a header's schema admits a value, by the keywords a document gives a text header
+ * (pattern, maxLength). */
+function admits(document: OpenAPIV3.Document, header: OpenAPIV3.HeaderObject, value: string): boolean {
+  const { pattern, maxLength = Number.POSITIVE_INFINITY } = deref<OpenAPIV3.SchemaObject>(document, header.schema ?? {})
+  return value.length <= maxLength && (pattern === undefined || new RegExp(pattern, 'u').test(value))
 }
 
 /** The server adds `API-Stability` to every answer of an operation with a stability marker, and

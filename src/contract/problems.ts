@@ -1,7 +1,7 @@
 import { OperatorError } from '../core/errors.js'
 
-/** What a problem is about: the breaking-change gate refuses lifecycle and version problems of
- * a revision (the rest is for the server and the lint, which read the whole document). */
+/** What a problem is about. The server, the breaking-change gate and the lint refuse a document
+ * for a problem of any rule. */
 export type Rule = 'lifecycle' | 'version' | 'roles' | 'service' | 'shape'
 
 /** What is wrong with a contract: one problem, where it is and why, in the words that the

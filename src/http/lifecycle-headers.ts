@@ -1,6 +1,6 @@
 /** What an operation's lifecycle, as its contract declares it, adds to its answers. */
 import { ApiError } from '../core/errors.js'
-import { goneAt } from '../contract/lifecycle.js'
+import { goneAt, lifecycleLink } from '../contract/lifecycle.js'
 import type { Contract, Operation } from '../contract/model.js'
 
 /**
@@ -16,10 +16,8 @@ export function lifecycleHeaders({ lifecycle }: Operation, contract: Contract): 
     // (both dates are there: the contract model refuses a deprecation without them)
     headers.Deprecation = `@${deprecation.at!.getTime() / 1000}`
     headers.Sunset = deprecation.sunset!.toUTCString()
-    const links = [`<${contract.service.paths.docs}>; rel="deprecation"; type="text/html"`]
     const successor = deprecation.successor === undefined ? undefined : contract.operations.get(deprecation.successor)
-    if (successor !== undefined) links.unshift(`<${contract.basePath}${successor.path}>; rel="successor-version"`)
-    headers.Link = links.join(', ')
+    headers.Link = lifecycleLink(contract.service.paths.docs, successor && `${contract.basePath}${successor.path}`)
   }
   return Object.keys(headers).length > 0 ? headers : undefined
 }

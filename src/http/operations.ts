@@ -83,18 +83,24 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     }
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()]
   }
-  await contractRoutes(app, { contract, handlerOf: (operationId) => answering(served[operationId]!), onRoute })
+  const handlerOf = (operationId: string) => answering(served[operationId]!, lifecycleHeaders(contract.operations.get(operationId)!, contract)?.Link)
+  await contractRoutes(app, { contract, handlerOf, onRoute })
 }
 
 type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> | undefined } | ApiError
 type GenericHandler = (request: FastifyRequest, reply: FastifyReply, respond: typeof answer) => MaybePromise<GenericAnswer>
 
 /** A route handler that sends what an operation's handler answers: its status, headers and
- * body, or its refusal through the error handler. At once when the handler answers at once. */
-function answering(handler: GenericHandler) {
+ * body, or its refusal through the error handler. At once when the handler answers at once.
+ * `lifecycleLink`: the Link of a deprecated operation, set on the reply as the request came in;
+ * an answer's own Link (a next page) goes first, then it: one field, a list (RFC 8288). */
+function answering(handler: GenericHandler, lifecycleLink: string | undefined) {
   const send = (answer: GenericAnswer, reply: FastifyReply) => {
     if (answer instanceof ApiError) throw answer
-    if (answer.headers !== undefined) reply.headers(answer.headers)
+    if (answer.headers !== undefined) {
+      const link = answer.headers.Link
+      reply.headers(lifecycleLink !== undefined && link !== undefined ? { ...answer.headers, Link: `${link}, ${lifecycleLink}` } : answer.headers)
+    }
     reply.code(answer.status)
     // (a body-less answer, the 204, is sent here: a handler that returns nothing sends nothing)
     if (answer.body === undefined) return void reply.send()

@@ -1,0 +1,147 @@
+/**
+ * The walk of docs/compatibility.md (Deprecation and sunsets), on a copy of the project in a
+ * temporary folder: version 2's listCategories, a paged list, is deprecated by its markers, its
+ * 410 and the lifecycle headers of its 200, in contract/shared/categories.yaml. The contract
+ * model, `npm run generate` and the breaking-change gate take it; the server sends a page's next
+ * link and the lifecycle links in one Link, the last page the lifecycle links alone, every answer
+ * checked against the document. With the markers alone, the start, the gate and the lint refuse
+ * it in the same words, each naming what to add.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { basename, join, relative } from 'node:path'
+import t, { type Test } from 'tap'
+import { checkBreaking } from '../scripts/check-breaking.js'
+import { generate } from '../scripts/generate.js'
+import { bundledSpec, loadContract, sharedDirOf, specPaths } from '../src/contract/load.js'
+import { projectRoot } from '../src/core/paths.js'
+import { generatedCompilers } from '../src/http/compilers.js'
+import { build, call, testKey } from './helpers/app.js'
+import { owaspFindings } from './helpers/lint.js'
+import { launch, processBound, within } from './helpers/processes.js'
+
+t.setTimeout(300_000)
+
+/** The steps, as written in contract/shared/categories.yaml: what each finds in listCategories,
+ * and what it writes there instead. */
+const markers: [string, string] = [
+  '      operationId: listCategories\n',
+  `      operationId: listCategories
+      deprecated: true
+      x-deprecated-at: '2027-01-04'
+      x-sunset: '2027-07-05'
+      x-successor-reason: the categories are read with the pets
+`,
+]
+const gone: [string, string] = [
+  "        '408':\n          $ref: '#/components/responses/RequestTimeout'\n",
+  `        '408':
+          $ref: '#/components/responses/RequestTimeout'
+        '410':
+          $ref: '#/components/responses/Gone'
+`,
+]
+const headers: [string, string] = [
+  "            Link:\n              $ref: '#/components/headers/NextCategoriesPageLink'\n",
+  `            Deprecation:
+              $ref: '#/components/headers/Deprecation'
+            Sunset:
+              $ref: '#/components/headers/Sunset'
+            Link:
+              $ref: '#/components/headers/LifecycleLink'
+`,
+]
+
+/** The project (its served documents and their shared parts, its code and generated/), copied
+ * into a folder of its own, with `steps` made in listCategories; the path of each copied
+ * document, oldest first, and the YAML lines the steps added and changed. */
+function deprecated(t: Test, steps: [string, string][]) {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-deprecation-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const specs = specPaths.map((spec) => join(dir, basename(spec)))
+  for (const [i, spec] of specPaths.entries()) cpSync(spec, specs[i]!)
+  for (const part of ['src', 'generated', 'contract', 'package.json']) cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
+  // (what generated modules require, found from beside them)
+  symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
+  const file = join(sharedDirOf(specs[0]!), 'categories.yaml')
+  const before = readFileSync(file, 'utf8')
+  // (listCategories is the first operation of the file: each step is made before the next one's)
+  const end = before.indexOf('operationId: createCategory')
+  let list = before.slice(0, end)
+  for (const [found, written] of steps) {
+    if (!list.includes(found)) throw new Error(`listCategories has no ${found}`)
+    list = list.replace(found, written)
+  }
+  writeFileSync(file, list + before.slice(end))
+  const [was, is] = [before, list + before.slice(end)].map((text) => text.split('\n'))
+  return { dir, specs, added: is!.length - was!.length, changed: was!.filter((line) => !is!.includes(line)).length }
+}
+
+const curator = 'curator-key-00001'
+const lifecycleLink = '</v2/docs/>; rel="deprecation"; type="text/html"'
+
+t.test('deprecating a paged list: its markers, its 410 and the headers of its 200, ten lines added and one changed', async (t) => {
+  const { dir, specs, added, changed } = deprecated(t, [markers, gone, headers])
+  t.equal(added, 10, 'ten lines added')
+  t.equal(changed, 1, 'one changed: its 200 documents the lifecycle Link, a next page\'s before it')
+  t.comment(`${added} YAML lines added, ${changed} changed`)
+
+  const generated = join(dir, 'generated')
+  const { files } = await generate(generated, specs)
+  t.ok(files.includes('serializers/get_v2_categories_410.cjs'), 'generate takes it: the 410 has its serializer')
+  const [v1, v2] = specs.map((spec) => loadContract(spec, generated))
+  t.ok(v2!.operations.get('listCategories')!.lifecycle.deprecation, 'the contract model takes it: listCategories is deprecated')
+
+  let now = Date.parse('2027-03-01T00:00:00Z')
+  const app = await build(t, { contracts: [v1!, v2!], schemaController: generatedCompilers(generated), API_KEYS: [testKey, `${curator}:pets:read+categories:write`], clock: () => now })
+  for (const name of ['Bird', 'Rodent', 'Fish']) t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })).status, 201)
+  const lifecycle = { deprecation: `@${Date.parse('2027-01-04T00:00:00Z') / 1000}`, sunset: 'Mon, 05 Jul 2027 00:00:00 GMT' }
+  const first = await call(t, app, { url: '/v2/categories?limit=2' })
+  t.match(first, { status: 200, headers: { ...lifecycle, link: `</v2/categories?limit=2&after=2>; rel="next", ${lifecycleLink}` } }, 'a page with more after it: the next page, then the lifecycle links, one field')
+  const last = await call(t, app, { url: '/v2/categories?limit=2&after=2' })
+  t.match(last, { status: 200, headers: { ...lifecycle, link: lifecycleLink } }, 'the last page: the lifecycle links alone')
+  t.equal(last.json.length, 1)
+  for (const [request, status] of [
+    [{ url: '/v2/categories', key: null }, 401],
+    [{ url: '/v2/categories?limit=0' }, 400],
+  ] as const) {
+    t.match(await call(t, app, request), { status, headers: { ...lifecycle, link: lifecycleLink } }, `its ${status} too, as its shared response documents`)
+  }
+  now = Date.parse('2027-07-05T00:00:00Z')
+  const after = await call(t, app, { url: '/v2/categories?limit=2' })
+  t.match(after, { status: 410, headers: { ...lifecycle, link: lifecycleLink } }, 'from its sunset on: 410')
+  t.equal(after.json.message, 'listCategories was removed on 2027-07-05 (its sunset)')
+})
+
+t.test('the gate takes the walk: the Link of its 200 changes with its deprecation', async (t) => {
+  const { specs } = deprecated(t, [markers, gone, headers])
+  const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
+  t.ok(gate.ok, gate.lines.join('\n'))
+  t.match(gate.lines.join('\n'), /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/categories: `pattern` changed from/m)
+})
+
+t.test('with its markers alone, the start, the gate and the lint refuse it in the same words, each naming what to add', async (t) => {
+  const { dir, specs } = deprecated(t, [markers])
+  const refusals = [
+    "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
+    "response 200 does not document Deprecation, Sunset: add Deprecation: $ref '#/components/headers/Deprecation', Sunset: $ref '#/components/headers/Sunset' to its headers",
+    `response 200 documents a Link that does not admit \`${lifecycleLink}\` nor \`</v2/categories?limit=1&after=1>; rel="next", ${lifecycleLink}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
+  ]
+  const lines = refusals.map((message) => `openapi-v2.yaml: operation listCategories: ${message}`)
+
+  const server = launch(t, relative(projectRoot, join(dir, 'src', 'server.ts')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
+  const { code, stderr } = await within(processBound, server.exited)
+  t.equal(code, 1)
+  t.equal(stderr, `petstore: ${lines.join('\n')}\n`, 'the start')
+
+  const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
+  t.notOk(gate.ok)
+  t.notOk(gate.servable)
+  t.strictSame(gate.lines.filter((line) => line.startsWith('openapi-v2.yaml: ')), lines, 'the gate')
+
+  // (npm run generate refuses it too, in those words: the lint reads the bundle as it would be served)
+  const served = join(dir, 'served.yaml')
+  writeFileSync(served, bundledSpec(specs[1]!).source)
+  const lint = (await owaspFindings(served)).filter((finding) => finding.code === 'petstore-contract' && finding.severity === 0).map((finding) => finding.message)
+  t.strictSame(lint, refusals, 'the lint (at its place in the document)')
+})
