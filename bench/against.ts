@@ -16,7 +16,7 @@
  *   --pairs N          pairs of new processes per scenario and log setting (5)
  *   --slices N         slices of each server per pair (6)
  *   --seconds S        seconds per slice (2)
- *   --scenarios LIST   getPet, listPets (both)
+ *   --scenarios LIST   getPet, listPets (both), listPets@v2 (version 2's, of a revision that has it)
  *   --logs LIST        off, on (both): LOG_LEVEL=silent, or the default (info) on both
  *   --connections N    (50)
  */
@@ -58,9 +58,11 @@ function usage(message: string): never {
 }
 if (ref === undefined || positionals.length !== 1) usage('name one git revision to measure against, e.g. npm run bench:against -- main~3')
 const plan = { pairs: count('pairs'), slices: count('slices'), seconds: count('seconds'), connections: count('connections') }
-const scenarios = petScenarios(pets).filter((scenario) => values.scenarios.split(',').includes(scenario.name.split(/[ ,@]/)[0]!) && !scenario.name.includes('@'))
+// (by the name up to its options: `listPets` is version 1's, `listPets@v2` version 2's, which a
+// revision before version 2 does not serve)
+const scenarios = petScenarios(pets).filter((scenario) => values.scenarios.split(',').includes(scenario.name.split(/[ ,]/)[0]!))
 const logSettings = values.logs.split(',') as Logs[]
-if (scenarios.length === 0 || !logSettings.every((logs) => logs === 'on' || logs === 'off')) usage('--scenarios takes getPet and listPets, --logs off and on')
+if (scenarios.length === 0 || !logSettings.every((logs) => logs === 'on' || logs === 'off')) usage('--scenarios takes getPet, listPets and listPets@v2, --logs off and on')
 
 /** A server of `root` (its dist/, built) on a new SQLite file, seeded with `pets` pets. */
 async function started(name: string, root: string, workDir: string, logs: Logs): Promise<Target> {
