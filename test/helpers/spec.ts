@@ -1,17 +1,20 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { stringify } from 'yaml'
 import { loadContract } from '../../src/contract/load.js'
+import { specPath } from '../../src/core/paths.js'
 import { type Contract } from '../../src/contract/model.js'
 import { deref } from '../../src/contract/pointer.js'
 
-/** openapi.yaml after `edit`, written to a file and loaded from it, as the server would load it. */
-export function editedContract(edit: (document: OpenAPIV3.Document) => void): Contract {
-  const document = structuredClone(loadContract().document)
+/** The document of `spec` (openapi.yaml unless told: lifecycle.test.ts edits version 1's getPet)
+ * after `edit`, written to a file and loaded from it, as the server would load it. A test of
+ * what every version shares edits the newest's (newestSpecPath). */
+export function editedContract(edit: (document: OpenAPIV3.Document) => void, spec: string = specPath): Contract {
+  const document = structuredClone(loadContract(spec).document)
   edit(document)
-  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), 'openapi.yaml')
+  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), basename(spec))
   writeFileSync(path, stringify(document))
   return loadContract(path)
 }
