@@ -37,6 +37,11 @@ export async function build(t: Test, options: Partial<AppOptions> = {}): Promise
   return app
 }
 
+/** The API_KEYS entry of the test key that may add categories too (`categories:write`, given to
+ * no key by default): for a server a test reaches over HTTP alone, where aCategory cannot reach
+ * the store (`POST ${api}/categories`). */
+export const curatingTestKey = `${testKey}:${[...newest.roles.defaults, 'categories:write'].join('+')}`
+
 /** The id of a category named `name` in the app's store, added there unless it is there already.
  * Version 2 on, createPet takes only a category that exists, and no test key may add one through
  * the API (`categories:write` is given to no key by default). */
