@@ -72,9 +72,9 @@ export interface CallResult {
 
 /**
  * Sends a request through app.inject and checks the response against the contract the app
- * serves at its path (`app.contracts`: openapi.yaml under /v1, openapi-v2.yaml under /v2, or the
- * edited copy a test gave it) before handing it
- * back: every response in the tests keeps the contract, or the test fails.
+ * serves at its path (`app.contracts`: each served document under its base path, or the edited
+ * copy a test gave it) before handing it back: every response in the tests keeps the contract of
+ * the version it was made through, or the test fails.
  */
 export async function call(t: Test, app: FastifyInstance, { key = testKey, ...options }: CallOptions): Promise<CallResult> {
   const headers = { ...(key !== null && { authorization: `Bearer ${key}` }), ...options.headers }
