@@ -1,6 +1,6 @@
 import { Agent, get as httpGet } from 'node:http'
 import t from 'tap'
-import { build, call, testKey } from './helpers/app.js'
+import { api, build, call, servedContracts, testKey } from './helpers/app.js'
 import { anyOf, staticKeys, storedKeys } from '../src/auth/bearer.js'
 import { hashKey } from '../src/auth/secrets.js'
 
@@ -21,7 +21,7 @@ t.test('every operation answers a missing, wrong or malformed key with 401 and a
     [testKey, challenge, /^Unsupported authorization scheme/],
     [`Token ${testKey}`, challenge, /^Unsupported authorization scheme/],
   ]
-  for (const url of ['/v1/pets', '/v1/pets/1']) {
+  for (const url of servedContracts.flatMap((contract) => [contract.urlOf('listPets'), contract.urlOf('getOrder', { orderId: 1 })])) {
     for (const [authorization, wwwAuthenticate, message] of cases) {
       const headers = authorization === undefined ? {} : { authorization }
       const response = await call(t, app, { url, key: null, headers })
@@ -31,16 +31,16 @@ t.test('every operation answers a missing, wrong or malformed key with 401 and a
       t.match(response.json.message, message)
     }
   }
-  const create = await call(t, app, { method: 'POST', url: '/v1/pets', key: 'nope', payload: { name: 'Rex', categoryId: 1 } })
+  const create = await call(t, app, { method: 'POST', url: `${api}/pets`, key: 'nope', payload: { name: 'Rex', categoryId: 1 } })
   t.equal(create.status, 401)
-  const list = await call(t, app, { url: '/v1/pets', key: null })
+  const list = await call(t, app, { url: `${api}/pets`, key: null })
   t.equal(list.status, 401)
 })
 
 t.test('the scheme is case-insensitive, spaces after it are allowed, and every configured key works', async (t) => {
   const app = await build(t, { API_KEYS: [testKey, 'second-key'] })
   for (const authorization of [`Bearer ${testKey}`, `bearer ${testKey}`, `BEARER ${testKey}`, `Bearer   ${testKey}`, 'Bearer second-key']) {
-    const response = await call(t, app, { url: '/v1/pets', key: null, headers: { authorization } })
+    const response = await call(t, app, { url: `${api}/pets`, key: null, headers: { authorization } })
     t.equal(response.status, 200, authorization)
   }
 })
@@ -48,12 +48,12 @@ t.test('the scheme is case-insensitive, spaces after it are allowed, and every c
 t.test('authentication comes first: an unauthenticated bad request is a 401, never a 400, 413 or 415', async (t) => {
   const app = await build(t)
   const requests = [
-    { method: 'GET' as const, url: '/v1/pets?limit=0' },
-    { method: 'GET' as const, url: '/v1/pets/abc' },
-    { method: 'POST' as const, url: '/v1/pets', payload: { name: '' } },
-    { method: 'POST' as const, url: '/v1/pets', headers: { 'content-type': 'application/json' }, payload: '{not json' },
-    { method: 'POST' as const, url: '/v1/pets', headers: { 'content-type': 'text/plain' }, payload: 'Rex' },
-    { method: 'POST' as const, url: '/v1/pets', headers: { 'content-type': 'application/json' }, payload: 'x'.repeat(20_000) },
+    { method: 'GET' as const, url: `${api}/pets?limit=0` },
+    { method: 'GET' as const, url: `${api}/store/orders/abc` },
+    { method: 'POST' as const, url: `${api}/pets`, payload: { name: '' } },
+    { method: 'POST' as const, url: `${api}/pets`, headers: { 'content-type': 'application/json' }, payload: '{not json' },
+    { method: 'POST' as const, url: `${api}/pets`, headers: { 'content-type': 'text/plain' }, payload: 'Rex' },
+    { method: 'POST' as const, url: `${api}/pets`, headers: { 'content-type': 'application/json' }, payload: 'x'.repeat(20_000) },
   ]
   for (const request of requests) {
     const response = await call(t, app, { ...request, key: null })
@@ -63,7 +63,7 @@ t.test('authentication comes first: an unauthenticated bad request is a 401, nev
 
 t.test('with no key configured and none stored, every operation is refused', async (t) => {
   const app = await build(t, { API_KEYS: [] })
-  const response = await call(t, app, { url: '/v1/pets', key: 'anything' })
+  const response = await call(t, app, { url: `${api}/pets`, key: 'anything' })
   t.equal(response.status, 401)
 })
 
@@ -86,7 +86,7 @@ t.test('on one keep-alive connection, each request is checked by its own key, wh
   const ports = new Set<number>()
   const get = (authorization: string) =>
     new Promise<number>((resolve, reject) => {
-      const request = httpGet(`${origin}/v1/pets/1`, { agent, headers: { authorization } }, (response) => {
+      const request = httpGet(`${origin}${api}/store/orders/1`, { agent, headers: { authorization } }, (response) => {
         ports.add(response.socket.localPort!)
         response.resume().on('end', () => resolve(response.statusCode!))
       })

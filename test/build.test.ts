@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { projectRoot } from '../src/core/paths.js'
 import { warmUp } from '../scripts/build.js'
+import { api, newest } from './helpers/app.js'
 import { processBound, run, within } from './helpers/processes.js'
 
 // `npm run build`: the server as `node dist/src/server.js` runs it, one bundle with its code
@@ -52,13 +53,14 @@ t.test('the build: one bundle and its code cache, serving the contract', async (
   t.match(bundle, 'openapi-schema.cjs', "glue checks the spec with the generated meta-schema validator")
 
   const server = await startBuilt(t)
-  const pets = await fetch(`${server.url}/v1/pets?limit=1`, { headers: { authorization: 'Bearer built-key' } })
+  const pets = await fetch(`${server.url}${api}/pets?limit=1`, { headers: { authorization: 'Bearer built-key' } })
   t.equal(pets.status, 200)
   t.strictSame(await pets.json(), [])
-  const spec = await fetch(`${server.url}/v1/openapi.yaml`)
-  t.equal(await spec.text(), readFileSync(join(projectRoot, 'generated', 'v1', 'openapi.yaml'), 'utf8'), 'openapi.yaml as bundled, byte for byte')
+  const { docs, yaml } = newest.service.paths
+  const spec = await fetch(`${server.url}${yaml}`)
+  t.equal(await spec.text(), readFileSync(join(projectRoot, 'generated', `v${newest.version[0]}`, 'openapi.yaml'), 'utf8'), `${newest.file} as bundled, byte for byte`)
   // the documentation page's files, from @fastify/swagger-ui's folder in node_modules
-  for (const path of ['/v1/docs/', '/v1/docs/static/swagger-ui.css', '/v1/docs/static/logo.svg']) {
+  for (const path of [docs, `${docs}static/swagger-ui.css`, `${docs}static/logo.svg`]) {
     const page = await fetch(`${server.url}${path}`)
     await page.arrayBuffer()
     t.equal(page.status, 200, path)
@@ -69,7 +71,7 @@ t.test('the build: one bundle and its code cache, serving the contract', async (
 t.test('a code cache V8 refuses is only slower: the bundle is compiled, the cache made anew', async (t) => {
   writeFileSync(cache, 'not a code cache')
   const server = await startBuilt(t)
-  t.equal((await fetch(`${server.url}/v1/pets`, { headers: { authorization: 'Bearer built-key' } })).status, 200)
+  t.equal((await fetch(`${server.url}${api}/pets`, { headers: { authorization: 'Bearer built-key' } })).status, 200)
   t.equal(await server.stop(), 0)
   t.not(readFileSync(cache, 'utf8'), 'not a code cache', 'written again at exit')
 })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { ConfigError, loadConfig } from '../src/core/config.js'
-import { build, call } from './helpers/app.js'
+import { api, build, call } from './helpers/app.js'
 
 t.test('defaults: port 3000 on 127.0.0.1, SQLite in ./data, no keys, level info', async (t) => {
   t.strictSame(loadConfig({}), {
@@ -140,6 +140,6 @@ t.test('blanks around the commas of a list are not part of its items: API_KEYS="
   const { API_KEYS } = loadConfig({ API_KEYS: 'key-one, key-two' })
   t.strictSame(API_KEYS, ['key-one', 'key-two'])
   const app = await build(t, { API_KEYS })
-  for (const key of API_KEYS) t.equal((await call(t, app, { url: '/v1/pets', key })).status, 200, `${key} is taken`)
+  for (const key of API_KEYS) t.equal((await call(t, app, { url: `${api}/pets`, key })).status, 200, `${key} is taken`)
   t.throws(() => loadConfig({ API_KEYS: 'key one' }), { message: /^invalid configuration: API_KEYS must be comma-separated tokens/ }, 'a blank inside a key')
 })

@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import t from 'tap'
-import { loadContract } from '../src/contract/load.js'
+import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { deref } from '../src/contract/pointer.js'
 import { projectRoot } from '../src/core/paths.js'
 import { generatedCompilers, moduleName, openapiKeywords, recordingCompilers } from '../src/http/compilers.js'
-import { build, call } from './helpers/app.js'
+import { aCategory, api, build, call, servedContracts } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const { document } = loadContract()
@@ -105,6 +105,9 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
 })
 
+/** The newest version's document after `edit`: what the server serves, edited. */
+const newestEdited = (edit: (document: OpenAPIV3.Document) => void) => editedContract(edit, newestSpecPath)
+
 t.test('a deprecated operation documents the headers the server sends, and says what to write when it does not', async (t) => {
   const refused = (edit: (document: Spec) => void, ...messages: string[]) =>
     t.throws(() => editedContract(edit as never), { message: new RegExp(messages.map((message) => `^openapi.yaml: ${escaped(message)}$`).join('\n')) }, messages.join('\n'))
@@ -151,52 +154,52 @@ t.test('a deprecated operation documents the headers the server sends, and says 
 })
 
 t.test('an answer documented without a body needs no media type', async (t) => {
-  const bodiless = editedContract((d) => {
-    const { '200': ok, ...errors } = d.paths['/pets/{petId}']!.get!.responses
-    // (with the lifecycle headers of the deprecated getPet, which every answer of it carries)
-    d.paths['/pets/{petId}']!.get!.responses = { '204': { description: 'seen', headers: (ok as OpenAPIV3.ResponseObject).headers }, ...errors }
+  const bodiless = newestEdited((d) => {
+    const { '200': ok, ...errors } = d.paths['/store/orders/{orderId}']!.get!.responses
+    // (with the headers every answer of it carries)
+    d.paths['/store/orders/{orderId}']!.get!.responses = { '204': { description: 'seen', headers: (ok as OpenAPIV3.ResponseObject).headers }, ...errors }
   })
   const app = await build(t, { contract: bodiless })
-  t.equal((await call(t, app, { url: '/v1/pets/1' })).status, 404, 'the route is served, with the errors of the server')
+  t.equal((await call(t, app, { url: `${api}/store/orders/1` })).status, 404, 'the route is served, with the errors of the server')
   // (no request: each answer it can give, a 401 say, is one this document does not list)
-  const silent = await build(t, { contract: editedContract((d) => void (d.paths['/pets']!.get!.responses = { '204': { description: 'seen' } })) })
+  const silent = await build(t, { contract: newestEdited((d) => void (d.paths['/pets']!.get!.responses = { '204': { description: 'seen' } })) })
   await silent.ready()
-  t.ok(silent.hasRoute({ method: 'GET', url: '/v1/pets' }), 'so is one whose every answer is bodiless')
+  t.ok(silent.hasRoute({ method: 'GET', url: `${api}/pets` }), 'so is one whose every answer is bodiless')
 })
 
 t.test('security follows the spec: an operation it opens needs no key', async (t) => {
-  const open = editedContract((d) => {
+  const open = newestEdited((d) => {
     d.paths['/pets']!.get!.security = []
     d.paths['/pets']!.post!.security = [{}, { bearerAuth: [] }]
   })
   const app = await build(t, { contract: open })
-  t.equal((await call(t, app, { url: '/v1/pets', key: null })).status, 200)
-  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', key: null, payload: { name: 'Rex', categoryId: 1 } })).status, 201)
-  t.equal((await call(t, app, { url: '/v1/pets/1', key: null })).status, 401, 'getPet still requires its key')
+  t.equal((await call(t, app, { url: `${api}/pets`, key: null })).status, 200)
+  t.equal((await call(t, app, { method: 'POST', url: `${api}/pets`, key: null, payload: { name: 'Rex', categoryId: await aCategory(app) } })).status, 201)
+  t.equal((await call(t, app, { url: `${api}/store/orders/1`, key: null })).status, 401, 'getOrder still requires its key')
 })
 
 t.test('a spec without any security requirement opens every operation', async (t) => {
   const app = await build(t, {
-    contract: editedContract((d) => {
+    contract: newestEdited((d) => {
       delete d.security
       for (const item of Object.values(d.paths)) for (const operation of Object.values(item!)) delete (operation as OpenAPIV3.OperationObject).security
     }),
   })
-  t.equal((await call(t, app, { url: '/v1/pets', key: null })).status, 200)
+  t.equal((await call(t, app, { url: `${api}/pets`, key: null })).status, 200)
 })
 
 t.test('header parameters are read under the lower-case names Node gives them, required ones too', async (t) => {
-  const required = editedContract((d) => {
+  const required = newestEdited((d) => {
     ;(d.components!.parameters!.IdempotencyKey as OpenAPIV3.ParameterObject).required = true
   })
   // validators compiled from this spec, not taken from generated/ (the serializers are the same)
   const compiling = recordingCompilers(() => {}, openapiKeywords(required.document)).compilersFactory!
   const schemaController = { compilersFactory: { ...generatedCompilers().compilersFactory, buildValidator: compiling.buildValidator } }
   const app = await build(t, { contract: required, schemaController })
-  const missing = await call(t, app, { method: 'POST', url: '/v1/store/orders', payload: { petId: 1 } })
+  const missing = await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: 1 } })
   t.equal(missing.status, 400)
   t.equal(missing.json.message, "header must have required property 'idempotency-key'")
-  const sent = await call(t, app, { method: 'POST', url: '/v1/store/orders', headers: { 'Idempotency-Key': 'k' }, payload: { petId: 1 } })
+  const sent = await call(t, app, { method: 'POST', url: `${api}/store/orders`, headers: { 'Idempotency-Key': 'k' }, payload: { petId: 1 } })
   t.equal(sent.status, 404, 'sent in any case, it is found')
 })
 
@@ -211,6 +214,8 @@ t.test('path items may hold more than operations', async (t) => {
 t.test('the server runs the generated validators: without them it does not start', async (t) => {
   const empty = mkdtempSync(join(tmpdir(), 'petstore-generated-'))
   const app = await build(t, { schemaController: generatedCompilers(empty) })
-  await t.rejects(async () => await app.ready(), /validators\/get_v1_pets_querystring\.cjs is missing: generated\/ does not match openapi\.yaml; run npm run generate/)
-  t.equal(moduleName('serializers', { method: 'GET', url: '/v1/pets/:petId', httpStatus: '200', contentType: 'application/json' }), 'serializers/get_v1_pets_petid_200_application_json.cjs')
+  // (the first route the server compiles: the oldest version's listPets)
+  const [first] = servedContracts
+  await t.rejects(async () => await app.ready(), new RegExp(`validators/get_v${first!.version[0]}_pets_querystring\\.cjs is missing: generated/ does not match ${first!.file.replaceAll('.', '\\.')}; run npm run generate`))
+  t.equal(moduleName('serializers', { method: 'GET', url: `${api}/store/orders/:orderId`, httpStatus: '200', contentType: 'application/json' }), `serializers/get_v${api.slice(2)}_store_orders_orderid_200_application_json.cjs`)
 })

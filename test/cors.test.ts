@@ -7,13 +7,13 @@ import { createServer } from 'node:http'
 import { chromium } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { allowedRequestHeaders, documentedHeaders } from '../src/http/cors.js'
-import { loadContract } from '../src/contract/load.js'
+import { newestSpecPath } from '../src/contract/load.js'
 import { readContract } from '../src/contract/model.js'
-import { build, call, testKey } from './helpers/app.js'
+import { aCategory, api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const allowed = 'https://app.example.com'
-const preflight = (origin: string, method: string, url = '/v1/pets') => ({
+const preflight = (origin: string, method: string, url = `${api}/pets`) => ({
   method: 'OPTIONS' as const,
   url,
   key: null,
@@ -25,7 +25,7 @@ t.test('no CORS_ORIGINS: no CORS at all; OPTIONS is a 405 as before', async (t) 
   const response = await call(t, app, preflight(allowed, 'GET'))
   t.equal(response.status, 405)
   t.equal(response.headers.allow, 'GET, HEAD, POST')
-  const get = await call(t, app, { url: '/v1/pets', headers: { origin: allowed } })
+  const get = await call(t, app, { url: `${api}/pets`, headers: { origin: allowed } })
   t.equal(get.status, 200)
   t.notOk(Object.keys(get.headers).some((name) => name.startsWith('access-control-') || name === 'vary'), 'no CORS header')
 })
@@ -33,8 +33,8 @@ t.test('no CORS_ORIGINS: no CORS at all; OPTIONS is a 405 as before', async (t) 
 t.test('an allowed origin: the preflight is answered 204 without a key; the answers name the origin and expose the documented headers', async (t) => {
   const app = await build(t, { CORS_ORIGINS: [allowed, 'http://localhost:5173'] })
   for (const [url, method, methods] of [
-    ['/v1/pets', 'POST', 'GET, HEAD, POST'],
-    ['/v1/pets/7', 'GET', 'GET, HEAD'],
+    [`${api}/pets`, 'POST', 'GET, HEAD, POST'],
+    [`${api}/store/orders/7`, 'PATCH', 'GET, HEAD, PATCH'],
   ] as const) {
     const response = await call(t, app, preflight(allowed, method, url))
     t.equal(response.status, 204, `${method} ${url}`)
@@ -42,7 +42,7 @@ t.test('an allowed origin: the preflight is answered 204 without a key; the answ
       'access-control-allow-origin': allowed,
       'access-control-allow-methods': methods,
       'access-control-allow-headers': 'Authorization, Content-Type, Idempotency-Key',
-      'access-control-max-age': String(loadContract().service.limits.preflightMaxAgeSeconds),
+      'access-control-max-age': String(newest.service.limits.preflightMaxAgeSeconds),
       vary: 'Origin',
       'x-content-type-options': 'nosniff',
       'cache-control': 'no-store',
@@ -51,15 +51,17 @@ t.test('an allowed origin: the preflight is answered 204 without a key; the answ
     t.equal(response.body, '')
   }
 
-  const created = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 }, headers: { origin: allowed } })
+  const created = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: await aCategory(app) }, headers: { origin: allowed } })
   t.equal(created.status, 201)
   t.equal(created.headers['access-control-allow-origin'], allowed)
   const exposed = String(created.headers['access-control-expose-headers']).split(', ')
-  for (const name of ['Location', 'Link', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'WWW-Authenticate', 'Deprecation', 'Sunset']) {
+  for (const name of ['Location', 'Link', 'RateLimit', 'RateLimit-Policy', 'Retry-After', 'WWW-Authenticate']) {
     t.ok(exposed.includes(name), `${name} is readable by the page`)
   }
+  // (Deprecation and Sunset among them, while a served version documents them)
+  t.strictSame(servedContracts.flatMap(documentedHeaders).filter((name) => !exposed.includes(name)), [], 'so is every header a served document names')
   t.notOk(exposed.includes('Cache-Control'), 'safelisted headers are not listed')
-  const refused = await call(t, app, { url: '/v1/pets', key: 'wrong', headers: { origin: allowed } })
+  const refused = await call(t, app, { url: `${api}/pets`, key: 'wrong', headers: { origin: allowed } })
   t.equal(refused.status, 401)
   t.equal(refused.headers['access-control-allow-origin'], allowed, 'a 401 is readable by the page too')
 })
@@ -69,19 +71,19 @@ t.test('an origin not allowed, a method not served, a path not in the spec, a ba
   const cases: [Parameters<typeof call>[2], number][] = [
     [preflight('https://evil.example.com', 'GET'), 405],
     [preflight(allowed, 'DELETE'), 405],
-    [preflight(allowed, 'POST', '/v1/pets/7'), 405],
-    [preflight(allowed, 'GET', '/v1/nowhere'), 404],
-    [preflight(allowed, 'POST', '/v1/openapi.json'), 404],
-    [preflight('https://evil.example.com', 'GET', '/v1/openapi.json'), 404],
-    [{ method: 'OPTIONS', url: '/v1/pets', key: null }, 405],
-    [{ method: 'OPTIONS', url: '/v1/pets', key: null, headers: { origin: allowed } }, 405],
+    [preflight(allowed, 'POST', `${api}/store/orders/7`), 405],
+    [preflight(allowed, 'GET', `${api}/nowhere`), 404],
+    [preflight(allowed, 'POST', newest.service.paths.json), 404],
+    [preflight('https://evil.example.com', 'GET', newest.service.paths.json), 404],
+    [{ method: 'OPTIONS', url: `${api}/pets`, key: null }, 405],
+    [{ method: 'OPTIONS', url: `${api}/pets`, key: null, headers: { origin: allowed } }, 405],
   ]
   for (const [request, status] of cases) {
     const response = await call(t, app, request)
     t.equal(response.status, status, `${JSON.stringify(request.headers ?? {})} ${request.url}`)
     t.notOk('access-control-allow-origin' in response.headers)
   }
-  const get = await call(t, app, { url: '/v1/pets', headers: { origin: 'https://evil.example.com' } })
+  const get = await call(t, app, { url: `${api}/pets`, headers: { origin: 'https://evil.example.com' } })
   t.equal(get.status, 200, 'a request from another origin is served (the browser, not the server, keeps the answer from the page)')
   t.notOk('access-control-allow-origin' in get.headers)
   t.equal(get.headers.vary, 'Origin', 'and caches are told the answer depends on Origin')
@@ -90,7 +92,7 @@ t.test('an origin not allowed, a method not served, a path not in the spec, a ba
 t.test('an OPTIONS request with a body that is no preflight is refused before its body is read', async (t) => {
   const app = await build(t, { CORS_ORIGINS: [allowed] })
   const address = await app.listen({ host: '127.0.0.1', port: 0 })
-  const response = await fetch(`${address}/v1/pets`, {
+  const response = await fetch(`${address}${api}/pets`, {
     method: 'OPTIONS',
     headers: { 'content-type': 'text/plain' },
     body: 'x'.repeat(100),
@@ -103,7 +105,7 @@ t.test('an OPTIONS request with a body that is no preflight is refused before it
 t.test('the published spec is readable by the allowed origins, and only by them', async (t) => {
   const spec = (app: Awaited<ReturnType<typeof build>>, path: string, origin: string) => app.inject({ url: path, headers: { origin } })
   const app = await build(t, { CORS_ORIGINS: [allowed] })
-  for (const path of ['/v1/openapi.json', '/v1/openapi.yaml']) {
+  for (const path of servedContracts.flatMap(({ service }) => [service.paths.json, service.paths.yaml])) {
     const read = await spec(app, path, allowed)
     t.equal(read.statusCode, 200, path)
     t.equal(read.headers['access-control-allow-origin'], allowed, `${path}: the allowed origin may read it`)
@@ -114,14 +116,14 @@ t.test('the published spec is readable by the allowed origins, and only by them'
     t.equal(asked.headers['access-control-allow-methods'], 'GET, HEAD')
   }
   const closed = await build(t)
-  t.notOk('access-control-allow-origin' in (await spec(closed, '/v1/openapi.json', allowed)).headers, 'without CORS_ORIGINS, no origin may')
+  t.notOk('access-control-allow-origin' in (await spec(closed, newest.service.paths.json, allowed)).headers, 'without CORS_ORIGINS, no origin may')
 })
 
 t.test('the request headers a page may send: the key, the body\'s type, and the header parameters of the spec', async (t) => {
-  t.strictSame(allowedRequestHeaders(loadContract()), ['Authorization', 'Content-Type', 'Idempotency-Key'])
+  t.strictSame(allowedRequestHeaders(newest), ['Authorization', 'Content-Type', 'Idempotency-Key'])
   const traced = editedContract((d) => {
     d.paths['/pets']!.parameters = [{ name: 'X-Trace-Id', in: 'header', schema: { type: 'string' } }]
-  })
+  }, newestSpecPath)
   t.strictSame(allowedRequestHeaders(traced), ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Trace-Id'], 'one more in the YAML, one more allowed')
 })
 
@@ -133,11 +135,11 @@ t.test('CORS_ORIGINS=*: any origin, named as *', async (t) => {
 })
 
 t.test('the exposed headers are those the spec documents', async (t) => {
-  const names = documentedHeaders(loadContract())
+  const names = documentedHeaders(newest)
   t.ok(names.includes('RateLimit') && names.includes('Location'))
   t.notOk(names.some((name) => /^(cache-control|vary|access-control-.*)$/i.test(name)))
-  // (read as a document the server would refuse, getPet's lifecycle headers gone: the rule alone)
-  const d = structuredClone(loadContract().document)
+  // (read as a document the server would refuse, the lifecycle headers of deprecated operations gone: the rule alone)
+  const d = structuredClone(newest.document)
   for (const item of Object.values(d.paths)) for (const operation of [item!.get, item!.post, item!.patch, item!.delete]) if (operation) for (const response of Object.values(operation.responses)) delete (response as { headers?: unknown }).headers
   for (const response of Object.values(d.components!.responses!)) delete (response as { headers?: unknown }).headers
   t.strictSame(documentedHeaders(readContract(d).contract), [], 'a response without headers has none to expose')
@@ -159,50 +161,52 @@ async function pageServer(t: Test): Promise<string> {
 t.test('in a real browser: a page of an allowed origin creates and lists pets with its key, reads RateLimit, places an order with an Idempotency-Key, reads the spec; another origin cannot', { skip: browserMissing }, async (t) => {
   const [good, bad] = [await pageServer(t), await pageServer(t)]
   const app = await build(t, { CORS_ORIGINS: [good] })
-  const api = await app.listen({ host: '127.0.0.1', port: 0 })
+  const categoryId = await aCategory(app)
+  const origin = await app.listen({ host: '127.0.0.1', port: 0 })
+  const { basePath, service } = newest
   const browser = await chromium.launch({ executablePath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] })
   t.teardown(() => browser.close())
 
-  const fromPage = async (origin: string) => {
+  const fromPage = async (pageOrigin: string) => {
     const page = await browser.newPage()
-    await page.goto(origin)
+    await page.goto(pageOrigin)
     return page.evaluate(
-      async ({ api, key, origin }) => {
+      async ({ api, server, key, origin, categoryId, paths }) => {
         try {
-          const created = await fetch(`${api}/v1/pets`, {
+          const created = await fetch(`${api}/pets`, {
             method: 'POST',
             headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-            body: JSON.stringify({ name: 'Rex', categoryId: 1 }),
+            body: JSON.stringify({ name: 'Rex', categoryId }),
           })
-          const listed = await fetch(`${api}/v1/pets`, { headers: { authorization: `Bearer ${key}` } })
+          const listed = await fetch(`${api}/pets`, { headers: { authorization: `Bearer ${key}` } })
           const pets = (await listed.json()) as { id: number }[]
           const order = () =>
-            fetch(`${api}/v1/store/orders`, {
+            fetch(`${api}/store/orders`, {
               method: 'POST',
               headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': `page-${origin}` },
               body: JSON.stringify({ petId: pets.at(-1)!.id }),
             })
           const [placed, retried] = [await order(), await order()]
-          const [json, yaml] = [await fetch(`${api}/v1/openapi.json`), await fetch(`${api}/v1/openapi.yaml`)]
+          const [json, yaml] = [await fetch(`${server}${paths.json}`), await fetch(`${server}${paths.yaml}`)]
           return {
             status: [created.status, listed.status, placed.status, retried.status],
             location: created.headers.get('location'),
             rateLimit: listed.headers.get('ratelimit'),
             pets: pets.length,
             orders: [((await placed.json()) as { id: number }).id, ((await retried.json()) as { id: number }).id],
-            spec: [((await json.json()) as { openapi: string }).openapi, (await yaml.text()).split('\n')[0]],
+            spec: [((await json.json()) as { openapi: string }).openapi, (await yaml.text()).split('\n').find((line) => !line.startsWith('#'))],
           }
         } catch (error) {
           return { error: String(error) }
         }
       },
-      { api, key: testKey, origin },
+      { api: `${origin}${basePath}`, server: origin, key: testKey, origin: pageOrigin, categoryId, paths: service.paths },
     )
   }
   const allowedPage = await fromPage(good)
   t.match(allowedPage, {
     status: [201, 200, 201, 201],
-    location: '/v1/pets/1',
+    location: `${newest.urlOf('listPets')}?id=1`,
     rateLimit: /^"key";r=\d+;t=\d+$/,
     pets: 1,
     orders: [1, 1],
@@ -212,6 +216,6 @@ t.test('in a real browser: a page of an allowed origin creates and lists pets wi
   t.match(otherPage, { error: /TypeError: Failed to fetch/ }, 'the browser keeps the answer from a page of another origin')
   const page = await browser.newPage()
   await page.goto(bad)
-  const spec = await page.evaluate((api) => fetch(`${api}/v1/openapi.json`).then((response) => response.status, String), api)
+  const spec = await page.evaluate((url) => fetch(url).then((response) => response.status, String), `${origin}${service.paths.json}`)
   t.match(spec, /TypeError: Failed to fetch/, 'and the spec')
 })

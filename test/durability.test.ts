@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import type { Pet } from '../src/pets/repository.js'
-import { testKey } from './helpers/app.js'
+import { api, curatingTestKey, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { type ServerProcess, startServer } from './helpers/processes.js'
 
@@ -34,6 +34,8 @@ interface Stream {
  * they do. A client stops at its first request without an answer.
  */
 async function createWhileKilling(server: ServerProcess): Promise<Stream> {
+  const category = await fetch(`${server.url}${api}/categories`, { method: 'POST', headers, body: JSON.stringify({ name: 'Streamed' }), signal: AbortSignal.timeout(10_000) })
+  const { id: categoryId } = (await category.json()) as { id: number }
   const acknowledged: Pet[] = []
   let unanswered = 0
   let sent = 0
@@ -42,9 +44,9 @@ async function createWhileKilling(server: ServerProcess): Promise<Stream> {
   const stream = Array.from({ length: clients }, async (_, client) => {
     while (sent < maxRequests && Date.now() < deadline) {
       const n = sent++
-      const pet = { name: `Pet ${client}-${n} ✓`, categoryId: 1 + n * 1_000_003, status: n % 2 ? 'sold' : 'pending' }
+      const pet = { name: `Pet ${client}-${n} ✓`, categoryId, status: n % 2 ? 'sold' : 'pending' }
       try {
-        const response = await fetch(`${server.url}/v1/pets`, {
+        const response = await fetch(`${server.url}${api}/pets`, {
           method: 'POST',
           headers,
           body: JSON.stringify(pet),
@@ -69,7 +71,7 @@ async function createWhileKilling(server: ServerProcess): Promise<Stream> {
 /** Every pet the server holds, page by page. */
 async function listAll(server: ServerProcess, maxPages: number): Promise<Pet[]> {
   const pets: Pet[] = []
-  let path: string | undefined = '/v1/pets?limit=100'
+  let path: string | undefined = `${api}/pets?limit=100`
   for (let page = 0; path !== undefined && page < maxPages; page++) {
     const response = await fetch(`${server.url}${path}`, { headers, signal: AbortSignal.timeout(10_000) })
     pets.push(...((await response.json()) as Pet[]))
@@ -79,7 +81,7 @@ async function listAll(server: ServerProcess, maxPages: number): Promise<Pet[]> 
 }
 
 async function noAcknowledgedPetLost(t: Test, store: string, env: Record<string, string>, afterKill: () => void = () => {}) {
-  const first = await startServer(t, { ...env, API_KEYS: testKey })
+  const first = await startServer(t, { ...env, API_KEYS: curatingTestKey })
   const { acknowledged, unanswered } = await createWhileKilling(first)
   t.equal(first.child.signalCode, 'SIGKILL', 'the server was killed, not shut down')
   t.ok(acknowledged.length >= 50, `the server acknowledged creates before it died (${acknowledged.length})`)

@@ -4,7 +4,7 @@ import type { Contract } from '../src/contract/model.js'
 import { type ErrorCode, errorStatus } from '../src/core/errors.js'
 import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
 import { loadContracts } from '../src/contract/load.js'
-import { build, call, testKey } from './helpers/app.js'
+import { api, build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 
 t.test('the error codes are one catalogue, shared by every version; a code an older version cannot answer says the version it came with', async (t) => {
@@ -32,8 +32,8 @@ t.test('validation failures read as the rule that was broken', async (t) => {
 
 t.test('a malformed URL is a 400 in the Error shape', async (t) => {
   const app = await build(t)
-  const response = await call(t, app, { url: '/v1/%' })
-  t.strictSame(response.json, { code: 'invalid_request', message: "'/v1/%' is not a valid url component", status: 400 })
+  const response = await call(t, app, { url: `${api}/%` })
+  t.strictSame(response.json, { code: 'invalid_request', message: `'${api}/%' is not a valid url component`, status: 400 })
 })
 
 t.test('a failure of the server is a 500 internal_error that reveals nothing, and is logged', async (t) => {
@@ -41,19 +41,19 @@ t.test('a failure of the server is a 500 internal_error that reveals nothing, an
   const stream = new Writable({ write: (chunk, _encoding, done) => ((logs += chunk), done()) })
   const app = await build(t, { LOG_LEVEL: 'info', logger: { stream } })
   await app.storage.close() // the database goes away under the running app
-  for (const request of [{ url: '/v1/pets' }, { url: '/v1/pets/1' }, { method: 'POST' as const, url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } }]) {
+  for (const request of [{ url: `${api}/pets` }, { url: `${api}/store/orders/1` }, { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } }]) {
     const response = await call(t, app, { key: 'a-stored-key-that-cannot-be-checked', ...request })
     t.strictSame(response.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
   }
   // with a key from API_KEYS the request gets past authentication, to the repositories
-  for (const request of [{ url: '/v1/pets' }, { url: '/v1/pets/1' }, { method: 'POST' as const, url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } }]) {
+  for (const request of [{ url: `${api}/pets` }, { url: `${api}/store/orders/1` }, { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } }]) {
     const response = await call(t, app, request)
     t.strictSame(response.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
   }
   t.match(logs, /"level":50.*"msg":"request failed"/, 'the cause is logged')
   const access = logs.split('\n').filter((line) => line.includes('"msg":"request completed"'))
   t.equal(access.length, 6, 'one access-log line per request')
-  t.match(JSON.parse(access[0]!), { res: { method: 'GET', url: '/v1/pets', statusCode: 500 }, responseTime: Number })
+  t.match(JSON.parse(access[0]!), { res: { method: 'GET', url: `${api}/pets`, statusCode: 500 }, responseTime: Number })
   t.notMatch(logs, '"msg":"incoming request"', 'not a second line per request')
   t.notMatch(logs, testKey, 'the key is not')
   t.notMatch(logs, 'a-stored-key-that-cannot-be-checked')

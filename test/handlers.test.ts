@@ -10,13 +10,14 @@ import type { OrderRepository } from '../src/orders/repository.js'
 import type { PetRepository } from '../src/pets/repository.js'
 import type { WebhookRepository } from '../src/webhooks/repository.js'
 import { webhookHandlers } from '../src/webhooks/handlers.js'
+import { api } from './helpers/app.js'
 
 // (the options as far as these checks need them: the handler maps are what they are about)
-const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: '/v2/pets' } as PetHandlerOptions)
-const categories = categoryHandlers({} as CategoryRepository, { categoriesUrl: '/v2/categories', categoryUrl: (id) => `/v2/categories/${id}` })
+const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: `${api}/pets` } as PetHandlerOptions)
+const categories = categoryHandlers({} as CategoryRepository, { categoriesUrl: `${api}/categories`, categoryUrl: (id) => `${api}/categories/${id}` })
 const orders = orderHandlers({} as OrderRepository, {
-  ordersUrl: '/v1/store/orders',
-  orderUrl: (id) => `/v1/store/orders/${id}`,
+  ordersUrl: `${api}/store/orders`,
+  orderUrl: (id) => `${api}/store/orders/${id}`,
   scopeOf: (request) => request.principal,
   idempotencyKeyHours: 24,
 })
@@ -24,8 +25,8 @@ const hooks = webhookHandlers({} as WebhookRepository, {
   policy: { allowHttp: false, allowPrivate: false },
   maxPerKey: 10,
   secretOverlapMs: 0,
-  webhookUrl: (id) => `/v1/webhooks/${id}`,
-  deliveriesUrl: (id) => `/v1/webhooks/${id}/deliveries`,
+  webhookUrl: (id) => `${api}/webhooks/${id}`,
+  deliveriesUrl: (id) => `${api}/webhooks/${id}/deliveries`,
   dueNow: () => {},
   eventRoles: () => [],
   retryAfterSeconds: 5,
@@ -125,6 +126,6 @@ export const typedHeader: OperationHandlers = {
     const key: string | undefined = request.headers['idempotency-key']
     // @ts-expect-error and an operation without header parameters has none of them
     const other: string | undefined = ({} as Parameters<OperationHandlers['listPets']>[0]).headers['x-other']
-    return answer(201, { id: 1, petId: 1, status: 'placed', placedAt: `${key}${other}` }, { Location: '/v1/store/orders/1' })
+    return answer(201, { id: 1, petId: 1, status: 'placed', placedAt: `${key}${other}` }, { Location: `${api}/store/orders/1` })
   },
 }

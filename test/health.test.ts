@@ -1,13 +1,13 @@
 /**
  * Issue 9, health: `/livez` (the process answers) and `/readyz` (the database answers, and the
- * server is not shutting down), without a key, outside /v1; on both stores, over real HTTP.
+ * server is not shutting down), without a key, outside the API's base path; on both stores, over real HTTP.
  */
 import { request as httpRequest, Agent } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { drain } from '../src/shutdown.js'
 import { openStorage } from '../src/repositories.js'
-import { build, call, logCapture } from './helpers/app.js'
+import { api, build, call, logCapture } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
@@ -26,7 +26,7 @@ t.test('on SQLite: /livez and /readyz answer 200 {"status":"ok"} without a key, 
     t.equal(head.body, '')
     t.equal(head.headers['content-length'], got.headers['content-length'], 'HEAD announces the length GET sends')
   }
-  t.equal((await call(t, app, { url: '/v1/livez', key: null })).status, 404, 'outside the API base path: /v1/livez is no route')
+  t.equal((await call(t, app, { url: `${api}/livez`, key: null })).status, 404, `outside the API base path: ${api}/livez is no route`)
 })
 
 t.test('probes are not written in the access log at the default level (info); at debug they are', async (t) => {
@@ -38,9 +38,9 @@ t.test('probes are not written in the access log at the default level (info); at
     const app = await build(t, { LOG_LEVEL: level, logger })
     await call(t, app, { url: '/livez', key: null })
     await call(t, app, { url: '/readyz', key: null })
-    await call(t, app, { url: '/v1/pets' })
+    await call(t, app, { url: `${api}/pets` })
     const urls = lines.filter((line) => line.msg === 'request completed').map((line) => (line.res as { url: string }).url)
-    t.strictSame(urls, logged ? ['/livez', '/readyz', '/v1/pets'] : ['/v1/pets'], `LOG_LEVEL=${level}`)
+    t.strictSame(urls, logged ? ['/livez', '/readyz', `${api}/pets`] : [`${api}/pets`], `LOG_LEVEL=${level}`)
   }
 })
 

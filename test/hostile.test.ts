@@ -7,7 +7,7 @@ import { connect, createServer, type Socket } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { build, call, logCapture, testKey } from './helpers/app.js'
+import { aCategory, api, build, call, logCapture, newest, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { sleep } from './helpers/concurrency.js'
@@ -19,6 +19,8 @@ const slack = 1_500
 
 async function serve(t: Test, options: Partial<AppOptions> = {}): Promise<{ app: FastifyInstance; port: number }> {
   const app = await build(t, { ...limits, ...options })
+  // (category 1, which the pets of these tests name: version 2 on, createPet takes only one that exists)
+  await aCategory(app)
   await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, port: (app.server.address() as { port: number }).port }
 }
@@ -78,7 +80,7 @@ function keepsContract(t: Test, method: string, url: string, answer: RawAnswer) 
 
 const auth = `Authorization: Bearer ${testKey}\r\n`
 const postHead = (length: number, extra = auth) =>
-  `POST /v1/pets HTTP/1.1\r\nHost: x\r\n${extra}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
+  `POST ${api}/pets HTTP/1.1\r\nHost: x\r\n${extra}Content-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`
 
 t.test('1. a body that stops: 408 after BODY_IDLE_TIMEOUT_MS of silence, and the connection closes', async (t) => {
   const { port } = await serve(t)
@@ -88,7 +90,7 @@ t.test('1. a body that stops: 408 after BODY_IDLE_TIMEOUT_MS of silence, and the
   t.match(JSON.parse(answer.body).message, /paused for more than 0.5 s/)
   t.equal(answer.headers.connection, 'close')
   t.ok(answer.ms >= 400 && answer.ms < limits.BODY_IDLE_TIMEOUT_MS + slack, `closed after ${answer.ms} ms`)
-  keepsContract(t, 'POST', '/v1/pets', answer)
+  keepsContract(t, 'POST', `${api}/pets`, answer)
 })
 
 t.test('1. a body trickled a byte at a time: 408 once REQUEST_TIMEOUT_MS is over', async (t) => {
@@ -103,7 +105,7 @@ t.test('1. a body trickled a byte at a time: 408 once REQUEST_TIMEOUT_MS is over
   t.equal(answer.status, 408)
   t.equal(JSON.parse(answer.body).code, 'request_timeout')
   t.ok(answer.ms >= limits.REQUEST_TIMEOUT_MS - 100 && answer.ms < limits.REQUEST_TIMEOUT_MS + slack, `closed after ${answer.ms} ms`)
-  keepsContract(t, 'POST', '/v1/pets', answer)
+  keepsContract(t, 'POST', `${api}/pets`, answer)
 })
 
 t.test('1. headers that never end, or no request at all: 408 after HEADERS_TIMEOUT_MS, connection closed', async (t) => {
@@ -111,7 +113,7 @@ t.test('1. headers that never end, or no request at all: 408 after HEADERS_TIMEO
   // Node checks once a second: silent connections opened at every tenth of that interval, so
   // that one opened just after a check is seen too (its 408 comes latest)
   const [partial, ...silent] = await Promise.all([
-    exchange(port, (socket) => void socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}`)),
+    exchange(port, (socket) => void socket.write(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\n${auth}`)),
     ...Array.from({ length: 10 }, (_, i) => sleep(i * 100).then(() => exchange(port, () => {}))),
   ])
   for (const answer of [partial!, ...silent]) {
@@ -120,7 +122,7 @@ t.test('1. headers that never end, or no request at all: 408 after HEADERS_TIMEO
     t.equal(answer.headers.connection, 'close')
     t.equal(answer.headers['x-content-type-options'], 'nosniff', 'the protective headers, even from Node-level answers')
     t.ok(answer.ms < limits.HEADERS_TIMEOUT_MS + slack, `closed after ${answer.ms} ms`)
-    keepsContract(t, 'GET', '/v1/pets', answer)
+    keepsContract(t, 'GET', `${api}/pets`, answer)
   }
 })
 
@@ -137,7 +139,7 @@ t.test('1. a request refused before its body is read (401, 415) closes the conne
   t.equal(unauthorized.status, 401)
   t.equal(unauthorized.headers.connection, 'close')
   t.equal(unauthorized.error, undefined, 'no reset, no EPIPE: the body was read and dropped')
-  keepsContract(t, 'POST', '/v1/pets', unauthorized)
+  keepsContract(t, 'POST', `${api}/pets`, unauthorized)
 
   const latin1 = postHead(rest.length).replace('application/json', 'application/json; charset=iso-8859-1')
   const unsupported = await exchange(port, sendAll(latin1))
@@ -154,7 +156,7 @@ t.test('1. a request refused before its body is read (401, 415) closes the conne
 
 t.test('1. a request without a body keeps its connection; a body the server never reads (a GET\'s) closes it after the answer', async (t) => {
   const { port } = await serve(t)
-  const get = `GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}\r\n`
+  const get = `GET ${api}/pets?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}\r\n`
   // two requests on one connection, the second asking to close: both answered, in order
   const kept = await exchange(port, (socket) => void socket.write(`${get}${get.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')}`))
   t.equal(kept.text.match(/HTTP\/1\.1 200 /g)?.length, 2, 'both answered on the one connection')
@@ -169,7 +171,7 @@ t.test('1. a request without a body keeps its connection; a body the server neve
   t.equal(withBody.status, 200, 'a GET is answered whatever body it carries')
   t.equal(withBody.headers.connection, 'close', 'and its connection closes')
   t.equal(withBody.error, undefined, 'after the client read the answer: no reset')
-  keepsContract(t, 'GET', '/v1/pets', withBody)
+  keepsContract(t, 'GET', `${api}/pets`, withBody)
 })
 
 t.test('8. 40 clients each sending 5 MiB: at least 39 read the 413 (and the 401, without a key)', async (t) => {
@@ -201,7 +203,7 @@ t.test('1. connections past MAX_CONNECTIONS are refused, with a log line', async
   t.teardown(() => held.forEach((socket) => socket.destroy()))
   await Promise.all(held.map((socket) => new Promise((resolve) => socket.on('connect', resolve))))
   await sleep(100)
-  const refused = await exchange(port, (socket) => void socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}\r\n`))
+  const refused = await exchange(port, (socket) => void socket.write(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\n${auth}\r\n`))
   t.equal(refused.text, '', 'the fourth connection is closed unanswered')
   const refusal = () => lines.find((entry) => String(entry.msg).includes('refused connections'))
   for (let waited = 0; waited < 3_000 && !refusal(); waited += 100) await sleep(100)
@@ -215,40 +217,41 @@ t.test('2. an integer parameter is decimal digits only, in range; anything else 
   const junk = ['1e400', 'Infinity', '-Infinity', 'NaN', '0x10', '1e2', '20.0', '+5', ' 5', '5 ', '007', '0x1', '1.0', '9'.repeat(309), '', '٣']
   for (const [store, options] of stores) {
     const app = await build(t, await options())
-    await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } })
+    const pet = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: await aCategory(app) } })
+    await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: pet.json.id } })
     for (const value of junk) {
       const encoded = encodeURIComponent(value)
       for (const [url, name] of [
-        [`/v1/pets?limit=${encoded}`, 'query/limit'],
-        [`/v1/pets?after=${encoded}`, 'query/after'],
-        [`/v1/pets/${encoded}`, 'path/petId'],
+        [`${api}/pets?limit=${encoded}`, 'query/limit'],
+        [`${api}/pets?after=${encoded}`, 'query/after'],
+        [`${api}/store/orders/${encoded}`, 'path/orderId'],
       ] as const) {
-        if (url.endsWith('/v1/pets/')) continue // an empty petId is the list's path
+        if (url.endsWith('/orders/')) continue // an empty orderId is the list's path
         const response = await call(t, app, { url })
         t.equal(response.status, 400, `${store}: ${url}`)
         t.equal(response.json.code, 'invalid_request')
         t.match(response.json.message, new RegExp(`^${name} `), 'the message names the parameter')
       }
     }
-    t.equal((await call(t, app, { url: '/v1/pets?limit=100&after=0' })).status, 200, `${store}: decimal digits in range are fine`)
-    t.equal((await call(t, app, { url: '/v1/pets/1' })).status, 200)
-    t.equal((await call(t, app, { url: `/v1/pets/${Number.MAX_SAFE_INTEGER}` })).status, 404, 'the largest id is looked up')
+    t.equal((await call(t, app, { url: `${api}/pets?limit=100&after=0` })).status, 200, `${store}: decimal digits in range are fine`)
+    t.equal((await call(t, app, { url: `${api}/store/orders/1` })).status, 200)
+    t.equal((await call(t, app, { url: `${api}/store/orders/${Number.MAX_SAFE_INTEGER}` })).status, 404, 'the largest id is looked up')
   }
 })
 
 t.test('7. what Node would answer alone gets the Error body: no Host, several Host, Expect, CONNECT', async (t) => {
   const { port } = await serve(t)
   const send = (request: string) => exchange(port, (socket) => void socket.write(request))
-  const noHost = await send(`GET /v1/pets HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`)
+  const noHost = await send(`GET ${api}/pets HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`)
   t.equal(noHost.status, 400)
   t.equal(JSON.parse(noHost.body).message, 'An HTTP/1.1 request needs a Host header')
-  keepsContract(t, 'GET', '/v1/pets', noHost)
-  const twoHosts = await send(`GET /v1/pets HTTP/1.1\r\nHost: a\r\nHost: b\r\n${auth}Connection: close\r\n\r\n`)
+  keepsContract(t, 'GET', `${api}/pets`, noHost)
+  const twoHosts = await send(`GET ${api}/pets HTTP/1.1\r\nHost: a\r\nHost: b\r\n${auth}Connection: close\r\n\r\n`)
   t.equal(JSON.parse(twoHosts.body).message, 'Send one Host header, not several')
-  const http10 = await send(`GET /v1/pets HTTP/1.0\r\n${auth}\r\n`)
+  const http10 = await send(`GET ${api}/pets HTTP/1.0\r\n${auth}\r\n`)
   t.match(http10.text, /^HTTP\/1\.1 200 /, 'HTTP/1.0 needs no Host')
 
-  const expectation = await send(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}Expect: foo\r\nConnection: close\r\n\r\n`)
+  const expectation = await send(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\n${auth}Expect: foo\r\nConnection: close\r\n\r\n`)
   t.equal(expectation.status, 200, 'an expectation the server does not know is ignored (RFC 9110), not a 417')
 
   const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
@@ -270,35 +273,37 @@ t.test('7. what Node would answer alone gets the Error body: no Host, several Ho
 
 t.test('10. HEAD wherever GET works; nosniff and no-store on API answers; one Authorization only; __proto__ named', async (t) => {
   const { app, port } = await serve(t)
-  await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } })
-  for (const url of ['/v1/pets', '/v1/pets/1', '/v1/docs/', '/v1/openapi.yaml', '/v1/openapi.json']) {
+  await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } })
+  await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: 1 } })
+  const { docs, yaml, json } = newest.service.paths
+  for (const url of [`${api}/pets`, `${api}/store/orders/1`, docs, yaml, json]) {
     const [head, get] = [await call(t, app, { method: 'HEAD', url }), await call(t, app, { url })]
     t.equal(head.status, 200, `HEAD ${url}`)
     t.equal(head.body, '', 'without a body')
     t.equal(head.headers['content-type'], get.headers['content-type'], 'with the headers of GET')
   }
-  t.equal((await call(t, app, { method: 'HEAD', url: '/v1/pets/2' })).status, 404)
-  t.equal((await call(t, app, { method: 'HEAD', url: '/v1/pets', key: null })).status, 401)
+  t.equal((await call(t, app, { method: 'HEAD', url: `${api}/store/orders/2` })).status, 404)
+  t.equal((await call(t, app, { method: 'HEAD', url: `${api}/pets`, key: null })).status, 401)
 
   for (const response of [
-    await call(t, app, { url: '/v1/pets' }),
-    await call(t, app, { url: '/v1/pets/9' }),
-    await call(t, app, { url: '/v1/pets', key: null }),
-    await call(t, app, { method: 'POST', url: '/v1/pets', payload: {} }),
+    await call(t, app, { url: `${api}/pets` }),
+    await call(t, app, { url: `${api}/store/orders/9` }),
+    await call(t, app, { url: `${api}/pets`, key: null }),
+    await call(t, app, { method: 'POST', url: `${api}/pets`, payload: {} }),
   ]) {
     t.equal(response.headers['x-content-type-options'], 'nosniff', `${response.status}: nosniff`)
     t.equal(response.headers['cache-control'], 'no-store', `${response.status}: no-store`)
   }
 
   const twice = await exchange(port, (socket) => {
-    socket.write(`GET /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}Authorization: Bearer wrong\r\nConnection: close\r\n\r\n`)
+    socket.write(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\n${auth}Authorization: Bearer wrong\r\nConnection: close\r\n\r\n`)
   })
   t.equal(twice.status, 401)
   t.equal(JSON.parse(twice.body).message, 'Send one Authorization header, not several')
   t.equal(twice.headers['www-authenticate'], 'Bearer realm="petstore", error="invalid_request"')
 
   for (const payload of ['{"__proto__":{"x":1},"name":"Rex","categoryId":1}', '{"constructor":{"prototype":{}},"name":"Rex","categoryId":1}']) {
-    const response = await call(t, app, { method: 'POST', url: '/v1/pets', payload, headers: { 'content-type': 'application/json' } })
+    const response = await call(t, app, { method: 'POST', url: `${api}/pets`, payload, headers: { 'content-type': 'application/json' } })
     t.equal(response.status, 400)
     t.equal(response.json.message, 'The request body must not hold the property "__proto__" or "constructor.prototype"')
   }
@@ -306,6 +311,7 @@ t.test('10. HEAD wherever GET works; nosniff and no-store on API answers; one Au
 
 t.test('3. a body that is not UTF-8, or holds a string that is not Unicode, is a 400; nothing is stored', async (t) => {
   const app = await build(t)
+  await aCategory(app)
   const cases: [Buffer | string, string][] = [
     [Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe]), Buffer.from('","categoryId":1}')]), 'The request body is not valid UTF-8'],
     ['{"name":"\\ud800","categoryId":1}', 'body/name is not valid Unicode: it holds an unpaired surrogate'],
@@ -315,21 +321,21 @@ t.test('3. a body that is not UTF-8, or holds a string that is not Unicode, is a
     ['', 'The request body is empty: send a JSON object'],
   ]
   for (const [payload, message] of cases) {
-    const response = await call(t, app, { method: 'POST', url: '/v1/pets', payload, headers: { 'content-type': 'application/json' } })
+    const response = await call(t, app, { method: 'POST', url: `${api}/pets`, payload, headers: { 'content-type': 'application/json' } })
     t.equal(response.status, 400, message)
     t.equal(response.json.message, message)
   }
-  const pair = await call(t, app, { method: 'POST', url: '/v1/pets', payload: '{"name":"\\ud83d\\udc36","categoryId":1}', headers: { 'content-type': 'application/json' } })
+  const pair = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: '{"name":"\\ud83d\\udc36","categoryId":1}', headers: { 'content-type': 'application/json' } })
   t.equal(pair.status, 201, 'an escaped surrogate pair is a real character')
   t.equal(pair.json.name, '🐶')
-  t.equal((await call(t, app, { url: '/v1/pets' })).json.length, 1, 'only that one was stored')
+  t.equal((await call(t, app, { url: `${api}/pets` })).json.length, 1, 'only that one was stored')
 })
 
 t.test('1. a chunked body past the limit is a 413 as it arrives; a client that never stops sending reads its 401, and is cut', async (t) => {
   const { port } = await serve(t)
   const chunk = 'x'.repeat(4096)
   const chunked = await exchange(port, (socket) => {
-    socket.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`)
+    socket.write(`POST ${api}/pets HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`)
     for (let i = 0; i < 5; i++) socket.write(`1000\r\n${chunk}\r\n`)
     socket.end('0\r\n\r\n')
   })

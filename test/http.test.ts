@@ -1,15 +1,16 @@
 import { connect } from 'node:net'
 import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
-import type { paths } from '../generated/v1/api.js'
-import { build, testKey } from './helpers/app.js'
+import type { paths } from '../generated/newest.js'
+import { aCategory, api, build, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 
-/** The app on a real socket, and a typed client generated from openapi.yaml, as client teams use it. */
+/** The app on a real socket, and a typed client generated from the newest version's document, as
+ * client teams use it. */
 async function serve(t: Test) {
   const app = await build(t)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
-  const client = createClient<paths>({ baseUrl: `${origin}/v1`, headers: { Authorization: `Bearer ${testKey}` } })
+  const client = createClient<paths>({ baseUrl: `${origin}${api}`, headers: { Authorization: `Bearer ${testKey}` } })
   client.use({
     async onResponse({ request, response }) {
       const { pathname, search } = new URL(request.url)
@@ -26,23 +27,23 @@ async function serve(t: Test) {
   return { app, origin, client }
 }
 
-t.test('a generated client makes every call of the interface over HTTP', async (t) => {
-  const { client } = await serve(t)
-  const created = await client.POST('/pets', { body: { name: 'Rex', categoryId: 7, status: 'available' } })
+t.test('a generated client makes calls of the interface over HTTP', async (t) => {
+  const { app, client } = await serve(t)
+  const categoryId = await aCategory(app)
+  const created = await client.POST('/pets', { body: { name: 'Rex', categoryId, status: 'available' } })
   t.equal(created.response.status, 201)
-  t.strictSame(created.data, { id: 1, name: 'Rex', categoryId: 7, status: 'available' })
-  t.equal(created.response.headers.get('location'), '/v1/pets/1')
+  t.strictSame(created.data, { id: 1, name: 'Rex', category: { id: categoryId, name: 'Bird' }, status: 'available' })
+  t.equal(created.response.headers.get('location'), `${api}/pets?id=1`)
 
   const listed = await client.GET('/pets', { params: { query: { status: 'available', limit: 5 } } })
   t.strictSame(listed.data, [created.data])
 
-  const fetched = await client.GET('/pets/{petId}', { params: { path: { petId: 1 } } })
-  t.strictSame(fetched.data, created.data)
-  t.equal(fetched.response.headers.get('sunset'), 'Thu, 05 Dec 2030 00:00:00 GMT')
+  const fetched = await client.GET('/pets', { params: { query: { id: 1 } } })
+  t.strictSame(fetched.data, [created.data])
 
-  const missing = await client.GET('/pets/{petId}', { params: { path: { petId: 2 } } })
+  const missing = await client.GET('/store/orders/{orderId}', { params: { path: { orderId: 2 } } })
   t.equal(missing.response.status, 404)
-  t.strictSame(missing.error, { code: 'not_found', message: 'Pet 2 not found', status: 404 })
+  t.strictSame(missing.error, { code: 'not_found', message: 'Order 2 not found', status: 404 })
 
   const invalid = await client.POST('/pets', { body: { name: '', categoryId: 1, status: 'sold' } })
   t.equal(invalid.error?.code, 'invalid_request')
@@ -53,7 +54,7 @@ t.test('a generated client makes every call of the interface over HTTP', async (
 })
 
 t.test('HTTP details: chunked bodies are read, a short body is a 400, keep-alive connections are reused', async (t) => {
-  const { origin } = await serve(t)
+  const { app, origin } = await serve(t)
   const { port } = new URL(origin)
   /** Sends raw bytes and returns the raw answer: what a hand-written client would see. */
   const raw = (request: string) =>
@@ -64,22 +65,22 @@ t.test('HTTP details: chunked bodies are read, a short body is a 400, keep-alive
       socket.on('end', () => resolve(answer)).on('error', reject)
       socket.end(request)
     })
-  const body = JSON.stringify({ name: 'Rex', categoryId: 1 })
-  const head = `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nConnection: close\r\n`
+  const body = JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) })
+  const head = `POST ${api}/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nConnection: close\r\n`
   const chunked = await raw(`${head}Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
   t.match(chunked, /^HTTP\/1\.1 201 Created/)
   const short = await raw(`${head}Content-Length: ${body.length + 5}\r\n\r\n${body}`)
   t.match(short, /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*\r\n\r\n\{"code":"invalid_request","message":"The HTTP request could not be read \(HPE_INVALID_EOF_STATE\)","status":400\}$/)
-  const huge = await raw(`GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Padding: ${'x'.repeat(17 * 1024)}\r\n\r\n`)
+  const huge = await raw(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\nX-Padding: ${'x'.repeat(17 * 1024)}\r\n\r\n`)
   t.match(huge, /"message":"The request headers are larger than 16 KiB","status":400\}$/)
   const reset = connect(Number(port), '127.0.0.1')
   await new Promise((resolve) => reset.on('connect', resolve))
-  reset.write('GET /v1/pets HTTP/1.1\r\nHost: x\r\n')
+  reset.write(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\n`)
   reset.resetAndDestroy() // the server sees a reset mid-request and has no one to answer
-  const after = await fetch(`${origin}/v1/pets`, { headers: { authorization: `Bearer ${testKey}` } })
+  const after = await fetch(`${origin}${api}/pets`, { headers: { authorization: `Bearer ${testKey}` } })
   t.equal(after.status, 200, 'the server goes on')
 
-  const first = await fetch(`${origin}/v1/pets`, { headers: { authorization: `Bearer ${testKey}` } })
+  const first = await fetch(`${origin}${api}/pets`, { headers: { authorization: `Bearer ${testKey}` } })
   t.equal(first.headers.get('connection'), 'keep-alive')
   await first.arrayBuffer()
 })

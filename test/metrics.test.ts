@@ -7,7 +7,7 @@ import { connect, createServer } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { Gauge } from 'prom-client'
-import { build, testKey } from './helpers/app.js'
+import { aCategory, api, build, newest, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { sleep } from './helpers/concurrency.js'
@@ -48,44 +48,45 @@ async function scrape(url: string): Promise<Sample[]> {
 /** An app listening on a free port, and its metrics listener on another. */
 async function served(t: Test, options: Parameters<typeof build>[1] = {}) {
   const app = await build(t, options)
-  const api = await app.listen({ port: 0, host: '127.0.0.1' })
+  const origin = await app.listen({ port: 0, host: '127.0.0.1' })
   const metrics = await app.metrics.listen({ port: 0, host: '127.0.0.1' })
   const send = (path: string, init: RequestInit & { key?: string | null } = {}) => {
     const { key = testKey, ...rest } = init
-    return fetch(`${api}${path}`, {
+    return fetch(`${origin}${path}`, {
       ...rest,
       headers: { ...(key !== null && { authorization: `Bearer ${key}` }), 'content-type': 'application/json', ...rest.headers },
     }).then(async (response) => ({ status: response.status, body: await response.text() }))
   }
-  return { app, api, metrics, send }
+  return { app, origin, metrics, send }
 }
 
 const requests = 'petstore_http_request_duration_seconds'
 
 t.test('SQLite: requests counted by operationId and status, unmatched ones as "unmatched", probes and docs by route; histogram buckets cumulative', async (t) => {
-  const { metrics, send } = await served(t)
-  const rex = JSON.stringify({ name: 'Rex', categoryId: 1 })
-  const creates = await Promise.all(Array.from({ length: 5 }, () => send('/v1/pets', { method: 'POST', body: rex })))
+  const { app, metrics, send } = await served(t)
+  const rex = JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) })
+  const creates = await Promise.all(Array.from({ length: 5 }, () => send(`${api}/pets`, { method: 'POST', body: rex })))
   t.strictSame(
     creates.map(({ status }) => status),
     [201, 201, 201, 201, 201],
   )
-  for (let i = 0; i < 3; i++) await send('/v1/pets?limit=2')
-  await send('/v1/pets/999')
-  await send('/v1/pets', { key: null })
-  await send('/v1/pets', { method: 'POST', body: '{"name":', key: testKey })
+  const published = newest.service.paths.json
+  for (let i = 0; i < 3; i++) await send(`${api}/pets?limit=2`)
+  await send(`${api}/store/orders/999`)
+  await send(`${api}/pets`, { key: null })
+  await send(`${api}/pets`, { method: 'POST', body: '{"name":', key: testKey })
   await send('/nowhere')
-  await send('/v1/pets', { method: 'DELETE' })
-  await send('/v1/pets/%zz')
+  await send(`${api}/pets`, { method: 'DELETE' })
+  await send(`${api}/store/orders/%zz`)
   await send('/livez', { key: null })
   await send('/readyz', { key: null, method: 'HEAD' })
-  await send('/v1/openapi.json', { key: null })
+  await send(published, { key: null })
 
   const samples = await scrape(metrics)
   const count = (operation: string, status: string) => value(samples, `${requests}_count`, { operation, status })
   t.equal(count('createPet', '201'), 5)
   t.equal(count('listPets', '200'), 3)
-  t.equal(count('getPet', '404'), 1)
+  t.equal(count('getOrder', '404'), 1)
   t.equal(count('listPets', '401'), 1, 'a refused request is counted under its operation')
   t.equal(count('createPet', '400'), 1)
   t.equal(count('unmatched', '404'), 1, 'a path the API lacks')
@@ -93,9 +94,9 @@ t.test('SQLite: requests counted by operationId and status, unmatched ones as "u
   t.equal(count('unmatched', '400'), 1, 'a malformed URL, answered before routing')
   t.equal(count('/livez', '200'), 1)
   t.equal(count('/readyz', '200'), 1, 'HEAD as GET')
-  t.equal(count('/v1/openapi.json', '200'), 1)
+  t.equal(count(published, '200'), 1)
   const operations = new Set(samples.filter((s) => s.name === `${requests}_count`).map((s) => s.labels.operation))
-  t.strictSame([...operations].sort(), ['/livez', '/readyz', '/v1/openapi.json', 'createPet', 'getPet', 'listPets', 'unmatched'], 'no path or id becomes a label')
+  t.strictSame([...operations].sort(), ['/livez', '/readyz', published, 'createPet', 'getOrder', 'listPets', 'unmatched'].sort(), 'no path or id becomes a label')
 
   const buckets = samples.filter((s) => s.name === `${requests}_bucket` && s.labels.operation === 'listPets' && s.labels.status === '200')
   t.strictSame(
@@ -120,7 +121,7 @@ t.test('SQLite: requests counted by operationId and status, unmatched ones as "u
   t.ok(value(samples, 'nodejs_eventloop_lag_seconds') !== undefined)
 
   // counters keep counting across scrapes
-  await send('/v1/pets', { method: 'POST', body: rex })
+  await send(`${api}/pets`, { method: 'POST', body: rex })
   const later = await scrape(metrics)
   t.equal(value(later, 'petstore_db_committed_writes_total'), 6)
   t.equal(value(later, `${requests}_count`, { operation: 'createPet', status: '201' }), 6)
@@ -139,8 +140,8 @@ t.test('rate-limit refusals: both reasons from 0; the limiter counts through app
 })
 
 t.test('connections refused past MAX_CONNECTIONS are counted', async (t) => {
-  const { api, metrics } = await served(t, { MAX_CONNECTIONS: 1 })
-  const { port } = new URL(api)
+  const { origin, metrics } = await served(t, { MAX_CONNECTIONS: 1 })
+  const { port } = new URL(origin)
   const first = connect(Number(port), '127.0.0.1')
   t.teardown(() => first.destroy())
   await once(first, 'connect')
@@ -160,15 +161,15 @@ t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
   // (the webhook dispatcher looks for deliveries on the same pool: once a minute here, so that the
   // requests below are the only ones waiting for its connection)
-  const { metrics, send } = await served(t, {
+  const { app, metrics, send } = await served(t, {
     DATABASE_URL: proxy.url,
     DATABASE_POOL_SIZE: 1,
     DATABASE_READ_CONNECTIONS: 1,
     DATABASE_TIMEOUT_MS: 3_000,
     WEBHOOK_POLL_MS: 60_000,
   })
-  const rex = { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: 1 }) }
-  await send('/v1/pets', rex)
+  const rex = { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) }) }
+  const pet = JSON.parse((await send(`${api}/pets`, rex)).body) as { id: number }
   // (the service's own background reads, the webhook dispatcher's first look among them, may be
   // on their way at the first scrape: they are answered within moments)
   let samples = await scrape(metrics)
@@ -186,17 +187,18 @@ t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes
   t.equal(value(samples, 'petstore_db_commits_total'), undefined, 'PostgreSQL groups commits itself')
   t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '201' }), 1)
 
-  // the database hangs: the first create holds the connection, three more wait for it; the
-  // reads are all sent, on the one read connection, and wait for their answers
+  // the database hangs: the first order (a transaction) holds the connection, three more wait for
+  // it; the reads are all sent, on the one read connection, and wait for their answers
   proxy.freeze(true)
-  const stuck = [...Array.from({ length: 4 }, () => send('/v1/pets', rex)), ...Array.from({ length: 2 }, () => send('/v1/pets?limit=1'))]
+  const order = { method: 'POST', body: JSON.stringify({ petId: pet.id }) }
+  const stuck = [...Array.from({ length: 4 }, () => send(`${api}/store/orders`, order)), ...Array.from({ length: 2 }, () => send(`${api}/pets?limit=1`))]
   let waiting: [number | undefined, number | undefined] = [undefined, undefined]
   for (let tries = 0; tries < 40 && !(waiting[0] === 3 && waiting[1] === 2); tries++) {
     await sleep(25)
     samples = await scrape(metrics)
     waiting = [value(samples, 'petstore_db_pool_waiting_requests'), value(samples, 'petstore_db_read_unanswered_statements')]
   }
-  t.strictSame(waiting, [3, 2], 'three creates wait for the connection, two reads for their answers')
+  t.strictSame(waiting, [3, 2], 'three orders wait for the connection, two reads for their answers')
   t.equal(value(samples, 'petstore_db_pool_idle_connections'), 0, 'none idle')
   t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
   const statuses = (await Promise.all(stuck)).map(({ status }) => status)
@@ -206,7 +208,7 @@ t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes
   )
   proxy.freeze(false)
   samples = await scrape(metrics)
-  t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '503' }), 4)
+  t.equal(value(samples, `${requests}_count`, { operation: 'placeOrder', status: '503' }), 4)
   t.equal(value(samples, `${requests}_count`, { operation: 'listPets', status: '503' }), 2)
   t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0, 'none left unanswered')
 })
@@ -214,7 +216,7 @@ t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes
 t.test('PostgreSQL with DATABASE_READ_CONNECTIONS=0: reads use the pool, and there are no read gauges', { skip: postgresMissing }, async (t) => {
   const url = await freshPostgres(t)
   const { metrics, send } = await served(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: 1, DATABASE_READ_CONNECTIONS: 0, WEBHOOK_POLL_MS: 60_000 })
-  t.equal((await send('/v1/pets?limit=1')).status, 200)
+  t.equal((await send(`${api}/pets?limit=1`)).status, 200)
   const samples = await scrape(metrics)
   t.equal(value(samples, 'petstore_db_pool_open_connections'), 1, 'the read was made on the pool')
   t.equal(value(samples, 'petstore_db_read_max_connections'), undefined)
@@ -234,9 +236,9 @@ t.test('the metrics listener: GET and HEAD /metrics in the text format; 404 else
   t.equal(head.status, 200)
   t.equal(await head.text(), '')
 
-  const elsewhere = await fetch(new URL('/v1/pets', metrics))
+  const elsewhere = await fetch(new URL(`${api}/pets`, metrics))
   t.equal(elsewhere.status, 404)
-  t.strictSame(await elsewhere.json(), { code: 'not_found', message: 'No route GET /v1/pets: metrics are at /metrics', status: 404 })
+  t.strictSame(await elsewhere.json(), { code: 'not_found', message: `No route GET ${api}/pets: metrics are at /metrics`, status: 404 })
   const posted = await fetch(metrics, { method: 'POST', body: 'x' })
   t.equal(posted.status, 405)
   t.equal(posted.headers.get('allow'), 'GET, HEAD')
@@ -284,7 +286,7 @@ t.test('the server: METRICS_PORT starts the listener (logged), SIGTERM closes it
   const server = await startServer(t, { DATABASE_URL: 'sqlite::memory:', API_KEYS: testKey, METRICS_PORT: '0' })
   const metricsUrl = /"metricsUrl":"(http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(server.stdout())?.[1]
   t.ok(metricsUrl, 'its URL is logged')
-  await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${testKey}` } })
+  await fetch(`${server.url}${api}/pets`, { headers: { authorization: `Bearer ${testKey}` } })
   t.equal(value(await scrape(metricsUrl!), `${requests}_count`, { operation: 'listPets', status: '200' }), 1)
   t.not(new URL(metricsUrl!).port, new URL(server.url).port, 'not the API port')
   t.equal((await fetch(`${server.url}/metrics`)).status, 404, 'the API port does not serve metrics')

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { testKey } from './helpers/app.js'
+import { api, curatingTestKey, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { type ServerProcess, startServer } from './helpers/processes.js'
@@ -40,12 +40,13 @@ const percentile = (sorted: number[], q: number) => sorted[Math.min(sorted.lengt
 
 /** `rounds` pets, each ordered by `clients` clients at once, spread over `servers` in turn. */
 async function oneSalePerPet(t: Test, servers: ServerProcess[]) {
+  const category = await request(t, servers[0]!, 'POST', `${api}/categories`, { name: 'Contested' })
   for (let round = 1; round <= rounds; round++) {
-    const pet = await request(t, servers[0]!, 'POST', '/v1/pets', { name: `Contested ${round}`, categoryId: 1 })
+    const pet = await request(t, servers[0]!, 'POST', `${api}/pets`, { name: `Contested ${round}`, categoryId: category.json.id })
     const started = performance.now()
     const answers: Answer[] = await Promise.all(
       Array.from({ length: clients }, async (_, i) => {
-        const answer = await request(t, servers[i % servers.length]!, 'POST', '/v1/store/orders', { petId: pet.json.id })
+        const answer = await request(t, servers[i % servers.length]!, 'POST', `${api}/store/orders`, { petId: pet.json.id })
         return { ...answer, ms: performance.now() - started }
       }),
     )
@@ -65,9 +66,9 @@ async function oneSalePerPet(t: Test, servers: ServerProcess[]) {
     )
     // what each server now says
     for (const server of servers) {
-      t.equal((await request(t, server, 'GET', `/v1/pets/${pet.json.id}`)).json.status, 'pending', 'the pet is pending')
+      t.equal((await request(t, server, 'GET', `${api}/pets?id=${pet.json.id}`)).json[0].status, 'pending', 'the pet is pending')
     }
-    const orders = (await request(t, servers.at(-1)!, 'GET', '/v1/store/orders?status=placed&limit=100')).json as unknown as { id: number; petId: number }[]
+    const orders = (await request(t, servers.at(-1)!, 'GET', `${api}/store/orders?status=placed&limit=100`)).json as unknown as { id: number; petId: number }[]
     t.strictSame(
       orders.filter((order) => order.petId === pet.json.id).map((order) => order.id),
       [placed[0]!.json.id],
@@ -79,13 +80,13 @@ async function oneSalePerPet(t: Test, servers: ServerProcess[]) {
 t.test('SQLite, one server: 50 clients order one pet at once; one 201, 49 409', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-sale-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: testKey })
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: curatingTestKey })
   await oneSalePerPet(t, [server])
 })
 
 t.test('PostgreSQL, two servers on one database: 50 clients order one pet at once; one 201, 49 409', { skip: postgresMissing }, async (t) => {
   const url = await freshPostgres(t)
-  const env = { DATABASE_URL: url, API_KEYS: testKey }
+  const env = { DATABASE_URL: url, API_KEYS: curatingTestKey }
   const servers = await Promise.all([startServer(t, env), startServer(t, env)])
   await oneSalePerPet(t, servers)
 })

@@ -11,7 +11,7 @@
 import type { FastifyInstance } from 'fastify'
 import fc from 'fast-check'
 import t, { type Test } from 'tap'
-import { build, call } from './helpers/app.js'
+import { aCategory, api, build, call } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 
 const numRuns = Number(process.env.FC_RUNS ?? 100)
@@ -96,6 +96,7 @@ function disagreements(pets: Pet[], orders: Order[], createdAs: Map<number, stri
 
 async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SIZE?: number } = {}) {
   const app = await build(t, options)
+  const categoryId = await aCategory(app)
   const createdAs = new Map<number, string>()
   const seen = new Map<string, number>()
   const count = (key: string) => seen.set(key, (seen.get(key) ?? 0) + 1)
@@ -108,7 +109,7 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
     const run = ++runs
     const send = async (step: Action) => {
       if (step.kind === 'createPet') {
-        const response = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1, status: step.status } })
+        const response = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId, status: step.status } })
         createdAs.set(response.json.id, step.status)
         pets.push(response.json.id)
         return count(`createPet ${response.status}`)
@@ -117,7 +118,7 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
         const petId = step.pet === 'missing' || pets.length === 0 ? 9_000_000 : pets[step.pet % pets.length]!
         const response = await call(t, app, {
           method: 'POST',
-          url: '/v1/store/orders',
+          url: `${api}/store/orders`,
           payload: { petId },
           ...(step.key && { headers: { 'idempotency-key': `run-${run}-${step.key}` } }),
         })
@@ -126,15 +127,15 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
       }
       const orderId = step.order === 'missing' || orders.length === 0 ? 9_000_000 : orders[step.order % orders.length]!
       const status = step.kind === 'deliver' ? 'delivered' : 'cancelled'
-      const response = await call(t, app, { method: 'PATCH', url: `/v1/store/orders/${orderId}`, payload: { status } })
+      const response = await call(t, app, { method: 'PATCH', url: `${api}/store/orders/${orderId}`, payload: { status } })
       count(`${step.kind} ${response.status}`)
     }
     for (const status of initial) await send({ kind: 'createPet', status })
     for (const group of groups) await Promise.all(group.map(send))
 
     // (this run's pets only: the runs before have been checked, and a failure shrinks to its own run)
-    const mine = (await all<Pet>(t, app, '/v1/pets')).filter((pet) => pets.includes(pet.id))
-    const theirOrders = (await all<Order>(t, app, '/v1/store/orders')).filter((order) => pets.includes(order.petId))
+    const mine = (await all<Pet>(t, app, `${api}/pets`)).filter((pet) => pets.includes(pet.id))
+    const theirOrders = (await all<Order>(t, app, `${api}/store/orders`)).filter((order) => pets.includes(order.petId))
     const problems = disagreements(mine, theirOrders, createdAs)
     if (problems.length > 0) throw new Error(problems.join('\n'))
   })

@@ -1,5 +1,5 @@
 /**
- * Store orders (experimental in openapi.yaml) and the pet life cycle they drive, on each store:
+ * Store orders (experimental in every version), through the newest version and the pet life cycle they drive, on each store:
  * placeOrder, getOrder, listOrders, updateOrder, and placeOrder's Idempotency-Key. Every
  * response is checked against the contract by call().
  */
@@ -11,9 +11,8 @@ import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { loadContract } from '../src/contract/load.js'
 import { forgetEveryMs, idempotencyWindowMs } from '../src/orders/idempotency.js'
-import { build, call, testKey } from './helpers/app.js'
+import { aCategory, api, build, call, newest, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 
 /** A second API key: a second principal. */
@@ -30,15 +29,15 @@ async function app(t: Test, store: Store): Promise<FastifyInstance> {
 }
 
 async function newPet(t: Test, server: FastifyInstance, status = 'available'): Promise<number> {
-  const created = await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1, status } })
+  const created = await call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: await aCategory(server), status } })
   return created.json.id
 }
 
 const place = (t: Test, server: FastifyInstance, petId: unknown, headers: Record<string, string> = {}, key?: string | null) =>
-  call(t, server, { method: 'POST', url: '/v1/store/orders', payload: { petId }, headers, ...(key !== undefined && { key }) })
+  call(t, server, { method: 'POST', url: `${api}/store/orders`, payload: { petId }, headers, ...(key !== undefined && { key }) })
 const move = (t: Test, server: FastifyInstance, orderId: number | string, status: string) =>
-  call(t, server, { method: 'PATCH', url: `/v1/store/orders/${orderId}`, payload: { status } })
-const petStatus = async (t: Test, server: FastifyInstance, petId: number) => (await call(t, server, { url: `/v1/pets/${petId}` })).json.status
+  call(t, server, { method: 'PATCH', url: `${api}/store/orders/${orderId}`, payload: { status } })
+const petStatus = async (t: Test, server: FastifyInstance, petId: number) => (await call(t, server, { url: `${api}/pets?id=${petId}` })).json[0].status
 
 const placedAt = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 
@@ -51,10 +50,10 @@ function ordersOn(name: string, store: Store) {
     t.equal(placed.status, 201)
     t.match(placed.json, { petId, status: 'placed', placedAt })
     t.ok(Date.parse(placed.json.placedAt) >= before - 1 && Date.parse(placed.json.placedAt) <= Date.now(), 'placedAt is now')
-    t.equal(placed.headers.location, `/v1/store/orders/${placed.json.id}`)
+    t.equal(placed.headers.location, `${api}/store/orders/${placed.json.id}`)
     t.equal(placed.headers['api-stability'], 'experimental')
     t.equal(await petStatus(t, server, petId), 'pending', 'the pet is pending, in the same transaction')
-    t.strictSame((await call(t, server, { url: `/v1/store/orders/${placed.json.id}` })).json, placed.json)
+    t.strictSame((await call(t, server, { url: `${api}/store/orders/${placed.json.id}` })).json, placed.json)
 
     const again = await place(t, server, petId)
     t.strictSame(again.json, { code: 'pet_unavailable', message: `Pet ${petId} is pending, not available`, status: 409 })
@@ -95,14 +94,14 @@ function ordersOn(name: string, store: Store) {
   t.test(`${name}: 404 for no such pet or order; pets created pending or sold cannot be ordered`, async (t) => {
     const server = await app(t, store)
     t.strictSame((await place(t, server, 42)).json, { code: 'not_found', message: 'Pet 42 not found', status: 404 })
-    t.strictSame((await call(t, server, { url: '/v1/store/orders/7' })).json, { code: 'not_found', message: 'Order 7 not found', status: 404 })
+    t.strictSame((await call(t, server, { url: `${api}/store/orders/7` })).json, { code: 'not_found', message: 'Order 7 not found', status: 404 })
     t.strictSame((await move(t, server, 7, 'cancelled')).json, { code: 'not_found', message: 'Order 7 not found', status: 404 })
     for (const status of ['pending', 'sold']) {
       const petId = await newPet(t, server, status)
       t.strictSame((await place(t, server, petId)).json, { code: 'pet_unavailable', message: `Pet ${petId} is ${status}, not available`, status: 409 })
       t.equal(await petStatus(t, server, petId), status)
     }
-    t.strictSame((await call(t, server, { url: '/v1/store/orders' })).json, [], 'no order was made')
+    t.strictSame((await call(t, server, { url: `${api}/store/orders` })).json, [], 'no order was made')
   })
 
   t.test(`${name}: listOrders pages in id order, filters by status and links to the next page`, async (t) => {
@@ -113,22 +112,22 @@ function ordersOn(name: string, store: Store) {
     await move(t, server, ids[3]!, 'cancelled')
     await move(t, server, ids[5]!, 'delivered')
 
-    const first = await call(t, server, { url: '/v1/store/orders?limit=3' })
+    const first = await call(t, server, { url: `${api}/store/orders?limit=3` })
     t.strictSame(first.json.map((order: { id: number }) => order.id), ids.slice(0, 3))
-    t.equal(first.headers.link, `</v1/store/orders?limit=3&after=${ids[2]}>; rel="next"`)
+    t.equal(first.headers.link, `<${api}/store/orders?limit=3&after=${ids[2]}>; rel="next"`)
     t.equal(first.headers['api-stability'], 'experimental')
-    const rest = await call(t, server, { url: `/v1/store/orders?limit=3&after=${ids[5]}` })
+    const rest = await call(t, server, { url: `${api}/store/orders?limit=3&after=${ids[5]}` })
     t.strictSame(rest.json.map((order: { id: number }) => order.id), [ids[6]])
     t.notOk(rest.headers.link, 'no next link on the last page')
 
-    const delivered = await call(t, server, { url: '/v1/store/orders?status=delivered&limit=1' })
+    const delivered = await call(t, server, { url: `${api}/store/orders?status=delivered&limit=1` })
     t.strictSame(delivered.json.map((order: { id: number }) => order.id), [ids[1]])
-    t.equal(delivered.headers.link, `</v1/store/orders?limit=1&status=delivered&after=${ids[1]}>; rel="next"`)
-    const next = await call(t, server, { url: `/v1/store/orders?status=delivered&limit=1&after=${ids[1]}` })
+    t.equal(delivered.headers.link, `<${api}/store/orders?limit=1&status=delivered&after=${ids[1]}>; rel="next"`)
+    const next = await call(t, server, { url: `${api}/store/orders?status=delivered&limit=1&after=${ids[1]}` })
     t.strictSame(next.json.map((order: { id: number }) => order.id), [ids[5]])
-    t.strictSame((await call(t, server, { url: '/v1/store/orders?status=placed' })).json.map((order: { id: number }) => order.id), [ids[0], ids[2], ids[4], ids[6]])
-    t.equal((await call(t, server, { url: '/v1/store/orders' })).json.length, 7, '20 by default: all seven')
-    const head = await call(t, server, { method: 'HEAD', url: '/v1/store/orders?limit=1' })
+    t.strictSame((await call(t, server, { url: `${api}/store/orders?status=placed` })).json.map((order: { id: number }) => order.id), [ids[0], ids[2], ids[4], ids[6]])
+    t.equal((await call(t, server, { url: `${api}/store/orders` })).json.length, 7, '20 by default: all seven')
+    const head = await call(t, server, { method: 'HEAD', url: `${api}/store/orders?limit=1` })
     t.equal(head.status, 200)
     t.equal(head.headers['api-stability'], 'experimental')
   })
@@ -146,7 +145,7 @@ function ordersOn(name: string, store: Store) {
     t.equal(retry.headers['idempotent-replayed'], 'true', 'and says it is a replay')
     t.equal(retry.body, first.body, 'the same body, byte for byte')
     t.equal(retry.headers.location, first.headers.location)
-    t.equal((await call(t, server, { url: '/v1/store/orders' })).json.length, 1, 'one order')
+    t.equal((await call(t, server, { url: `${api}/store/orders` })).json.length, 1, 'one order')
 
     // once delivered, a retry still gets the first answer: it is a replay, not a read
     await move(t, server, first.json.id, 'delivered')
@@ -162,7 +161,7 @@ function ordersOn(name: string, store: Store) {
     t.equal(await petStatus(t, server, other), 'available', 'nothing was done')
     const reordered = await call(t, server, {
       method: 'POST',
-      url: '/v1/store/orders',
+      url: `${api}/store/orders`,
       headers: { ...key, 'content-type': 'application/json' },
       payload: ` {"petId" : ${petId}}\n`,
     })
@@ -195,7 +194,7 @@ function ordersOn(name: string, store: Store) {
     t.equal(theirsAgain.status, 422, 'and it is theirs: another body under it is a 422')
 
     const c = await newPet(t, server)
-    const invalid = await call(t, server, { method: 'POST', url: '/v1/store/orders', headers: { 'idempotency-key': 'k-400' }, payload: { petId: 'x' } })
+    const invalid = await call(t, server, { method: 'POST', url: `${api}/store/orders`, headers: { 'idempotency-key': 'k-400' }, payload: { petId: 'x' } })
     t.equal(invalid.status, 400)
     t.equal((await place(t, server, c, { 'idempotency-key': 'k-400' })).status, 201, 'a 400 kept nothing: the key is still new')
 
@@ -205,7 +204,7 @@ function ordersOn(name: string, store: Store) {
       t.match(response.json.message, /^header\/idempotency-key /)
     }
     t.equal((await place(t, server, c, { 'idempotency-key': 'x'.repeat(255) })).status, 409, '255 visible ASCII characters are a key')
-    const anonymous = await call(t, server, { method: 'POST', url: '/v1/store/orders', headers: { 'idempotency-key': 'bad key' }, payload: 'junk', key: null })
+    const anonymous = await call(t, server, { method: 'POST', url: `${api}/store/orders`, headers: { 'idempotency-key': 'bad key' }, payload: 'junk', key: null })
     t.equal(anonymous.status, 401, 'authentication comes before validation')
     t.equal(anonymous.headers['api-stability'], 'experimental')
   })
@@ -217,7 +216,7 @@ function ordersOn(name: string, store: Store) {
     const answers = await Promise.all(Array.from({ length: 20 }, () => place(t, server, petId, key)))
     t.strictSame(new Set(answers.map((answer) => answer.status)), new Set([201]))
     t.equal(new Set(answers.map((answer) => answer.body)).size, 1, 'one body')
-    t.equal((await call(t, server, { url: '/v1/store/orders' })).json.length, 1, 'one order')
+    t.equal((await call(t, server, { url: `${api}/store/orders` })).json.length, 1, 'one order')
     const mixed = await Promise.all(Array.from({ length: 10 }, (_, i) => place(t, server, i % 2 === 0 ? petId : petId + 1000, { 'idempotency-key': 'mixed' })))
     const statuses = mixed.map((answer) => answer.status)
     t.equal(statuses.filter((status) => status === 422).length, 5, 'the bodies that came second get 422')
@@ -266,18 +265,18 @@ function ordersOn(name: string, store: Store) {
   t.test(`${name}: bad parameters and bodies are 400, naming the problem, with the stability header`, async (t) => {
     const server = await app(t, store)
     const cases: [string, string, unknown, RegExp][] = [
-      ['POST', '/v1/store/orders', { petId: '1' }, /^body\/petId must be integer$/],
-      ['POST', '/v1/store/orders', { petId: 0 }, /^body\/petId must be >= 1$/],
-      ['POST', '/v1/store/orders', { petId: 1, quantity: 2 }, /^body must NOT have additional property 'quantity'$/],
-      ['POST', '/v1/store/orders', {}, /^body must have required property 'petId'$/],
-      ['PATCH', '/v1/store/orders/1', { status: 'placed' }, /^body\/status must be one of: delivered, cancelled$/],
-      ['PATCH', '/v1/store/orders/1', {}, /^body must have required property 'status'$/],
-      ['PATCH', '/v1/store/orders/1e2', { status: 'cancelled' }, /^path\/orderId must be an integer in decimal digits$/],
-      ['GET', '/v1/store/orders/0', undefined, /^path\/orderId must be >= 1$/],
-      ['GET', '/v1/store/orders/0x10', undefined, /^path\/orderId must be an integer in decimal digits$/],
-      ['GET', '/v1/store/orders?status=sold', undefined, /^query\/status must be one of: placed, delivered, cancelled$/],
-      ['GET', '/v1/store/orders?limit=101', undefined, /^query\/limit must be <= 100$/],
-      ['GET', '/v1/store/orders?after=-1', undefined, /^query\/after must be an integer in decimal digits$/],
+      ['POST', `${api}/store/orders`, { petId: '1' }, /^body\/petId must be integer$/],
+      ['POST', `${api}/store/orders`, { petId: 0 }, /^body\/petId must be >= 1$/],
+      ['POST', `${api}/store/orders`, { petId: 1, quantity: 2 }, /^body must NOT have additional property 'quantity'$/],
+      ['POST', `${api}/store/orders`, {}, /^body must have required property 'petId'$/],
+      ['PATCH', `${api}/store/orders/1`, { status: 'placed' }, /^body\/status must be one of: delivered, cancelled$/],
+      ['PATCH', `${api}/store/orders/1`, {}, /^body must have required property 'status'$/],
+      ['PATCH', `${api}/store/orders/1e2`, { status: 'cancelled' }, /^path\/orderId must be an integer in decimal digits$/],
+      ['GET', `${api}/store/orders/0`, undefined, /^path\/orderId must be >= 1$/],
+      ['GET', `${api}/store/orders/0x10`, undefined, /^path\/orderId must be an integer in decimal digits$/],
+      ['GET', `${api}/store/orders?status=sold`, undefined, /^query\/status must be one of: placed, delivered, cancelled$/],
+      ['GET', `${api}/store/orders?limit=101`, undefined, /^query\/limit must be <= 100$/],
+      ['GET', `${api}/store/orders?after=-1`, undefined, /^query\/after must be an integer in decimal digits$/],
     ]
     for (const [method, url, payload, message] of cases) {
       const response = await call(t, server, { method: method as 'GET', url, ...(payload !== undefined && { payload: payload as object }) })
@@ -285,14 +284,14 @@ function ordersOn(name: string, store: Store) {
       t.match(response.json.message, message)
       t.equal(response.headers['api-stability'], 'experimental')
     }
-    const text = await call(t, server, { method: 'PATCH', url: '/v1/store/orders/1', headers: { 'content-type': 'text/plain' }, payload: 'delivered' })
+    const text = await call(t, server, { method: 'PATCH', url: `${api}/store/orders/1`, headers: { 'content-type': 'text/plain' }, payload: 'delivered' })
     t.equal(text.status, 415)
     t.equal(text.headers['api-stability'], 'experimental')
   })
 }
 
-t.test('the Idempotency-Key window and sweep are those openapi.yaml publishes', async (t) => {
-  const { document, service } = loadContract()
+t.test('the Idempotency-Key window and sweep are those the contract publishes', async (t) => {
+  const { document, service } = newest
   const description = String((document.components!.parameters!.IdempotencyKey as { description: string }).description).replace(/\s+/g, ' ')
   const hours = service.limits.idempotencyKeyHours
   t.equal(idempotencyWindowMs, hours * 60 * 60 * 1000, 'the default of the storage is the window of the contract')
@@ -318,7 +317,7 @@ t.test('a sweep that fails (the SQLite file locked by another process) is tried 
   mock.timers.tick(forgetEveryMs)
   other.exec('rollback')
   t.equal(await server.storage.orders.forgetExpiredKeys(), 1, 'the locked-out sweep deleted nothing, and the server went on')
-  t.equal((await call(t, server, { url: '/v1/store/orders' })).status, 200)
+  t.equal((await call(t, server, { url: `${api}/store/orders` })).status, 200)
   t.equal((await place(t, server, 1, { 'idempotency-key': 'next-time' })).status, 404)
   mock.timers.setTime(Date.now() + idempotencyWindowMs + 1)
   mock.timers.tick(forgetEveryMs)

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { build, call } from './helpers/app.js'
+import { aCategory, api, build, call } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 
 const alice = 'alice-key-4b1f0e'
@@ -58,8 +58,8 @@ async function app(t: Test, store: Store): Promise<FastifyInstance> {
 }
 
 async function placed(t: Test, server: FastifyInstance, key: string): Promise<number> {
-  const pet = await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 }, key })
-  const order = await call(t, server, { method: 'POST', url: '/v1/store/orders', payload: { petId: pet.json.id }, key })
+  const pet = await call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: await aCategory(server) }, key })
+  const order = await call(t, server, { method: 'POST', url: `${api}/store/orders`, payload: { petId: pet.json.id }, key })
   t.equal(order.status, 201)
   return order.json.id
 }
@@ -73,9 +73,9 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     const ofAlice = await placed(t, server, alice)
     const ofBob = await placed(t, server, bob)
 
-    const get = (key: string, id: number) => call(t, server, { url: `/v1/store/orders/${id}`, key })
-    const list = (key: string, query = '') => call(t, server, { url: `/v1/store/orders${query}`, key })
-    const move = (key: string, id: number, status: string) => call(t, server, { method: 'PATCH', url: `/v1/store/orders/${id}`, payload: { status }, key })
+    const get = (key: string, id: number) => call(t, server, { url: `${api}/store/orders/${id}`, key })
+    const list = (key: string, query = '') => call(t, server, { url: `${api}/store/orders${query}`, key })
+    const move = (key: string, id: number, status: string) => call(t, server, { method: 'PATCH', url: `${api}/store/orders/${id}`, payload: { status }, key })
 
     t.equal((await get(alice, ofAlice)).status, 200, 'getOrder: the owner reads its order')
     t.strictSame((await get(bob, ofAlice)).json, { code: 'not_found', message: `Order ${ofAlice} not found`, status: 404 }, 'another key is told of none')
@@ -111,26 +111,26 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     const store = await open(t)
     const server = await app(t, store)
     const subscribe = async (key: string) =>
-      (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url: 'http://127.0.0.1:9/hook', events: ['order.placed', 'order.status_changed', 'pet.created'] }, key })).json.id
+      (await call(t, server, { method: 'POST', url: `${api}/webhooks`, payload: { url: 'http://127.0.0.1:9/hook', events: ['order.placed', 'order.status_changed', 'pet.created'] }, key })).json.id
     const subscriptions = { alice: await subscribe(alice), bob: await subscribe(bob), staff: await subscribe(staff) }
     const ofAlice = await placed(t, server, alice)
-    await call(t, server, { method: 'PATCH', url: `/v1/store/orders/${ofAlice}`, payload: { status: 'cancelled' }, key: staff })
+    await call(t, server, { method: 'PATCH', url: `${api}/store/orders/${ofAlice}`, payload: { status: 'cancelled' }, key: staff })
     const received = async (key: string, id: number) =>
-      (await call(t, server, { url: `/v1/webhooks/${id}/deliveries`, key })).json.map(({ eventType }: { eventType: string }) => eventType).sort()
+      (await call(t, server, { url: `${api}/webhooks/${id}/deliveries`, key })).json.map(({ eventType }: { eventType: string }) => eventType).sort()
     t.strictSame(await received(alice, subscriptions.alice), ['order.placed', 'order.status_changed', 'pet.created'], 'the owner is told of its order, also when staff move it')
     t.strictSame(await received(bob, subscriptions.bob), ['pet.created'], 'another key only of the pet')
     t.strictSame(await received(staff, subscriptions.staff), ['pet.created'], 'staff read orders, they are not sent them')
 
     // an order of a key without subscriptions goes to no one, though others take its type
     const ofCarol = await placed(t, server, carol)
-    await call(t, server, { method: 'PATCH', url: `/v1/store/orders/${ofCarol}`, payload: { status: 'delivered' }, key: carol })
+    await call(t, server, { method: 'PATCH', url: `${api}/store/orders/${ofCarol}`, payload: { status: 'delivered' }, key: carol })
     t.strictSame(await received(bob, subscriptions.bob), ['pet.created', 'pet.created'], 'no one is told of it')
     t.strictSame(await received(staff, subscriptions.staff), ['pet.created', 'pet.created'])
 
     // an order of no key (placed before owners) sends nothing when moved
     const legacy = await placed(t, server, bob)
     await store.run('update orders set owner = null where id = $1', [legacy])
-    await call(t, server, { method: 'PATCH', url: `/v1/store/orders/${legacy}`, payload: { status: 'delivered' }, key: staff })
+    await call(t, server, { method: 'PATCH', url: `${api}/store/orders/${legacy}`, payload: { status: 'delivered' }, key: staff })
     t.strictSame(await received(bob, subscriptions.bob), ['order.placed', 'pet.created', 'pet.created', 'pet.created'], 'no order.status_changed for an order without owner')
   })
 }

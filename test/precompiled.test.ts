@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { configValidator } from '../src/core/config.js'
-import { loadContract, parsedSpecModule } from '../src/contract/load.js'
+import { loadContract, newestSpecPath, parsedSpecModule, specPaths } from '../src/contract/load.js'
 import { loadPrecompiled, Validator } from '../src/http/spec-validator.js'
-import { projectRoot, specPath } from '../src/core/paths.js'
+import { projectRoot } from '../src/core/paths.js'
 
 // What `npm run generate` compiles ahead of the start (generated/openapi.cjs, openapi-schema.cjs,
 // config.cjs) is used when it matches, gives the same answers as compiling at start, and is
@@ -15,16 +15,20 @@ import { projectRoot, specPath } from '../src/core/paths.js'
 
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'petstore-precompiled-'))
 
-t.test('the spec: the document parsed at generate time is the one parsing gives', async (t) => {
-  const fromGenerated = loadContract()
-  const parsed = loadContract(specPath, false)
-  t.strictSame(fromGenerated.document, parsed.document)
-  t.equal(fromGenerated.source, parsed.source, 'the text is still read, to be served byte for byte')
-  t.not(loadContract().document, fromGenerated.document, 'each contract has a document of its own')
+t.test('each spec: the document parsed at generate time is the one parsing gives', async (t) => {
+  for (const specPath of specPaths) {
+    const fromGenerated = loadContract(specPath)
+    const parsed = loadContract(specPath, false)
+    t.strictSame(fromGenerated.document, parsed.document, specPath)
+    t.equal(fromGenerated.source, parsed.source, 'the text is still read, to be served byte for byte')
+    t.not(loadContract(specPath).document, fromGenerated.document, 'each contract has a document of its own')
 
-  // generated/ missing, or made from another text: the YAML is parsed
-  t.strictSame(loadContract(specPath, emptyDir()).document, parsed.document)
+    // generated/ missing, or made from another text: the YAML is bundled
+    t.strictSame(loadContract(specPath, emptyDir()).document, parsed.document)
+  }
   // made from its own text as it is, but from a shared file as it was: bundled anew
+  const specPath = specPaths[0]!
+  const parsed = loadContract(specPath, false)
   const sha256 = (file: string) => createHash('sha256').update(readFileSync(file, 'utf8')).digest('hex')
   const recorded = (sources: Record<string, string>) => {
     const dir = emptyDir()
@@ -46,11 +50,11 @@ t.test("glue's validator: the meta-schema compiled at generate time, the same ve
   t.type(UpstreamValidator.prototype.getAjvValidator, 'function', 'the upstream method it stands in for is still there')
   const precompiled = loadPrecompiled()!
   t.equal(precompiled.openapiVersion, '3.1')
-  t.equal(new Validator().getAjvValidator('3.1'), precompiled, 'the generated one, for the version of openapi.yaml')
+  t.equal(new Validator().getAjvValidator('3.1'), precompiled, 'the generated one, for the OpenAPI version of the documents')
   t.type(new Validator().getAjvValidator('3.0'), 'function', 'another version: compiled as upstream does')
   t.equal(loadPrecompiled(emptyDir()), undefined)
 
-  const { document } = loadContract()
+  const { document } = loadContract(newestSpecPath)
   const broken = structuredClone(document) as unknown as Record<string, Record<string, unknown>>
   delete broken.info!.title
   broken.paths!['/pets'] = { get: { responses: 'none' } }

@@ -5,11 +5,11 @@
  */
 import t from 'tap'
 import type { OpenAPIV3 } from 'openapi-types'
-import { contractOf, loadContracts } from '../src/contract/load.js'
+import { contractOf, newestSpecPath } from '../src/contract/load.js'
 import { errorStatus, fitMessage } from '../src/core/errors.js'
 import { Counter } from '../src/limits/counter.js'
 import { clientAddress, clientsBound } from '../src/limits/rate-limit.js'
-import { build, call, testKey } from './helpers/app.js'
+import { api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 import { editedContract } from './helpers/spec.js'
@@ -29,13 +29,13 @@ t.test('per API key: the quota counted down in RateLimit, then 429 with Retry-Af
   app.rateLimits.on('refused', (policy, request) => refused.push(`${policy} ${request.method} ${request.url}`))
   const remaining: number[] = []
   for (let i = 0; i < 5; i++) {
-    const response = await call(t, app, { url: '/v1/pets' })
+    const response = await call(t, app, { url: `${api}/pets` })
     t.equal(response.status, 200)
     t.equal(response.headers['ratelimit-policy'], '"key";q=5;w=60')
     remaining.push(rateLimit(response.headers.ratelimit)!.r)
   }
   t.strictSame(remaining, [4, 3, 2, 1, 0], 'RateLimit counts down')
-  for (const request of [{ url: '/v1/pets' }, { method: 'POST' as const, url: '/v1/pets', payload: { name: 'Rex', categoryId: 1 } }, { url: '/v1/pets/1' }]) {
+  for (const request of [{ url: `${api}/pets` }, { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } }, { url: `${api}/store/orders/1` }]) {
     const over = await call(t, app, request)
     t.equal(over.status, 429, `${request.method ?? 'GET'} ${request.url}: past the quota`)
     t.equal(over.json.code, 'too_many_requests')
@@ -45,11 +45,11 @@ t.test('per API key: the quota counted down in RateLimit, then 429 with Retry-Af
     t.ok(reset >= 59 && reset <= 60, `the window ends in ${reset} s`)
     t.equal(over.headers['retry-after'], String(reset), 'Retry-After: when the window ends')
   }
-  t.strictSame(refused, ['key GET /v1/pets', 'key POST /v1/pets', 'key GET /v1/pets/1'], 'each refusal is announced (for metrics)')
-  const other = await call(t, app, { url: '/v1/pets', key: 'other-key' })
+  t.strictSame(refused, [`key GET ${api}/pets`, `key POST ${api}/pets`, `key GET ${api}/store/orders/1`], 'each refusal is announced (for metrics)')
+  const other = await call(t, app, { url: `${api}/pets`, key: 'other-key' })
   t.equal(other.status, 200, 'another key has its own quota')
   t.equal(rateLimit(other.headers.ratelimit)!.r, 4)
-  t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey })).status, 401, 'a key over its quota does not count against its address')
+  t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey })).status, 401, 'a key over its quota does not count against its address')
 })
 
 t.test('requests arriving together past a quota: exactly the quota is allowed, per key, per address, and on an open operation', async (t) => {
@@ -57,17 +57,17 @@ t.test('requests arriving together past a quota: exactly the quota is allowed, p
     Promise.all(Array.from({ length: count }, async (_, i) => (await call(t, app, request(i))).status))
   const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {})
   const app = await build(t, limits)
-  t.strictSame(tally(await together(12, () => ({ url: '/v1/pets' }), app)), { 200: 5, 429: 7 }, 'one key')
-  t.strictSame(tally(await together(10, (i) => ({ url: '/v1/pets', key: `${wrongKey}${i}`, remoteAddress: '192.0.2.50' }), app)), { 401: 3, 429: 7 }, 'wrong keys from one address')
-  const open = await build(t, { ...limits, contract: editedContract((d) => void (d.paths['/pets']!.get!.security = [])) })
-  t.strictSame(tally(await together(8, () => ({ url: '/v1/pets', key: null }), open)), { 200: 3, 429: 5 }, 'an open operation')
+  t.strictSame(tally(await together(12, () => ({ url: `${api}/pets` }), app)), { 200: 5, 429: 7 }, 'one key')
+  t.strictSame(tally(await together(10, (i) => ({ url: `${api}/pets`, key: `${wrongKey}${i}`, remoteAddress: '192.0.2.50' }), app)), { 401: 3, 429: 7 }, 'wrong keys from one address')
+  const open = await build(t, { ...limits, contract: editedContract((d) => void (d.paths['/pets']!.get!.security = []), newestSpecPath) })
+  t.strictSame(tally(await together(8, () => ({ url: `${api}/pets`, key: null }), open)), { 200: 3, 429: 5 }, 'an open operation')
 })
 
 t.test('the quota is whole again when the window ends', async (t) => {
   const app = await build(t, { ...limits, RATE_LIMIT_PER_KEY: 2, RATE_LIMIT_WINDOW_S: 1 })
   const statuses = async () => {
     const seen: number[] = []
-    for (let i = 0; i < 3; i++) seen.push((await call(t, app, { url: '/v1/pets' })).status)
+    for (let i = 0; i < 3; i++) seen.push((await call(t, app, { url: `${api}/pets` })).status)
     return seen
   }
   t.strictSame(await statuses(), [200, 200, 429])
@@ -86,13 +86,13 @@ for (const store of ['SQLite', 'PostgreSQL'] as const) {
       lookups++
       return authenticate(digest)
     }
-    t.equal((await call(t, app, { url: '/v1/pets', key, remoteAddress: '203.0.113.8' })).status, 200, 'the key is used (from elsewhere), and so known')
+    t.equal((await call(t, app, { url: `${api}/pets`, key, remoteAddress: '203.0.113.8' })).status, 200, 'the key is used (from elsewhere), and so known')
     lookups = 0
     const guesser = '203.0.113.7'
     const statuses: number[] = []
     const remaining: number[] = []
     for (let i = 0; i < 10; i++) {
-      const response = await call(t, app, { url: '/v1/pets', key: `${wrongKey}${i}`, remoteAddress: guesser })
+      const response = await call(t, app, { url: `${api}/pets`, key: `${wrongKey}${i}`, remoteAddress: guesser })
       statuses.push(response.status)
       t.equal(response.headers['ratelimit-policy'], '"address";q=3;w=60')
       remaining.push(rateLimit(response.headers.ratelimit)!.r)
@@ -101,7 +101,7 @@ for (const store of ['SQLite', 'PostgreSQL'] as const) {
     t.strictSame(remaining, [2, 1, 0, 0, 0, 0, 0, 0, 0, 0])
     t.equal(lookups, 3, 'only the 3 counted were looked up in the key store')
     for (const request of [{ key: null }, { key: 'Basic Zm9v' }, { key: unseen }]) {
-      const response = await call(t, app, { url: '/v1/pets', ...request, remoteAddress: guesser })
+      const response = await call(t, app, { url: `${api}/pets`, ...request, remoteAddress: guesser })
       t.equal(response.status, 429, `refused at once: ${request.key === unseen ? 'a valid key this instance has not seen yet, like any other it would have to look up' : `key ${request.key}`}`)
       t.match(response.json.message, 'for requests without a valid API key from this address')
     }
@@ -109,30 +109,30 @@ for (const store of ['SQLite', 'PostgreSQL'] as const) {
 
     // a client that holds a key this instance knows is not locked out by its neighbours' failures
     for (const known of [key, testKey]) {
-      const response = await call(t, app, { url: '/v1/pets', key: known, remoteAddress: guesser })
+      const response = await call(t, app, { url: `${api}/pets`, key: known, remoteAddress: guesser })
       t.equal(response.status, 200, `from the spent address, ${known === key ? 'a stored key in use' : 'a key of API_KEYS'} is let on`)
       t.equal(response.headers['ratelimit-policy'], '"key";q=5;w=60', 'counted against its own quota')
     }
     t.equal(lookups, 3, 'without asking the key store')
-    t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: guesser })).status, 429, 'and guesses are still refused')
-    t.equal((await call(t, app, { url: '/v1/pets', key: unseen, remoteAddress: '203.0.113.9' })).status, 200, 'the unseen key works from any other address')
+    t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: guesser })).status, 429, 'and guesses are still refused')
+    t.equal((await call(t, app, { url: `${api}/pets`, key: unseen, remoteAddress: '203.0.113.9' })).status, 200, 'the unseen key works from any other address')
 
-    const neighbour = await call(t, app, { url: '/v1/pets', key, remoteAddress: '203.0.113.8' })
+    const neighbour = await call(t, app, { url: `${api}/pets`, key, remoteAddress: '203.0.113.8' })
     t.equal(neighbour.status, 200, 'another address is not refused')
     t.equal(neighbour.headers['ratelimit-policy'], '"key";q=5;w=60', 'an authenticated request shows its key quota')
     // a valid key's requests do not use its address's quota of failures
     const valid = '198.51.100.1'
-    for (let i = 0; i < 3; i++) t.equal((await call(t, app, { url: '/v1/pets', key: unseen, remoteAddress: valid })).status, 200)
-    t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: valid })).status, 401, 'its first failure is a 401')
+    for (let i = 0; i < 3; i++) t.equal((await call(t, app, { url: `${api}/pets`, key: unseen, remoteAddress: valid })).status, 200)
+    t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: valid })).status, 401, 'its first failure is a 401')
   })
 }
 
 t.test('IPv6 clients are counted by their /64: a guesser cannot take a fresh address for each try', async (t) => {
   const app = await build(t, limits)
   const statuses: number[] = []
-  for (let i = 1; i <= 5; i++) statuses.push((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: `2001:db8:1:2::${i}` })).status)
+  for (let i = 1; i <= 5; i++) statuses.push((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: `2001:db8:1:2::${i}` })).status)
   t.strictSame(statuses, [401, 401, 401, 429, 429])
-  t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: '2001:db8:1:3::1' })).status, 401, 'the next /64 is another client')
+  t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: '2001:db8:1:3::1' })).status, 401, 'the next /64 is another client')
 })
 
 t.test('the client address', async (t) => {
@@ -150,7 +150,7 @@ t.test('the client address', async (t) => {
 
 t.test('behind a trusted proxy (TRUST_PROXY), the client is the address X-Forwarded-For names; otherwise the header is ignored', async (t) => {
   const guess = (app: Awaited<ReturnType<typeof build>>, client: string) =>
-    call(t, app, { url: '/v1/pets', key: wrongKey, remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': client } })
+    call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: '10.0.0.1', headers: { 'x-forwarded-for': client } })
   const proxied = await build(t, { ...limits, TRUST_PROXY: ['10.0.0.0/8'] })
   const direct = await build(t, limits)
   const behind: number[] = []
@@ -166,17 +166,17 @@ t.test('behind a trusted proxy (TRUST_PROXY), the client is the address X-Forwar
 t.test('an operation that needs no key counts every request against its address', async (t) => {
   const open = editedContract((d) => {
     d.paths['/pets']!.get!.security = []
-  })
+  }, newestSpecPath)
   const app = await build(t, { ...limits, contract: open })
   const statuses: number[] = []
-  for (let i = 0; i < 5; i++) statuses.push((await call(t, app, { url: '/v1/pets', key: null })).status)
+  for (let i = 0; i < 5; i++) statuses.push((await call(t, app, { url: `${api}/pets`, key: null })).status)
   t.strictSame(statuses, [200, 200, 200, 429, 429])
 })
 
 t.test('the RateLimit fields, and the 429 in the catalogue', async (t) => {
   const app = await build(t, { RATE_LIMIT_PER_KEY: 1000, RATE_LIMIT_WINDOW_S: 60 })
   for (const remaining of [999, 998]) {
-    const { headers } = await call(t, app, { url: '/v1/pets' })
+    const { headers } = await call(t, app, { url: `${api}/pets` })
     t.equal(headers['ratelimit-policy'], '"key";q=1000;w=60')
     t.match(headers.ratelimit, new RegExp(`^"key";r=${remaining};t=([1-9]|[1-5][0-9]|60)$`))
   }
@@ -184,8 +184,8 @@ t.test('the RateLimit fields, and the 429 in the catalogue', async (t) => {
 })
 
 t.test("an Error message keeps to its schema: at most the schema's maxLength characters, no control characters", async (t) => {
-  const { errorMessageLength } = loadContracts()[0]!.service.limits
-  t.equal(errorMessageLength, 500, "openapi.yaml's Error.message")
+  const { errorMessageLength } = newest.service.limits
+  t.equal(errorMessageLength, 500, "the Error.message of the documents (one Error, shared)")
   t.equal(fitMessage('tab\there\nand \u007f', 500), 'tab\uFFFDhere\uFFFDand \uFFFD')
   const long = fitMessage('x'.repeat(600), 500)
   t.equal(long.length, 500)
@@ -193,18 +193,18 @@ t.test("an Error message keeps to its schema: at most the schema's maxLength cha
   const cutPair = fitMessage(`${'x'.repeat(500 - 2)}😀😀`, 500)
   t.notOk(/[\uD800-\uDBFF]…$/.test(cutPair), 'never half a surrogate pair')
   const app = await build(t)
-  const response = await call(t, app, { url: `/v1/${'a'.repeat(2_000)}` })
+  const response = await call(t, app, { url: `${api}/${'a'.repeat(2_000)}` })
   t.equal(response.status, 404)
   t.equal(response.json.message.length, errorMessageLength, 'a long path quoted in a 404 is cut (the contract check holds it to maxLength)')
   // the schema decides: documents whose Error.message holds 100 characters are served so
-  const shorter = loadContracts().map(({ document, file }) => {
+  const shorter = servedContracts.map(({ document, file }) => {
     const edited = structuredClone(document)
     ;((edited.components!.schemas!.Error as OpenAPIV3.SchemaObject).properties!.message as OpenAPIV3.SchemaObject).maxLength = 100
     return contractOf(edited, { file })
   })
-  const cut = await call(t, await build(t, { contracts: shorter }), { url: `/v2/${'a'.repeat(2_000)}` })
+  const cut = await call(t, await build(t, { contracts: shorter }), { url: `${api}/${'a'.repeat(2_000)}` })
   t.strictSame([cut.status, cut.json.message.length], [404, 100], 'cut at the maxLength the documents give')
-  const body = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 1, 'a\nb': 1 } })
+  const body = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1, 'a\nb': 1 } })
   t.equal(body.status, 400)
   t.equal(body.json.message, "body must NOT have additional property 'a\uFFFDb'")
 })

@@ -6,7 +6,7 @@
 import t, { type Test } from 'tap'
 import { retryAfterFailureMs } from '../src/limits/shared-store.js'
 import { StorageUnavailable } from '../src/core/errors.js'
-import { build, call, logCapture, testKey } from './helpers/app.js'
+import { api, build, call, logCapture, testKey } from './helpers/app.js'
 import { atMost, sleep } from './helpers/concurrency.js'
 import { contractViolations } from './helpers/contract.js'
 import { type ServerProcess, startServer } from './helpers/processes.js'
@@ -15,12 +15,12 @@ import { freshPrefix, redisClient, redisMissing } from './helpers/redis.js'
 
 const wrongKey = 'pet_00000000_not-a-key-of-this-store-00000'
 
-/** A GET /v1/pets over HTTP; the response is checked against openapi.yaml. */
+/** A GET of the newest version's pets over HTTP; the response is checked against its document. */
 async function listPets(t: Test, server: ServerProcess, key: string) {
-  const response = await fetch(`${server.url}/v1/pets`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) })
+  const response = await fetch(`${server.url}${api}/pets`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(10_000) })
   const body = await response.text()
   const headers = Object.fromEntries(response.headers)
-  const violations = contractViolations({ method: 'GET', url: '/v1/pets', status: response.status, headers, body })
+  const violations = contractViolations({ method: 'GET', url: `${api}/pets`, status: response.status, headers, body })
   if (violations.length > 0) t.strictSame(violations, [], 'keeps the contract')
   return response.status
 }
@@ -68,13 +68,13 @@ t.test('an instance learns from Redis that a client it has not seen is over its 
   const { prefix } = await freshPrefix(t)
   const settings = { REDIS_URL: 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: prefix, RATE_LIMIT_PER_KEY: 2, RATE_LIMIT_PER_ADDRESS: 1, RATE_LIMIT_WINDOW_S: 300 }
   const [first, second] = [await build(t, settings), await build(t, settings)]
-  t.strictSame([(await call(t, first, { url: '/v1/pets' })).status, (await call(t, first, { url: '/v1/pets' })).status], [200, 200], 'the quota used up on one')
-  const refused = await call(t, second, { url: '/v1/pets' })
+  t.strictSame([(await call(t, first, { url: `${api}/pets` })).status, (await call(t, first, { url: `${api}/pets` })).status], [200, 200], 'the quota used up on one')
+  const refused = await call(t, second, { url: `${api}/pets` })
   t.equal(refused.status, 429, 'the other refuses the key at its first request')
   t.equal(refused.headers.ratelimit, '"key";r=0;t=300')
   t.ok(Number(refused.headers['retry-after']) > 0, 'with Retry-After')
-  t.equal((await call(t, first, { url: '/v1/pets', key: wrongKey })).status, 401, 'a wrong key, once')
-  t.equal((await call(t, second, { url: '/v1/pets', key: wrongKey })).status, 429, 'and past the address quota on the other')
+  t.equal((await call(t, first, { url: `${api}/pets`, key: wrongKey })).status, 401, 'a wrong key, once')
+  t.equal((await call(t, second, { url: `${api}/pets`, key: wrongKey })).status, 429, 'and past the address quota on the other')
 })
 
 t.test('Redis not reachable at all: the server starts and serves, each instance counting alone, and says so once', async (t) => {
@@ -87,11 +87,11 @@ t.test('Redis not reachable at all: the server starts and serves, each instance 
   })
   const started = Date.now()
   const statuses: number[] = []
-  for (let i = 0; i < 8; i++) statuses.push((await call(t, app, { url: '/v1/pets' })).status)
+  for (let i = 0; i < 8; i++) statuses.push((await call(t, app, { url: `${api}/pets` })).status)
   t.strictSame(statuses, [200, 200, 200, 200, 200, 429, 429, 429], 'the limit still holds, counted here')
   t.ok(Date.now() - started < 2_000, 'without waiting for Redis')
   await sleep(1_500) // ioredis tries to connect again meanwhile
-  t.equal((await call(t, app, { url: '/v1/pets' })).status, 429)
+  t.equal((await call(t, app, { url: `${api}/pets` })).status, 429)
   const warnings = lines.filter((line) => String(line.msg).startsWith('Redis is unavailable'))
   t.equal(warnings.length, 1, 'one log line, however many requests and reconnection attempts')
 })
@@ -115,7 +115,7 @@ t.test('Redis cut, then back, then frozen: no request fails or waits past REDIS_
   /** the requests left to this key, as an instance's answer says */
   const remaining = async (app: typeof a) => {
     const started = Date.now()
-    const response = await call(t, app, { url: '/v1/pets' })
+    const response = await call(t, app, { url: `${api}/pets` })
     t.equal(response.status, 200)
     const ms = Date.now() - started
     t.ok(ms <= timeoutMs + 300, `answered in ${ms} ms`)
@@ -165,13 +165,13 @@ t.test('a key store that cannot answer (503) counts against no one; the answer s
   for (const frozen of [false, true]) {
     const app = await build(t, { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, REDIS_KEY_PREFIX: `${prefix}:${frozen}`, RATE_LIMIT_PER_ADDRESS: 3 })
     const name = frozen ? 'Redis frozen' : 'Redis'
-    t.equal((await call(t, app, { url: '/v1/pets', key: wrongKey })).status, 401, `${name}: a wrong key counts`)
+    t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey })).status, 401, `${name}: a wrong key counts`)
     proxy.freeze(frozen)
     // the store down, as PostgreSQL down makes it (test/faults.test.ts)
     app.storage.keys.authenticate = () => Promise.reject(new StorageUnavailable(new Error('ECONNREFUSED')))
     const states = new Set<unknown>()
     for (let i = 0; i < 5; i++) {
-      const response = await call(t, app, { url: '/v1/pets', key: wrongKey })
+      const response = await call(t, app, { url: `${api}/pets`, key: wrongKey })
       t.equal(response.status, 503)
       states.add(/;r=(\d+);/.exec(String(response.headers.ratelimit))?.[1])
     }

@@ -11,8 +11,7 @@ import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
-import { loadContract } from '../src/contract/load.js'
-import { build, call, logCapture, testKey } from './helpers/app.js'
+import { aCategory, api, build, call, logCapture, newest, servedContracts, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { type Receiver, startReceiver, verified } from './helpers/receiver.js'
@@ -29,12 +28,15 @@ const stores: [string, Store][] = [
   ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
 ]
 
+/** The app, with category 1 in its store for the pets of the tests (version 2 on, a pet's category exists). */
 async function app(t: Test, store: Store, options: Partial<AppOptions> = {}): Promise<FastifyInstance> {
-  return build(t, { ...(await store(t)), API_KEYS: [testKey, otherKey], ...receivable, ...options })
+  const server = await build(t, { ...(await store(t)), API_KEYS: [testKey, otherKey], ...receivable, ...options })
+  await aCategory(server)
+  return server
 }
 
 const subscribe = (t: Test, server: FastifyInstance, url: string, events: string[], key?: string) =>
-  call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events }, ...(key !== undefined && { key }) })
+  call(t, server, { method: 'POST', url: `${api}/webhooks`, payload: { url, events }, ...(key !== undefined && { key }) })
 
 /** A new folder, removed when the test ends. */
 function tempDir(t: Test): string {
@@ -43,18 +45,18 @@ function tempDir(t: Test): string {
   return dir
 }
 
-const allEvents = Object.keys((loadContract().document as unknown as { webhooks: object }).webhooks)
+const allEvents = Object.keys((newest.document as unknown as { webhooks: object }).webhooks)
 
 async function newPet(t: Test, server: FastifyInstance, name = 'Rex') {
-  return (await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })).json
+  return (await call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name, categoryId: 1 } })).json
 }
 
 t.test('SQLite: with a subscription, creates that arrive together still share a commit', async (t) => {
-  const server = await build(t, { ...receivable })
+  const server = await app(t, async () => ({}))
   const receiver = await startReceiver(t)
   await subscribe(t, server, receiver.url, ['pet.created'])
   const before = server.storage.stats().commits!
-  const created = await Promise.all(Array.from({ length: 50 }, (_, i) => call(t, server, { method: 'POST', url: '/v1/pets', payload: { name: `Pet ${i}`, categoryId: 1 } })))
+  const created = await Promise.all(Array.from({ length: 50 }, (_, i) => call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name: `Pet ${i}`, categoryId: 1 } })))
   t.ok(created.every((answer) => answer.status === 201))
   const after = server.storage.stats().commits!
   const [writes, commits] = [after.writes - before.writes, after.batches - before.batches]
@@ -63,10 +65,12 @@ t.test('SQLite: with a subscription, creates that arrive together still share a 
   await receiver.waitFor(50)
 })
 
-t.test('the events of openapi.yaml are the values createWebhook takes', async (t) => {
-  const { document } = loadContract()
-  const eventType = (document.components!.schemas!.EventType as { enum: string[] }).enum
-  t.strictSame([...eventType].sort(), [...allEvents].sort())
+t.test('the events of each document are the values its createWebhook takes', async (t) => {
+  for (const { document, file } of servedContracts) {
+    const eventType = (document.components!.schemas!.EventType as { enum: string[] }).enum
+    const events = Object.keys((document as unknown as { webhooks: object }).webhooks)
+    t.strictSame([...eventType].sort(), [...events].sort(), file)
+  }
   t.strictSame(allEvents, ['pet.created', 'pet.status_changed', 'order.placed', 'order.status_changed'])
 })
 
@@ -79,18 +83,18 @@ function webhooksOn(name: string, store: Store) {
 
     const created = await subscribe(t, server, all.url, allEvents)
     t.equal(created.status, 201)
-    t.equal(created.headers.location, `/v1/webhooks/${created.json.id}`)
+    t.equal(created.headers.location, `${api}/webhooks/${created.json.id}`)
     t.equal(created.headers['api-stability'], 'experimental')
     t.match(created.json, { url: all.url, events: allEvents, secret: /^whsec_[A-Za-z0-9+/]{43}=$/ })
     const { secret } = created.json
     const orderSecret = (await subscribe(t, server, ordersOnly.url, ['order.placed'])).json.secret
 
     const pet = await newPet(t, server)
-    const placed = (await call(t, server, { method: 'POST', url: '/v1/store/orders', payload: { petId: pet.id } })).json
-    const delivered = (await call(t, server, { method: 'PATCH', url: `/v1/store/orders/${placed.id}`, payload: { status: 'delivered' } })).json
+    const placed = (await call(t, server, { method: 'POST', url: `${api}/store/orders`, payload: { petId: pet.id } })).json
+    const delivered = (await call(t, server, { method: 'PATCH', url: `${api}/store/orders/${placed.id}`, payload: { status: 'delivered' } })).json
     // a refused change (the pet is pending) changes nothing and sends nothing
-    t.equal((await call(t, server, { method: 'POST', url: '/v1/store/orders', payload: { petId: before.id } })).status, 201)
-    t.equal((await call(t, server, { method: 'POST', url: '/v1/store/orders', payload: { petId: before.id } })).status, 409)
+    t.equal((await call(t, server, { method: 'POST', url: `${api}/store/orders`, payload: { petId: before.id } })).status, 201)
+    t.equal((await call(t, server, { method: 'POST', url: `${api}/store/orders`, payload: { petId: before.id } })).status, 409)
 
     const events = (await all.waitFor(7)).map((delivery) => verified(t, delivery, secret))
     await sleep(200)
@@ -120,7 +124,7 @@ function webhooksOn(name: string, store: Store) {
     t.strictSame(orderEvents.map((event) => event.type), ['order.placed', 'order.placed'], 'a subscription gets only the types it takes')
     t.throws(() => verified(t, ordersOnly.deliveries[0]!, secret), 'a delivery does not verify with another subscription’s secret')
 
-    const deliveries = await call(t, server, { url: `/v1/webhooks/${created.json.id}/deliveries` })
+    const deliveries = await call(t, server, { url: `${api}/webhooks/${created.json.id}/deliveries` })
     t.equal(deliveries.status, 200)
     t.equal(deliveries.json.length, 7)
     t.match(deliveries.json[0], { eventId: events.find((e) => e.id === deliveries.json[0].eventId)!.id, status: 'succeeded', attempts: 1, lastStatus: 204 })
@@ -145,14 +149,14 @@ function webhooksOn(name: string, store: Store) {
          create trigger refuse_event after insert on webhook_events for each row execute function refuse_event()`,
       )
     }
-    const failed = await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name: 'Boom', categoryId: 1 } })
+    const failed = await call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name: 'Boom', categoryId: 1 } })
     t.equal(failed.status, 500)
     const kept = await newPet(t, server, 'Kept')
     const [delivery] = await receiver.waitFor(1)
     t.strictSame(verified(t, delivery!, secret).data, kept)
     await sleep(200)
     t.equal(receiver.deliveries.length, 1, 'no event for the pet that was not created')
-    const names = (await call(t, server, { url: '/v1/pets' })).json.map((pet: { name: string }) => pet.name)
+    const names = (await call(t, server, { url: `${api}/pets` })).json.map((pet: { name: string }) => pet.name)
     t.strictSame(names, ['Kept'], 'and no pet either')
   })
 
@@ -162,25 +166,25 @@ function webhooksOn(name: string, store: Store) {
     const mine = (await subscribe(t, server, receiver.url, ['pet.created'])).json
     await newPet(t, server)
     await receiver.waitFor(1)
-    const [delivery] = (await call(t, server, { url: `/v1/webhooks/${mine.id}/deliveries` })).json
+    const [delivery] = (await call(t, server, { url: `${api}/webhooks/${mine.id}/deliveries` })).json
 
     const asOther = (method: string, url: string) => call(t, server, { method: method as 'GET', url, key: otherKey })
-    t.strictSame((await asOther('GET', '/v1/webhooks')).json, [], 'another key lists none')
+    t.strictSame((await asOther('GET', `${api}/webhooks`)).json, [], 'another key lists none')
     for (const [method, url] of [
-      ['GET', `/v1/webhooks/${mine.id}`],
-      ['DELETE', `/v1/webhooks/${mine.id}`],
-      ['POST', `/v1/webhooks/${mine.id}/rotate-secret`],
-      ['GET', `/v1/webhooks/${mine.id}/deliveries`],
-      ['POST', `/v1/webhooks/${mine.id}/deliveries/${delivery.id}/redeliver`],
+      ['GET', `${api}/webhooks/${mine.id}`],
+      ['DELETE', `${api}/webhooks/${mine.id}`],
+      ['POST', `${api}/webhooks/${mine.id}/rotate-secret`],
+      ['GET', `${api}/webhooks/${mine.id}/deliveries`],
+      ['POST', `${api}/webhooks/${mine.id}/deliveries/${delivery.id}/redeliver`],
     ] as const) {
       const answer = await asOther(method, url)
       t.equal(answer.status, 404, `${method} ${url} as another key`)
       t.equal(answer.json.code, 'not_found')
     }
-    const listed = (await call(t, server, { url: '/v1/webhooks' })).json
+    const listed = (await call(t, server, { url: `${api}/webhooks` })).json
     t.strictSame(listed, [{ id: mine.id, url: receiver.url, events: ['pet.created'], createdAt: mine.createdAt, status: 'active' }], 'its owner still sees it, unchanged, without its secret')
-    t.strictSame((await call(t, server, { url: `/v1/webhooks/${mine.id}` })).json, listed[0])
-    t.equal((await call(t, server, { method: 'POST', url: `/v1/webhooks/${mine.id}/deliveries/${delivery.id + 1}/redeliver` })).status, 404, 'a delivery it does not have')
+    t.strictSame((await call(t, server, { url: `${api}/webhooks/${mine.id}` })).json, listed[0])
+    t.equal((await call(t, server, { method: 'POST', url: `${api}/webhooks/${mine.id}/deliveries/${delivery.id + 1}/redeliver` })).status, 404, 'a delivery it does not have')
   })
 
   t.test(`${name}: deleted, a subscription gets no more events; its deliveries go with it`, async (t) => {
@@ -191,11 +195,11 @@ function webhooksOn(name: string, store: Store) {
     const deleted = (await subscribe(t, server, gone.url, ['pet.created'])).json
     await newPet(t, server)
     await Promise.all([kept.waitFor(1), gone.waitFor(1)])
-    const answer = await call(t, server, { method: 'DELETE', url: `/v1/webhooks/${deleted.id}` })
+    const answer = await call(t, server, { method: 'DELETE', url: `${api}/webhooks/${deleted.id}` })
     t.equal(answer.status, 204)
     t.equal(answer.body, '')
-    t.equal((await call(t, server, { method: 'DELETE', url: `/v1/webhooks/${deleted.id}` })).status, 404)
-    t.equal((await call(t, server, { url: `/v1/webhooks/${deleted.id}/deliveries` })).status, 404)
+    t.equal((await call(t, server, { method: 'DELETE', url: `${api}/webhooks/${deleted.id}` })).status, 404)
+    t.equal((await call(t, server, { url: `${api}/webhooks/${deleted.id}/deliveries` })).status, 404)
     await newPet(t, server, 'After')
     await kept.waitFor(2)
     await sleep(200)
@@ -217,7 +221,7 @@ function webhooksOn(name: string, store: Store) {
     await refused('https://[::ffff:10.0.0.1]/hooks', new RegExp(`^https://\\[::ffff:10\\.0\\.0\\.1\\]/ points to 10\\.0\\.0\\.1, a private address: ${publicOnly}$`))
     await refused('https://169.254.169.254/latest/meta-data', /^https:\/\/169\.254\.169\.254\/ points to 169\.254\.169\.254, a link-local address: /)
     await refused('https://0.0.0.0/', /points to 0\.0\.0\.0, an unspecified address/)
-    t.strictSame((await call(t, server, { url: '/v1/webhooks' })).json, [], 'nothing was created')
+    t.strictSame((await call(t, server, { url: `${api}/webhooks` })).json, [], 'nothing was created')
 
     for (const [payload, why] of [
       [{ url: 'https://93.184.215.14/', events: ['pet.deleted'] }, /body\/events\/0 must be one of/],
@@ -234,7 +238,7 @@ function webhooksOn(name: string, store: Store) {
       [{ url: 'https://93.184.215.14:-1/', events: ['pet.created'] }, /:-1\/ is not a URL that can be used/],
       [{ url: 'https://exa%00mple/', events: ['pet.created'] }, /^body\/url: https:\/\/exa%00mple\/ is not a URL that can be used/],
     ] as const) {
-      const answer = await call(t, server, { method: 'POST', url: '/v1/webhooks', payload })
+      const answer = await call(t, server, { method: 'POST', url: `${api}/webhooks`, payload })
       t.equal(answer.status, 400, JSON.stringify(payload))
       t.match(answer.json.message, why)
     }
@@ -258,7 +262,7 @@ function webhooksOn(name: string, store: Store) {
     const refused = await subscribe(t, server, 'https://93.184.215.14/hooks', ['pet.created', 'order.placed'], petsOnly)
     t.equal(refused.status, 403)
     t.strictSame(refused.json, { code: 'forbidden', message: 'This API key lacks the role orders:read, which the event order.placed needs', status: 403 })
-    t.strictSame((await call(t, server, { url: '/v1/webhooks', key: petsOnly })).json, [], 'nothing was created')
+    t.strictSame((await call(t, server, { url: `${api}/webhooks`, key: petsOnly })).json, [], 'nothing was created')
     // the body is checked first: an event that is not one is a 400, whatever the roles
     t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', ['order.deleted'], petsOnly)).status, 400)
     t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', ['pet.created', 'pet.status_changed'], petsOnly)).status, 201, 'the events its roles cover')
@@ -286,7 +290,7 @@ function webhooksOn(name: string, store: Store) {
     await newPet(t, server, 'Unseen')
     const lost = (await ended(2))[1]
     t.match(lost, { status: 'failed', attempts: 0, lastError: 'not sent: the API key of this subscription no longer holds pets:read, which pet.created needs' })
-    const listed = await call(t, server, { url: `/v1/webhooks/${created.id}/deliveries`, key })
+    const listed = await call(t, server, { url: `${api}/webhooks/${created.id}/deliveries`, key })
     t.equal(listed.status, 200, 'its key still sees why')
     t.equal(listed.json[1].lastError, lost!.lastError)
 
@@ -310,13 +314,13 @@ function webhooksOn(name: string, store: Store) {
     const server = await app(t, store)
     const receiver = await startReceiver(t)
     const { id, secret: first } = (await subscribe(t, server, receiver.url, ['pet.created'])).json
-    const rotated = await call(t, server, { method: 'POST', url: `/v1/webhooks/${id}/rotate-secret` })
+    const rotated = await call(t, server, { method: 'POST', url: `${api}/webhooks/${id}/rotate-secret` })
     t.equal(rotated.status, 200)
     const second = rotated.json.secret
     t.not(second, first)
     const overlapEnds = Date.parse(rotated.json.previousSecretExpiresAt)
     t.ok(Math.abs(overlapEnds - (Date.now() + 86_400_000)) < 60_000, 'the previous secret signs for WEBHOOK_SECRET_OVERLAP_S (a day)')
-    t.equal((await call(t, server, { url: `/v1/webhooks/${id}` })).json.previousSecretExpiresAt, rotated.json.previousSecretExpiresAt)
+    t.equal((await call(t, server, { url: `${api}/webhooks/${id}` })).json.previousSecretExpiresAt, rotated.json.previousSecretExpiresAt)
 
     await newPet(t, server)
     const [delivery] = await receiver.waitFor(1)
@@ -324,7 +328,7 @@ function webhooksOn(name: string, store: Store) {
     t.strictSame(verified(t, delivery!, first), verified(t, delivery!, second), 'a receiver checking with either secret accepts it')
 
     // A second rotation ends the first one's overlap: the first secret no longer signs.
-    const third = (await call(t, server, { method: 'POST', url: `/v1/webhooks/${id}/rotate-secret` })).json.secret
+    const third = (await call(t, server, { method: 'POST', url: `${api}/webhooks/${id}/rotate-secret` })).json.secret
     await newPet(t, server)
     const [, next] = await receiver.waitFor(2)
     verified(t, next!, second)
@@ -336,8 +340,8 @@ function webhooksOn(name: string, store: Store) {
     const server = await app(t, store, { WEBHOOK_SECRET_OVERLAP_S: 0 })
     const receiver = await startReceiver(t)
     const { id, secret: first } = (await subscribe(t, server, receiver.url, ['pet.created'])).json
-    const rotated = (await call(t, server, { method: 'POST', url: `/v1/webhooks/${id}/rotate-secret` })).json
-    t.notOk('previousSecretExpiresAt' in (await call(t, server, { url: `/v1/webhooks/${id}` })).json, 'no previous secret signs')
+    const rotated = (await call(t, server, { method: 'POST', url: `${api}/webhooks/${id}/rotate-secret` })).json
+    t.notOk('previousSecretExpiresAt' in (await call(t, server, { url: `${api}/webhooks/${id}` })).json, 'no previous secret signs')
     await newPet(t, server)
     const [delivery] = await receiver.waitFor(1)
     t.match(delivery!.headers['webhook-signature'], /^v1,\S+$/, 'one signature')
@@ -350,13 +354,13 @@ function webhooksOn(name: string, store: Store) {
     const server = await app(t, store, { LOG_LEVEL: 'trace', logger })
     const receiver = await startReceiver(t, (n) => (n === 0 ? 500 : 204))
     const created = (await subscribe(t, server, receiver.url, ['pet.created'])).json
-    const rotated = (await call(t, server, { method: 'POST', url: `/v1/webhooks/${created.id}/rotate-secret` })).json
+    const rotated = (await call(t, server, { method: 'POST', url: `${api}/webhooks/${created.id}/rotate-secret` })).json
     await newPet(t, server)
     await receiver.waitFor(2)
     for (const answer of [
-      await call(t, server, { url: '/v1/webhooks' }),
-      await call(t, server, { url: `/v1/webhooks/${created.id}` }),
-      await call(t, server, { url: `/v1/webhooks/${created.id}/deliveries` }),
+      await call(t, server, { url: `${api}/webhooks` }),
+      await call(t, server, { url: `${api}/webhooks/${created.id}` }),
+      await call(t, server, { url: `${api}/webhooks/${created.id}/deliveries` }),
     ]) {
       t.notMatch(answer.body, /whsec_/, 'no later answer holds a secret')
     }

@@ -2,8 +2,18 @@ import { Writable } from 'node:stream'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { type AppOptions, buildApp } from '../../src/app.js'
+import { loadContracts } from '../../src/contract/load.js'
 import { loadConfig } from '../../src/core/config.js'
 import { contractViolations } from './contract.js'
+
+/** The contracts a server serves unless told otherwise, oldest first (src/contract/load.ts). */
+export const servedContracts = loadContracts()
+/** The newest of them, which the handlers are written against: a test of what every version
+ * shares (keys, limits, errors, orders, webhooks…) runs against it, and so outlives the versions
+ * before it. */
+export const newest = servedContracts.at(-1)!
+/** The newest version's base path (`/v2`): `${api}/pets`. */
+export const api = newest.basePath
 
 /** The API key every test app accepts. */
 export const testKey = 'test-key-3f9a1c'
@@ -25,6 +35,19 @@ export async function build(t: Test, options: Partial<AppOptions> = {}): Promise
   })
   t.teardown(() => app.close())
   return app
+}
+
+/** The API_KEYS entry of the test key that may add categories too (`categories:write`, given to
+ * no key by default): for a server a test reaches over HTTP alone, where aCategory cannot reach
+ * the store (`POST ${api}/categories`). */
+export const curatingTestKey = `${testKey}:${[...newest.roles.defaults, 'categories:write'].join('+')}`
+
+/** The id of a category named `name` in the app's store, added there unless it is there already.
+ * Version 2 on, createPet takes only a category that exists, and no test key may add one through
+ * the API (`categories:write` is given to no key by default). */
+export async function aCategory(app: FastifyInstance, name = 'Bird'): Promise<number> {
+  const made = await app.storage.categories.create(name)
+  return 'created' in made ? made.created.id : made.taken.id
 }
 
 /** The app's log lines, parsed: pass `logger` to build() and read `lines`. */
@@ -49,9 +72,9 @@ export interface CallResult {
 
 /**
  * Sends a request through app.inject and checks the response against the contract the app
- * serves at its path (`app.contracts`: openapi.yaml under /v1, openapi-v2.yaml under /v2, or the
- * edited copy a test gave it) before handing it
- * back: every response in the tests keeps the contract, or the test fails.
+ * serves at its path (`app.contracts`: each served document under its base path, or the edited
+ * copy a test gave it) before handing it back: every response in the tests keeps the contract of
+ * the version it was made through, or the test fails.
  */
 export async function call(t: Test, app: FastifyInstance, { key = testKey, ...options }: CallOptions): Promise<CallResult> {
   const headers = { ...(key !== null && { authorization: `Bearer ${key}` }), ...options.headers }

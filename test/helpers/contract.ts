@@ -11,7 +11,7 @@ import type { ValidateFunction } from 'ajv'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import formats from 'ajv-formats'
 import type { OpenAPIV3 } from 'openapi-types'
-import { loadContract } from '../../src/contract/load.js'
+import { loadContracts } from '../../src/contract/load.js'
 import type { Contract, Operation } from '../../src/contract/model.js'
 import { deref } from '../../src/contract/pointer.js'
 import { openapiKeywords } from '../../src/http/compilers.js'
@@ -19,9 +19,10 @@ import { openapiKeywords } from '../../src/http/compilers.js'
 /** What the checker reads of a served contract (an app's `app.contract`). */
 export type ServedContract = Pick<Contract, 'document' | 'basePath' | 'operations'>
 
-let openapiYaml: ServedContract | undefined
-/** openapi.yaml: what a server serves unless it is given another contract. */
-const servedByDefault = () => (openapiYaml ??= loadContract())
+let everyServed: readonly ServedContract[] | undefined
+/** Every document a server serves unless it is given others (openapi.yaml, openapi-v2.yaml…),
+ * oldest first. */
+const servedByDefault = () => (everyServed ??= loadContracts())
 
 /** Headers any HTTP response may carry without the spec naming them. */
 const transportHeaders = new Set(['content-type', 'content-length', 'date', 'connection', 'keep-alive', 'transfer-encoding'])
@@ -97,20 +98,25 @@ function compile({ document, basePath, operations }: ServedContract): Checker {
   }
 }
 
-/** Compiles every schema of the contract `served` (strict mode throws at the first it refuses),
- * not only those the tests' answers need; says where they are. */
-export function compileEverySchema(served: ServedContract = servedByDefault()): string[] {
-  const checker = checkerOf(served)
-  for (const schemaPointer of checker.schemaPointers) checker.validator(schemaPointer)
-  return checker.schemaPointers
+/** Compiles every schema of the contracts `served` (every served one unless told; strict mode
+ * throws at the first it refuses), not only those the tests' answers need; says where they are. */
+export function compileEverySchema(served: ServedContract | readonly ServedContract[] = servedByDefault()): string[] {
+  return listOf(served).flatMap((contract) => {
+    const checker = checkerOf(contract)
+    for (const schemaPointer of checker.schemaPointers) checker.validator(schemaPointer)
+    return checker.schemaPointers
+  })
 }
 
-/** What is wrong with a response, in words, against the contract `served` (openapi.yaml unless
- * told; of several served side by side, the one under whose base path the request was); empty
- * when it keeps it. */
+const listOf = (served: ServedContract | readonly ServedContract[]): readonly ServedContract[] => (Array.isArray(served) ? served : [served as ServedContract])
+
+/** What is wrong with a response, in words, against the contract it was made through: of those
+ * `served` (every served one unless told), the one under whose base path the request was, or
+ * the newest (a path under none); empty when it keeps it. */
 export function contractViolations(response: ObservedResponse, served: ServedContract | readonly ServedContract[] = servedByDefault()): string[] {
   const path = response.url.split('?')[0]!
-  const checker = checkerOf(Array.isArray(served) ? (served.find(({ basePath }) => path.startsWith(`${basePath}/`)) ?? served.at(-1)!) : (served as ServedContract))
+  const contracts = listOf(served)
+  const checker = checkerOf(contracts.find(({ basePath }) => path.startsWith(`${basePath}/`)) ?? contracts.at(-1)!)
   const { document } = checker
   const operation = checker.operationFor(response.method, response.url)
   if (operation === undefined) {
@@ -184,9 +190,22 @@ function bodyViolations(checker: Checker, response: ObservedResponse, schemaPoin
 }
 
 /** What is wrong with a webhook delivery, in words, against the `webhooks` entry of its event's
- * `type` in the contract `served` (openapi.yaml unless told): its media type, its body, and each
- * header the entry declares as a parameter. Empty when it is exactly what the entry declares. */
-export function deliveryViolations(delivery: ObservedDelivery, served: ServedContract = servedByDefault()): string[] {
+ * `type` in the contract it was made for: its media type, its body, and each header the entry
+ * declares as a parameter. Empty when it is exactly what the entry declares. A delivery does not
+ * say the version of its subscription: given several contracts (every served one unless told),
+ * it keeps the contract when it keeps one of them, and is told what breaks the one it is nearest
+ * (the fewest problems; the newest of equals). */
+export function deliveryViolations(delivery: ObservedDelivery, served: ServedContract | readonly ServedContract[] = servedByDefault()): string[] {
+  let nearest: string[] | undefined
+  for (const contract of [...listOf(served)].reverse()) {
+    const problems = violationsOfDelivery(delivery, contract)
+    if (problems.length === 0) return problems
+    if (nearest === undefined || problems.length < nearest.length) nearest = problems
+  }
+  return nearest!
+}
+
+function violationsOfDelivery(delivery: ObservedDelivery, served: ServedContract): string[] {
   const checker = checkerOf(served)
   const { document } = checker
   let event: { type?: unknown }

@@ -36,9 +36,9 @@ export interface Receiver {
 
 export interface ReceiverOptions {
   path?: string
-  /** the contract of the server that delivers (openapi.yaml unless told), or null when what
-   * arrives is no delivery (tests of the transport post bare bodies) */
-  contract?: ServedContract | null
+  /** the contract of the subscriptions' version (any served one unless told: deliveryViolations),
+   * or null when what arrives is no delivery (tests of the transport post bare bodies) */
+  contract?: ServedContract | readonly ServedContract[] | null
 }
 
 export async function startReceiver(t: Test, answer: Answer = () => 204, { path = '/hooks/petstore?token=abc', contract }: ReceiverOptions = {}): Promise<Receiver> {

@@ -1,16 +1,28 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { stringify } from 'yaml'
 import { loadContract } from '../../src/contract/load.js'
+import { specPath } from '../../src/core/paths.js'
 import { type Contract } from '../../src/contract/model.js'
+import { deref } from '../../src/contract/pointer.js'
 
-/** openapi.yaml after `edit`, written to a file and loaded from it, as the server would load it. */
-export function editedContract(edit: (document: OpenAPIV3.Document) => void): Contract {
-  const document = structuredClone(loadContract().document)
+/** The document of `spec` (openapi.yaml unless told: lifecycle.test.ts edits version 1's getPet)
+ * after `edit`, written to a file and loaded from it, as the server would load it. A test of
+ * what every version shares edits the newest's (newestSpecPath). */
+export function editedContract(edit: (document: OpenAPIV3.Document) => void, spec: string = specPath): Contract {
+  const document = structuredClone(loadContract(spec).document)
   edit(document)
-  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), 'openapi.yaml')
+  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), basename(spec))
   writeFileSync(path, stringify(document))
   return loadContract(path)
+}
+
+/** The request body examples of an operation, in the document's order, by name (its
+ * `examples`; its one `example` is named `example`). */
+export function requestExamples({ document, operations }: Contract, operationId: string): { name: string; value: unknown }[] {
+  const media = deref<OpenAPIV3.RequestBodyObject>(document, operations.get(operationId)!.definition.requestBody!).content['application/json']!
+  if (media.examples === undefined) return [{ name: 'example', value: media.example }]
+  return Object.entries(media.examples).map(([name, example]) => ({ name, value: deref<OpenAPIV3.ExampleObject>(document, example).value }))
 }

@@ -4,13 +4,16 @@
  */
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
-import { call } from './app.js'
+import { call, newest } from './app.js'
 import { sleep } from './concurrency.js'
 
+/** A subscription of `url` to pet.created, made through version 1: the tests that use it make
+ * their pets through version 1 and compare them with the events (webhook-delivery.test.ts). */
 export const subscribed = async (t: Test, server: FastifyInstance, url: string) =>
   (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
 
-export const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json
+/** A subscription's deliveries, whichever version made it (one store; the list is the same in every version). */
+export const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: newest.urlOf('listWebhookDeliveries', { webhookId: id }) })).json
 
 /** The value of a metric series in the app's exposition. */
 export async function metric(server: FastifyInstance, series: string): Promise<number> {
