@@ -5,8 +5,10 @@
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { basename, dirname, join } from 'node:path'
 import type { Test } from 'tap'
+import { specPathsIn } from '../../src/contract/load.js'
+import { majorOfSpecFile } from '../../src/contract/version.js'
 import { projectRoot } from '../../src/core/paths.js'
 import { binOf, type Step, step } from './sdk.js'
 
@@ -21,6 +23,8 @@ export interface ProjectCopy {
   generate(): Promise<Step>
   typecheck(): Promise<Step>
   checkBreaking(): Promise<Step>
+  /** `npm run lint:owasp` on the generated documents, failing on a warning too */
+  lint(): Promise<Step>
   /** a TypeScript program run in the copy (under tsx), given as its text */
   run(program: string): Promise<Step>
   /** test files of the copy, run by tap without coverage */
@@ -59,12 +63,13 @@ export function projectCopy(t: Test): ProjectCopy {
     generate: () => tsx(['scripts/generate.ts']),
     typecheck: () => step(dir, [binOf('typescript'), '--noEmit', '-p', '.']),
     checkBreaking: () => tsx(['scripts/check-breaking.ts']),
+    lint: () => step(dir, [binOf('@stoplight/spectral-cli'), 'lint', ...specPathsIn(dir).map((spec) => `generated/v${majorOfSpecFile(basename(spec))}/openapi.yaml`), '--ruleset', '.spectral.yaml', '--fail-severity', 'warn']),
     run(program) {
       const file = `walk-${Math.random().toString(36).slice(2)}.ts`
       write(file, program)
       return tsx([file])
     },
-    test: (files) => step(dir, [binOf('tap'), '--disable-coverage', '--reporter=terse', ...files]),
+    test: (files) => step(dir, [binOf('tap'), '--disable-coverage', '--reporter=tap', ...files]),
   }
 }
 

@@ -124,7 +124,8 @@ export interface Step {
 
 /** Runs a plain node process (no test loader: these are the client team's tools), bounded. */
 export async function step(cwd: string, args: string[], env: Record<string, string> = {}): Promise<Step> {
-  const { NODE_OPTIONS: _, ...inherited } = process.env
+  // (nor tap's own settings: a tap run in it is a run of its own, not filtered as this one)
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_OPTIONS' && !name.startsWith('TAP')))
   const started = Date.now()
   const child = spawn(process.execPath, args, { cwd, env: { ...inherited, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
