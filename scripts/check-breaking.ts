@@ -1,6 +1,8 @@
 /**
- * npm run check:breaking: each served document (openapi.yaml, openapi-v2.yaml) against the
- * released contracts of its major version in contract/released/ (1.x, 2.x).
+ * npm run check:breaking: each served document (openapi.yaml, openapi-v2.yaml...), as served
+ * (bundled with the shared parts), against the released contracts of its major version in
+ * contract/released/ (1.x, 2.x); then each served major against the one before it, every
+ * breaking difference held to the version changes that must cover it (src/versions/coverage.ts).
  *
  * The rule (docs/compatibility.md): a change that can break a client of a released version
  * (redocly diff rates it `major`: a removed operation or response field, a parameter made
@@ -14,7 +16,7 @@
  * Stability levels (x-stability) temper the rule, each operation by the level it was released
  * at (stability-gate.ts): an experimental operation may change in any way, a beta or stable one
  * may go once a release deprecated it with a sunset that has passed, after the notice period
- * of openapi.yaml's x-service.lifecycle.noticeDays. A change to a component is judged by its
+ * of x-service.lifecycle.noticeDays (contract/shared/common.yaml). A change to a component is judged by its
  * users: it passes only if each of them lets it. Demoting an operation, or moving its sunset
  * earlier, breaks. A deprecation changes the Link of its operation's answers (its lifecycle links
  * join the next page's): that change passes with it. Every problem the contract model finds in

@@ -106,7 +106,7 @@ export async function release({ version, spec, released = releasedDir, changelog
 }
 
 /** generated/ beside `spec`, made anew from it and the documents served beside it (those of
- * core/paths.ts's specPaths of other names): it carries info.version, and CI refuses it stale.
+ * contract/load.ts's specPaths of other names): it carries info.version, and CI refuses it stale.
  * Says so, or, when it cannot be made, what to run. */
 async function regenerated(spec: string): Promise<string> {
   const dir = join(dirname(spec), 'generated')
