@@ -50,10 +50,10 @@ function versionOf(major: number, document: OpenAPIV3.Document, edit: (document:
   return contractOf(copy, { file: `openapi-v${major}.yaml` })
 }
 
-t.test('category-object: a Pet of version 2 is made version 1\'s, whatever else it carries; in force for version 1 only', async (t) => {
+t.test('category-object: a Pet of version 2 is made version 1\'s; in force for version 1 only', async (t) => {
   t.strictSame(petDown(tom), v1Tom)
-  t.strictSame(petDown({ id: 3, name: 'Kit', category: { id: 9 } }), { id: 3, name: 'Kit', categoryId: 9 }, 'a category never created, and no status')
-  t.strictSame(petDown({ ...tom, tag: 'calm' } as never), { ...v1Tom, tag: 'calm' }, 'a property the change does not name is carried as it is')
+  t.strictSame(JSON.parse(JSON.stringify(petDown({ id: 3, name: 'Kit', category: { id: 9 } }))), { id: 3, name: 'Kit', categoryId: 9 }, 'a category never created, and no status (none sent)')
+  t.strictSame(petDown({ ...tom, tag: 'calm' } as never), v1Tom, 'what version 1\'s Pet has, and nothing else (a property it gains fails the typecheck there until written)')
   t.strictSame([categoryObject.inForce({ apiVersion: 1 }), categoryObject.inForce({ apiVersion: 2 })], [true, false])
   t.match(categoryObject.sideEffects, { createPet: /takes a category that does not exist/ })
 })

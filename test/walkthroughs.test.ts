@@ -44,6 +44,13 @@ t.test('a new field: the shared schemas and version 1\'s Pet, the column map, a 
   t.not(unmapped.code, 0)
   t.match(unmapped.output, /src\/pets\/repository\.ts\(\d+,\d+\): error TS2345: .*\n {2}Property 'tag' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\./, 'the column map names the field')
   copy.insert('src/pets/repository.ts', block('field-column'), { after: "    status: 'status',\n" })
+  const unshown = await copy.typecheck()
+  t.match(unshown.output, /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/, 'petOf names it')
+  t.match(unshown.output, /src\/versions\/changes\/category-object\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/, "and version 1's Pet change")
+  t.match(block('field-shown'), /status, tag \}/, 'the page shows the field written with the others')
+  copy.write('src/pets/handlers.ts', copy.read('src/pets/handlers.ts').replace('categoryName, status }: Pet)', 'categoryName, status, tag }: Pet)').replace('name: categoryName }, status }', 'name: categoryName }, status, tag }'))
+  const change = 'src/versions/changes/category-object.ts'
+  copy.write(change, copy.read(change).replace('({ id, name, category, status })', '({ id, name, category, status, tag })').replace('categoryId: category.id, status })', 'categoryId: category.id, status, tag })'))
   copy.insert('src/storage/migrations.ts', block('field-migration'), { after: "        await db.schema.dropTable('lifecycle_usage').execute()\n      },\n    },\n" })
   const kit = 'test/fixtures/sdk/v2/client-kit-v2.ts'
   copy.write(kit, copy.read(kit).replace('  status?: PetStatus\n}\nexport interface NewPet {', '  status?: PetStatus\n  tag?: string\n}\nexport interface NewPet {').replace('  categoryId: number\n  status?: PetStatus\n}', '  categoryId: number\n  status?: PetStatus\n  tag?: string\n}'))

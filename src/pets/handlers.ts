@@ -1,6 +1,7 @@
 import type { components, operations } from '../../generated/newest.js'
 import type { CategoryRepository } from '../categories/repository.js'
 import { ApiError } from '../core/errors.js'
+import type { Every } from '../core/every.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
@@ -16,10 +17,10 @@ const idFilter = 'id' satisfies keyof NonNullable<operations['listPets']['parame
 /** A pet as the API shows it (its category as `{id, name}`, the name when the category exists). */
 export type ApiPet = components['schemas']['Pet']
 
-/** The API's pet, of the stored one: its category as `{id, name}`, every other property as stored
- * (one the spec adds, and the repository maps to its column, is shown with nothing written here). */
-export function petOf({ categoryId, categoryName, ...pet }: Pet): ApiPet {
-  return { ...pet, category: categoryName === undefined ? { id: categoryId } : { id: categoryId, name: categoryName } }
+/** The API's pet, of the stored one: its category as `{id, name}`. Every property of the API's
+ * Pet is written here: one the spec adds fails the typecheck until it is shown. */
+export function petOf({ id, name, categoryId, categoryName, status }: Pet): Every<ApiPet> {
+  return { id, name, category: categoryName === undefined ? { id: categoryId } : { id: categoryId, name: categoryName }, status }
 }
 
 export interface PetHandlerOptions {
