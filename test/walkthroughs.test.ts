@@ -134,6 +134,10 @@ t.test('a breaking change: the newest copied as the next major serves with no co
   t.not(unmapped.code, 0)
   t.match(unmapped.output, /src\/pets\/repository\.ts\(\d+,\d+\): error TS2353: Object literal may only specify known properties, and 'name' does not exist in type 'Columns<Omit<Pet, "categoryName">>'/, 'the column map names the field')
   copy.write('src/pets/repository.ts', copy.read('src/pets/repository.ts').replace("    name: 'name',\n", "    title: 'name',\n"))
+  const unshown = await copy.typecheck()
+  t.match(unshown.output, /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2339: Property 'name' does not exist on type 'Pet'/, 'then petOf')
+  t.match(block('title-shown'), /\{ id, title, categoryId, categoryName, status \}: Pet\): Every<ApiPet> => \(\{ id, title, category, status \}\)/, 'the page shows the title written')
+  copy.write('src/pets/handlers.ts', copy.read('src/pets/handlers.ts').replace('petOf({ id, name, categoryId,', 'petOf({ id, title, categoryId,').replace('return { id, name, category:', 'return { id, title, category:'))
   // what the typecheck names then is the tests written against the newest version's shapes
   const followed = await copy.typecheck()
   const errors = followed.output.split('\n').filter((line) => / error TS/.test(line))
