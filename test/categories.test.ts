@@ -139,9 +139,10 @@ async function connection(t: Test, url: string): Promise<pg.Client> {
   return client
 }
 
-/** Resolves once a statement of another connection waits for a lock (the one `holder` holds). */
+/** Resolves once a statement of another connection waits for a lock (the one `holder` holds):
+ * within 30 s, which leaves room for a busy machine. */
 async function someoneWaits(holder: pg.Client) {
-  for (let i = 0; i < 500; i++) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
     const { rows } = await holder.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
     if (rows[0].n > 0) return
     await sleep(10)
