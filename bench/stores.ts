@@ -184,10 +184,12 @@ async function seed(url: string, pets: number) {
     const db = new SQLite(url.slice('sqlite:'.length))
     db.pragma('journal_mode = WAL')
     db.transaction(() => {
+      // (the ids the other pets name are kept without a name, as createPet keeps them)
       db.prepare(
-        `with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
-         insert into categories (name, name_key, created_at) select 'Category ' || i, 'category ' || i, 0 from n`,
-      ).run(createdCategories)
+        `with recursive n(i) as (select 1 union all select i + 1 from n where i < 50)
+         insert into categories (id, name, name_fold, created_at)
+         select i, case when i <= @created then 'Category ' || i end, case when i <= @created then 'category ' || i end, 0 from n`,
+      ).run({ created: createdCategories })
       db.prepare(
         `with recursive n(i) as (select 0 union all select i + 1 from n where i + 1 < ?)
          insert into pets (name, category_id, status)
@@ -199,7 +201,11 @@ async function seed(url: string, pets: number) {
   } else {
     const client = new pg.Client({ connectionString: url })
     await client.connect()
-    await client.query(`insert into categories (name, name_key, created_at) select 'Category ' || i, 'category ' || i, 0 from generate_series(1, $1::int) i`, [createdCategories])
+    await client.query(
+      `insert into categories (id, name, name_fold, created_at)
+       select i, case when i <= $1 then 'Category ' || i end, case when i <= $1 then 'category ' || i end, 0 from generate_series(1, 50) i`,
+      [createdCategories],
+    )
     await client.query(
       `insert into pets (name, category_id, status)
        select 'Pet ' || i, 1 + i % 50, (array['available','pending','sold'])[1 + i % 3] from generate_series(0, $1::int - 1) i`,

@@ -2,8 +2,8 @@
 module.exports = {
  "sources": {
   "openapi.yaml": "179fe86697f5db7a1bf4a616c840485b7fe3018d2959ca698afcb4e135d4db0b",
-  "contract/shared/common.yaml": "f2e16a12510fa78ce68214bdb4707ae4fbf7b18ae5419fe3db834299a0b6cc01",
-  "contract/shared/pets.yaml": "1a46ab9e7bfddeacdc506879a4f1335ecf9db1e3befd8bc04a056a884c10c197",
+  "contract/shared/common.yaml": "ffe1d4c975a74fce7e12e8d8a3086e183f517c4c96bfc53b48f762fc4255fcc4",
+  "contract/shared/pets.yaml": "0161a8514478bccd687e550e8bf48aff525f56125b9b832832fbcbeab0437f21",
   "contract/shared/orders.yaml": "00fd5393cf3e8b0b05e4eab21befac3df8f6086fc7c710500ae53ae163bc6d72",
   "contract/shared/webhooks.yaml": "ff087c5e8e2890acbe4e8049ad7251fef820d31a9c9ed0c7c2cc30ec3bbae731"
  },

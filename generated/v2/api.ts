@@ -45,9 +45,16 @@ export interface paths {
         /**
          * Add a category
          * @description Adds a category and returns it with its assigned `id`. Its name is unique: a
-         *     name another category has is a `409` (code `category_name_taken`), however it is
-         *     written in upper or lower case. Adding categories is for the keys that curate the
-         *     catalogue (`categories:write`, not given by default).
+         *     name that looks the same as another category's is a `409` (code
+         *     `category_name_taken`), however either is written (case, accents composed or not,
+         *     full-width or compatibility forms, characters that draw nothing: see
+         *     `CategoryName`). A name with a control or format character (zero-width, bidi
+         *     control, byte order mark, soft hyphen...), or with white space at either end, is a
+         *     `400`. The `id` given is never one that a pet already names: version 1 takes any
+         *     `categoryId` for a pet, and the id of a category that did not exist then stays
+         *     without a category, so that no category is given pets it never had. Adding
+         *     categories is for the keys that curate the catalogue (`categories:write`, not
+         *     given by default).
          */
         post: operations["createCategory"];
         delete?: never;
@@ -444,7 +451,7 @@ export interface components {
         /** @description A category as stored. */
         Category: {
             id: components["schemas"]["CategoryId"];
-            name: components["schemas"]["CategoryName"];
+            name: components["schemas"]["StoredCategoryName"];
         };
         /** @description A list of categories, at most `limit` (100) of them. */
         Categories: components["schemas"]["Category"][];
@@ -462,11 +469,44 @@ export interface components {
          */
         CategoryId: number;
         /**
-         * @description A category's name: the rules of a pet's name (`PetName`), and unique among the
-         *     categories whatever its case.
+         * @description A category's name: 1 to 100 characters on one line, which starts with a visible
+         *     character and neither starts nor ends with white space. Unique among the
+         *     categories: a name is taken when another category's name looks the same,
+         *     whichever way either is written.
+         *
+         *     Refused anywhere in a name (`400`, code `invalid_request`): control characters
+         *     (Unicode category Cc), format characters (category Cf: zero-width space U+200B,
+         *     joiners U+200C and U+200D, bidi controls such as U+202E, the byte order mark
+         *     U+FEFF, soft hyphen U+00AD, word joiner U+2060, tags...), line and paragraph
+         *     separators (U+2028, U+2029), lone surrogates, and the Hangul fillers (U+115F,
+         *     U+1160, U+3164, U+FFA0), letters that draw nothing. Refused at either end: white
+         *     space (`"Bird "` is refused, never trimmed: a name is stored as sent). Refused as
+         *     the first character: one that draws nothing by itself (a variation selector).
+         *
+         *     When two names are one (`409`, code `category_name_taken`): they are compared
+         *     after dropping the characters that draw nothing (Unicode's default-ignorable code
+         *     points, such as variation selectors), making compatibility forms one with what
+         *     they stand for and composed accents one with decomposed ones (Unicode
+         *     normalization NFKC), folding case fully (Unicode case folding: `Straße` and
+         *     `STRASSE`, `Café` and `ＣＡＦÉ` are one name; Turkic dotless `ı` is not `i`),
+         *     and making each run of white space one space. So `Café`, `Cafe` followed by
+         *     U+0301, `ＣＡＦÉ` and `CAFÉ` are one name; Latin `a` and Cyrillic `а` are
+         *     letters of two scripts, and two names.
+         *
+         *     The pattern is an ECMAScript regular expression with the `u` flag, as JSON
+         *     Schema 2020-12 reads it; the comparison is the server's.
          * @example Bird
          */
         CategoryName: string;
+        /**
+         * @description A category's name as stored: a `CategoryName`, except that a category added by an
+         *     earlier version of the service, which held names to a looser rule, may keep a
+         *     name that `CategoryName` now refuses (a format character, white space at an end);
+         *     it still has 1 to 100 characters, at least one of them visible, and no control
+         *     characters.
+         * @example Bird
+         */
+        StoredCategoryName: string;
         /** @description The body of every 4xx and 5xx response. */
         Error: {
             /**
@@ -637,11 +677,12 @@ export interface components {
         };
         /**
          * @description The category of a pet: its `id`, and its `name` when a category with that id
-         *     exists (a pet made through version 1 may name one that was never created).
+         *     exists (a pet made through version 1 may name one that was never created; such
+         *     an id is never given to a category added later, so it stays without a name).
          */
         PetCategory: {
             id: components["schemas"]["CategoryId"];
-            name?: components["schemas"]["CategoryName"];
+            name?: components["schemas"]["StoredCategoryName"];
         };
         /** @description A list of pets, at most `limit` (100) of them. */
         Pets: components["schemas"]["Pet"][];
@@ -840,8 +881,9 @@ export interface components {
             };
         };
         /**
-         * @description Another category has this name, written in the same or another case (code
-         *     `category_name_taken`).
+         * @description Another category has a name that looks the same, written in the same or another
+         *     way (case, accents, compatibility forms, characters that draw nothing; see
+         *     `CategoryName`) (code `category_name_taken`).
          */
         CategoryNameTaken: {
             headers: {

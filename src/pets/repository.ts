@@ -1,4 +1,5 @@
 import type { components } from '../../generated/newest.js'
+import { keepCategoryId } from '../categories/repository.js'
 import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import type { Outbox } from '../events/outbox.js'
 import { mapping } from '../storage/columns.js'
@@ -92,10 +93,10 @@ function listing(query: PetQuery) {
 const insertOne = petColumns.insert()
 
 export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRepository {
-  const insert = async (executor: Statements, pet: NewPet): Promise<Pet> => (await executor.one(insertOne, petColumns.values(pet)))!
-  // (with its event, in the same transaction)
+  // (with its event, and the category id it names kept, in the same transaction)
   const insertIn = async (tx: Statements, pet: NewPet): Promise<Pet> => {
-    const created = await insert(tx, pet)
+    await tx.run(keepCategoryId('$1', '$2'), [pet.categoryId, Date.now()])
+    const created = (await tx.one(insertOne, petColumns.values(pet)))!
     await outbox.record(tx, [{ type: 'pet.created', data: created }])
     return created
   }
@@ -115,9 +116,14 @@ export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRe
   // subscription takes pet.created, a create is one statement that says so as it inserts;
   // else a transaction that records the event.
   if (dialect === 'postgres') {
-    const insertUntaken = petColumns.insert([], outbox.noneTakes('pet.created'))
+    const untaken = petColumns.insert([], outbox.noneTakes('pet.created'))
+    // (the category id kept by the same statement: of the pet's values, in the map's order, the
+    // category id's; the time follows them)
+    const written = Object.keys(petColumns.byProperty).filter((property) => property !== 'id')
+    const keep = keepCategoryId(`$${written.indexOf('categoryId') + 1}`, `$${written.length + 1}`)
+    const insertUntaken = select(`with kept as (${keep}) ${untaken.text}`, untaken.row)
     const create = async (pet: NewPet): Promise<Pet> =>
-      (await sql.one(insertUntaken, petColumns.values(pet))) ?? sql.transaction((tx) => insertIn(tx, pet))
+      (await sql.one(insertUntaken, [...petColumns.values(pet), Date.now()])) ?? sql.transaction((tx) => insertIn(tx, pet))
     return { ...reads, create }
   }
   // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.

@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import { OperatorError } from '../core/errors.js'
+import { nameKey } from '../core/names.js'
 import type { Database, Dialect } from './database.js'
 import { keysChannel } from './key-changes.js'
 
@@ -232,6 +233,56 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await sql`insert into lifecycle_calls (principal, version, operation, calls, first_call_at, last_call_at)
           select principal, 1, operation, calls, first_call_at, last_call_at from lifecycle_usage`.execute(db)
         await db.schema.dropTable('lifecycle_usage').execute()
+      },
+    },
+    '0012_category_names_and_ids': {
+      async up(db) {
+        // One name per look-alike: a category's name is unique by name_fold (core/names.ts:
+        // NFKC, full case folding, no characters that draw nothing), no longer by lower case.
+        // Names stored before that now fold to one are not merged: the migration stops, naming
+        // them, and the operator renames all but one of each.
+        const stored = (await sql<{ id: number | string; name: string }>`select id, name from categories order by id`.execute(db)).rows
+        const byFold = new Map<string, typeof stored>()
+        for (const category of stored) {
+          const fold = nameKey(category.name)
+          byFold.set(fold, [...(byFold.get(fold) ?? []), category])
+        }
+        const alike = [...byFold.values()].filter((group) => group.length > 1)
+        if (alike.length > 0) {
+          const named = alike.map((group) => group.map(({ id, name }) => `${id} ${JSON.stringify(name)}`).join(' and ')).join('; ')
+          throw new Error(
+            `categories whose names are now one name (Unicode NFKC and case folding, invisible characters ignored): ${named}. ` +
+              'Rename all but one of each in the database (categories.name, and name_key as its lower case), then migrate again',
+          )
+        }
+        // A category id that a pet names is never given to a new category: version 1 takes any
+        // category id for a pet, and such an id stays without a category (a row with no name,
+        // which the API does not list), so that no category is given pets it never had. Ids are
+        // chosen by the insert that adds a category (categories/repository.ts), not by a sequence,
+        // and a row of either kind holds its id under the primary key: whichever commits first.
+        if (dialect === 'postgres') {
+          await sql`alter table categories alter column id drop identity`.execute(db)
+          await sql`alter table categories alter column name drop not null`.execute(db)
+          await db.schema.alterTable('categories').dropColumn('name_key').execute()
+          await db.schema.alterTable('categories').addColumn('name_fold', 'text').execute()
+        } else {
+          // (SQLite alters no column's constraints: the table is made anew, ids kept)
+          await db.schema
+            .createTable('categories_new')
+            .addColumn('id', 'integer', (c) => c.primaryKey())
+            .addColumn('name', 'text')
+            .addColumn('name_fold', 'text')
+            .addColumn('created_at', 'bigint', (c) => c.notNull())
+            .execute()
+          await sql`insert into categories_new (id, name, created_at) select id, name, created_at from categories`.execute(db)
+          await db.schema.dropTable('categories').execute()
+          await db.schema.alterTable('categories_new').renameTo('categories').execute()
+        }
+        for (const [fold, [category]] of byFold) await sql`update categories set name_fold = ${fold} where id = ${category!.id}`.execute(db)
+        await db.schema.createIndex('categories_name_fold').unique().on('categories').column('name_fold').execute()
+        // the ids that pets name and no category has: kept from now on
+        await sql`insert into categories (id, created_at)
+          select distinct category_id, ${sql.lit(Date.now())} from pets where not exists (select 1 from categories where categories.id = pets.category_id)`.execute(db)
       },
     },
   }
