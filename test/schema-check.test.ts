@@ -37,8 +37,8 @@ t.test('a contract with a field the storage does not keep is refused, naming the
   t.equal(
     (refused as Error).message,
     [
+      // (version 1's Pet is made of the newest's by a version change: its fields come from there)
       `openapi.yaml: NewPet.${field} has no column: map it in petColumns (src/pets/repository.ts)`,
-      `openapi.yaml: Pet.${field} has no column: map it in petColumns (src/pets/repository.ts)`,
       `openapi.yaml: Order.${field} has no column: map it in orderColumns (src/orders/repository.ts)`,
       `openapi.yaml: NewWebhook.${field} has no column: map it in webhookColumns (src/webhooks/repository.ts)`,
     ].join('\n'),
