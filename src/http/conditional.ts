@@ -60,9 +60,9 @@ export function ifMatchOf(request: FastifyRequest, reply: FastifyReply): ((curre
 }
 
 /**
- * The hook that tags an operation's 200 (its ETag, `Cache-Control: private, no-cache`) and,
- * where it takes If-None-Match, answers 304 without the body when the tag matches; undefined for
- * an operation whose 200 carries no tag. A tag already set (by a cheaper way, before the body
+ * The hook that tags an operation's 200 (its ETag) and, where it takes If-None-Match (a read),
+ * says `Cache-Control: private, no-cache` and answers 304 without the body when the tag matches;
+ * undefined for an operation whose 200 carries no tag. A tag already set (by a cheaper way, before the body
  * was made) is kept.
  */
 export function tagging({ conditional }: Operation, major: number): onSendHookHandler | undefined {
@@ -71,8 +71,11 @@ export function tagging({ conditional }: Operation, major: number): onSendHookHa
   return (request, reply, payload, done) => {
     if (reply.statusCode !== 200) return done(null, payload)
     const tag = (reply.getHeader('etag') as string | undefined) ?? entityTag(major, payload as string)
-    reply.headers({ ETag: tag, 'Cache-Control': revalidate })
-    const field = ifNoneMatch ? request.headers['if-none-match'] : undefined
+    reply.header('ETag', tag)
+    // (a read's answer may be kept, and revalidated; a change's, whose tag is for If-Match, is not kept)
+    if (!ifNoneMatch) return done(null, payload)
+    reply.header('Cache-Control', revalidate)
+    const field = request.headers['if-none-match']
     if (field === undefined || !noneMatchHolds(field, tag)) return done(null, payload)
     // (RFC 9110 section 15.4.5: the 200's validator and caching fields, no body nor its type;
     // HEAD's, which sends no body anyway, its Content-Length as the 200's, which section 8.6 allows)
