@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 
 /** The main scenarios, in the order of the table; --scenarios names them by their first word. */
-export const petScenarioNames = ['getPet', 'listPets limit=20, status', 'listPets@v2 limit=20, status', 'createPet']
+export const petScenarioNames = ['getPet', 'listPets limit=20, status', 'listPets@v2 limit=20, status', 'listPets 304 limit=20, status', 'createPet']
 const orderWriteNames = ['placeOrder, Idempotency-Key', 'updateOrder']
 export const orderScenarioNames = ['getOrder', 'listOrders limit=20, status', ...orderWriteNames]
 export const scenarioNames = [...petScenarioNames, ...orderScenarioNames]

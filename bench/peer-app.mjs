@@ -113,6 +113,16 @@ export async function startPeer(store) {
     reply.headers(protective)
     done()
   })
+  // a read's 200 tagged (a SHA-1 of its body, as the service's), and 304 to a matching If-None-Match
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.method !== 'GET' || reply.statusCode !== 200) return done(null, payload)
+    const tag = `"v${request.url[2]}-${createHash('sha1').update(payload).digest('base64url')}"`
+    reply.headers({ ETag: tag, 'Cache-Control': 'private, no-cache' })
+    const field = request.headers['if-none-match']
+    if (field === undefined || !(field.trim() === '*' || field.split(',').some((listed) => listed.trim().replace(/^W\//, '') === tag))) return done(null, payload)
+    reply.code(304).removeHeader('content-type')
+    done(null, null)
+  })
   // the auth hook of every route: one key, compared
   const authenticate = (request, reply, done) => {
     if (request.headers.authorization === expected) return done()

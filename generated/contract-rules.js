@@ -290,7 +290,8 @@ function readOperations(document, catalogue, service, problems) {
         roles: requirementOf(document, definition, catalogue, at, where, problems),
         parameters,
         integerParameters: integersOf(document, parameters),
-        takesBody: checkJsonOnly(document, definition, at, where, problems)
+        takesBody: checkJsonOnly(document, definition, at, where, problems),
+        conditional: readConditional(document, definition, parameters, at, where, problems)
       });
     }
   }
@@ -314,6 +315,20 @@ function integersOf(document, parameters) {
     if (schema?.type === "integer" && (parameter.in === "query" || parameter.in === "path")) found[parameter.in].push(parameter.name);
   }
   return found;
+}
+function readConditional(document, definition, parameters, at, where, problems) {
+  const responses = definition.responses ?? {};
+  const ok = responses["200"] && deref(document, responses["200"]);
+  const takes = (name) => parameters.some((parameter) => parameter.in === "header" && parameter.name.toLowerCase() === name);
+  const tagged = ok?.headers?.ETag !== void 0;
+  const conditional = { tagged, ifNoneMatch: tagged && takes("if-none-match"), ifMatch: takes("if-match") };
+  if (conditional.ifNoneMatch && responses["304"] === void 0) {
+    problems.add("shape", [...at, "responses"], where, "takes If-None-Match and tags its 200, so it documents its 304: add '304': $ref '#/components/responses/NotModified'");
+  }
+  if (conditional.ifMatch && responses["412"] === void 0) {
+    problems.add("shape", [...at, "responses"], where, "takes If-Match, so it documents its 412: add '412': $ref '#/components/responses/PreconditionFailed'");
+  }
+  return conditional;
 }
 function checkJsonOnly(document, definition, at, where, problems) {
   const body = definition.requestBody && deref(document, definition.requestBody);

@@ -41,7 +41,7 @@ t.test('an allowed origin: the preflight is answered 204 without a key; the answ
     t.match(response.headers, {
       'access-control-allow-origin': allowed,
       'access-control-allow-methods': methods,
-      'access-control-allow-headers': 'Authorization, Content-Type, Idempotency-Key',
+      'access-control-allow-headers': 'Authorization, Content-Type, Idempotency-Key, If-Match, If-None-Match',
       'access-control-max-age': String(newest.service.limits.preflightMaxAgeSeconds),
       vary: 'Origin',
       'x-content-type-options': 'nosniff',
@@ -120,11 +120,11 @@ t.test('the published spec is readable by the allowed origins, and only by them'
 })
 
 t.test('the request headers a page may send: the key, the body\'s type, and the header parameters of the spec', async (t) => {
-  t.strictSame(allowedRequestHeaders(newest), ['Authorization', 'Content-Type', 'Idempotency-Key'])
+  t.strictSame(allowedRequestHeaders(newest), ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match'])
   const traced = editedContract((d) => {
     d.paths['/pets']!.parameters = [{ name: 'X-Trace-Id', in: 'header', schema: { type: 'string' } }]
   }, newestSpecPath)
-  t.strictSame(allowedRequestHeaders(traced), ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Trace-Id'], 'one more in the YAML, one more allowed')
+  t.strictSame(allowedRequestHeaders(traced), ['Authorization', 'Content-Type', 'Idempotency-Key', 'If-Match', 'If-None-Match', 'X-Trace-Id'], 'one more in the YAML, one more allowed')
 })
 
 t.test('CORS_ORIGINS=*: any origin, named as *', async (t) => {

@@ -519,7 +519,8 @@ export interface components {
              *     `webhook_limit_reached` (409, the API key holds as many webhook
              *     subscriptions as it may), `category_name_taken` (409, another category has
              *     this name; version 2 on), `gone` (410, a deprecated operation past its
-             *     sunset or in a brownout), `payload_too_large` (413),
+             *     sunset or in a brownout), `precondition_failed` (412, `If-Match` names
+             *     no tag of the object as it is now), `payload_too_large` (413),
              *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
              *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
              *     `category_not_found` (422, a pet's category does not exist; version 2 on),
@@ -911,6 +912,60 @@ export interface components {
             };
         };
         /**
+         * @description The representation is still the one whose entity tag the request sent in
+         *     `If-None-Match`: use the one you hold. No body; the headers the `200` would carry
+         *     that describe it (`ETag`, `Cache-Control`), and those every answer carries.
+         */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                "Cache-Control": components["headers"]["CacheControlRevalidate"];
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /**
+         * @description `If-Match` names no entity tag of the object as it is now (code
+         *     `precondition_failed`): someone changed it since you read it. Nothing was changed:
+         *     read it again (its new `ETag`), decide, and send the change with that tag.
+         */
+        PreconditionFailed: {
+            headers: {
+                "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
+                "Cache-Control": components["headers"]["CacheControl"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                "Access-Control-Expose-Headers": components["headers"]["AccessControlExposeHeaders"];
+                Vary: components["headers"]["Vary"];
+                "API-Stability": components["headers"]["ApiStabilityWhenMarked"];
+                Deprecation: components["headers"]["DeprecationWhenDeprecated"];
+                Sunset: components["headers"]["SunsetWhenDeprecated"];
+                Link: components["headers"]["LifecycleLinkWhenDeprecated"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "code": "precondition_failed",
+                 *       "message": "Order 1 has changed since: its ETag is not one If-Match names",
+                 *       "status": 412
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The request is invalid: a parameter or the body breaks the rules of this
          *     document (code `invalid_request`), or the body is not well-formed JSON in
          *     UTF-8 (code `malformed_json`).
@@ -1282,6 +1337,26 @@ export interface components {
          */
         After: number;
         /**
+         * @description Entity tags (`ETag`) of representations the client already holds, separated by
+         *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+         *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+         *     without a body; else the usual `200`. A value that is not a list of entity tags is
+         *     a `400`.
+         * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+         */
+        IfNoneMatch: string;
+        /**
+         * @description The entity tag (`ETag`) of the representation the client read and means to change,
+         *     or several, separated by commas, or `*` (RFC 9110, section 13.1.1): the change is made
+         *     only if the object's current tag is one of them (compared strongly: a weak tag,
+         *     `W/"x"`, never matches), checked in the same transaction as the change; else the
+         *     answer is `412` (code `precondition_failed`) and nothing is changed. `*` matches any
+         *     object that exists. Optional: without it the change is made whatever the object's
+         *     tag (never a `428`), so that clients written before it work on.
+         * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+         */
+        IfMatch: string;
+        /**
          * @description The event's `id` (Standard Webhooks): the same on every attempt and every
          *     redelivery of the event. A receiver that has handled this id before can answer `2xx`
          *     and do nothing.
@@ -1387,8 +1462,30 @@ export interface components {
         WWWAuthenticate: "Bearer realm=\"petstore\"" | "Bearer realm=\"petstore\", error=\"invalid_token\"" | "Bearer realm=\"petstore\", error=\"invalid_request\"";
         /** @description Always `nosniff`; the body is only ever what `Content-Type` says. */
         XContentTypeOptions: "nosniff";
-        /** @description Always `no-store`; no cache may keep an answer meant for one client. */
+        /**
+         * @description `no-store`: no cache may keep an answer meant for one client. (The answers that carry
+         *     an `ETag` say `private, no-cache` instead.)
+         */
         CacheControl: "no-store";
+        /**
+         * @description Always `private, no-cache` on the answers that carry an `ETag` (the `200` of a read, and
+         *     its `304`): the client that asked, and no shared cache, may keep the answer, but must
+         *     not use it again without asking first, with `If-None-Match` and the `ETag` it holds
+         *     (RFC 9111). Every other answer is `no-store`.
+         */
+        CacheControlRevalidate: "private, no-cache";
+        /**
+         * @description The entity tag of the representation this answer carries (RFC 9110, section 8.8.3): a
+         *     strong validator, a quoted string of at most 64 characters, the same for as long as
+         *     the representation is the same and another once it changes. It is of the version of
+         *     the API the request was made through (a pet read through `/v1` and through `/v2` has
+         *     two tags) and of the API key's view (an order list of staff and of a client differ).
+         *     Send it back in `If-None-Match` to read again only what changed (`304` otherwise),
+         *     or, where an operation takes it, in `If-Match` to change the object only if nobody
+         *     changed it since (`412` otherwise). Its value means nothing else: never parse it.
+         * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+         */
+        ETag: string;
         /**
          * @description Seconds to wait before trying again (RFC 9110): 5 after a `503`; after a `429`, the
          *     seconds until the rate-limit window ends.
@@ -1494,7 +1591,17 @@ export interface operations {
                  */
                 after?: components["parameters"]["After"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1503,9 +1610,10 @@ export interface operations {
             /** @description A page of pets (possibly empty). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     Link: components["headers"]["NextPageLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1539,6 +1647,7 @@ export interface operations {
                     "application/json": components["schemas"]["Pets"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -1613,7 +1722,17 @@ export interface operations {
                  */
                 after?: components["parameters"]["After"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1622,9 +1741,10 @@ export interface operations {
             /** @description A page of categories (possibly empty). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     Link: components["headers"]["NextCategoriesPageLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1648,6 +1768,7 @@ export interface operations {
                     "application/json": components["schemas"]["Categories"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -1709,7 +1830,17 @@ export interface operations {
     getCategory: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description Identifier of the category, in decimal digits. */
                 categoryId: components["parameters"]["CategoryIdPath"];
@@ -1721,8 +1852,9 @@ export interface operations {
             /** @description The category. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1740,6 +1872,7 @@ export interface operations {
                     "application/json": components["schemas"]["Category"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -1763,7 +1896,17 @@ export interface operations {
                  */
                 after?: components["parameters"]["After"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1772,10 +1915,11 @@ export interface operations {
             /** @description A page of orders (possibly empty). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "API-Stability": components["headers"]["ApiStability"];
                     Link: components["headers"]["NextOrdersPageLink"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1797,6 +1941,7 @@ export interface operations {
                     "application/json": components["schemas"]["Orders"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -1963,7 +2108,17 @@ export interface operations {
     getOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description Identifier of the order, in decimal digits. */
                 orderId: components["parameters"]["OrderId"];
@@ -1975,9 +2130,10 @@ export interface operations {
             /** @description The order. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "API-Stability": components["headers"]["ApiStability"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -1997,6 +2153,7 @@ export interface operations {
                     "application/json": components["schemas"]["Order"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -2010,7 +2167,19 @@ export interface operations {
     updateOrder: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The entity tag (`ETag`) of the representation the client read and means to change,
+                 *     or several, separated by commas, or `*` (RFC 9110, section 13.1.1): the change is made
+                 *     only if the object's current tag is one of them (compared strongly: a weak tag,
+                 *     `W/"x"`, never matches), checked in the same transaction as the change; else the
+                 *     answer is `412` (code `precondition_failed`) and nothing is changed. `*` matches any
+                 *     object that exists. Optional: without it the change is made whatever the object's
+                 *     tag (never a `428`), so that clients written before it work on.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description Identifier of the order, in decimal digits. */
                 orderId: components["parameters"]["OrderId"];
@@ -2027,6 +2196,7 @@ export interface operations {
             /** @description The order, in its new status. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "API-Stability": components["headers"]["ApiStability"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
                     "Cache-Control": components["headers"]["CacheControl"];
@@ -2081,6 +2251,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
@@ -2091,7 +2262,17 @@ export interface operations {
     listWebhooks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2100,9 +2281,10 @@ export interface operations {
             /** @description Your subscriptions (possibly none). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "API-Stability": components["headers"]["ApiStability"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -2128,6 +2310,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhooks"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -2267,7 +2450,17 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description Identifier of the webhook subscription, in decimal digits. */
                 webhookId: components["parameters"]["WebhookId"];
@@ -2279,9 +2472,10 @@ export interface operations {
             /** @description The subscription. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "API-Stability": components["headers"]["ApiStability"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -2307,6 +2501,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
@@ -2467,7 +2662,17 @@ export interface operations {
                  */
                 after?: components["parameters"]["After"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Entity tags (`ETag`) of representations the client already holds, separated by
+                 *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
+                 *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
+                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
+                 *     a `400`.
+                 * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /** @description Identifier of the webhook subscription, in decimal digits. */
                 webhookId: components["parameters"]["WebhookId"];
@@ -2479,10 +2684,11 @@ export interface operations {
             /** @description A page of deliveries (possibly empty). */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     Link: components["headers"]["DeliveriesNextPageLink"];
                     "API-Stability": components["headers"]["ApiStability"];
                     "X-Content-Type-Options": components["headers"]["XContentTypeOptions"];
-                    "Cache-Control": components["headers"]["CacheControl"];
+                    "Cache-Control": components["headers"]["CacheControlRevalidate"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     RateLimit: components["headers"]["RateLimit"];
                     "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
@@ -2518,6 +2724,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeliveries"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

@@ -37,6 +37,19 @@ export interface Operation {
   integerParameters: Readonly<Record<Location, readonly string[]>>
   /** whether it takes a (JSON) request body */
   takesBody: boolean
+  /** the conditional requests it answers (RFC 9110 section 13), as its definition declares them */
+  conditional: Conditional
+}
+
+/** What an operation declares of conditional requests, each read from its definition. */
+export interface Conditional {
+  /** its 200 documents an `ETag`: the server tags each 200 it sends */
+  tagged: boolean
+  /** it takes `If-None-Match` and tags its 200 (and documents its 304): a read answered 304
+   * when the tag matches */
+  ifNoneMatch: boolean
+  /** it takes `If-Match` (and documents its 412): a change made only when the tag matches */
+  ifMatch: boolean
 }
 
 /** An event of the document's `webhooks`, which the service sends. */
@@ -166,6 +179,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems),
+        conditional: readConditional(document, definition, parameters, at, where, problems),
       })
     }
   }
@@ -193,6 +207,27 @@ function integersOf(document: OpenAPIV3.Document, parameters: readonly OpenAPIV3
     if (schema?.type === 'integer' && (parameter.in === 'query' || parameter.in === 'path')) found[parameter.in].push(parameter.name)
   }
   return found
+}
+
+/**
+ * The conditional requests an operation answers, from what it documents: an `ETag` on its 200,
+ * the `If-None-Match` and `If-Match` header parameters. Each needs what the server then sends
+ * documented: `If-None-Match` with a tagged 200 a 304, `If-Match` a 412.
+ */
+function readConditional(document: OpenAPIV3.Document, definition: OperationDefinition, parameters: readonly OpenAPIV3.ParameterObject[], at: string[], where: string, problems: Problems): Conditional {
+  const responses = definition.responses ?? {}
+  const ok = responses['200'] && deref<OpenAPIV3.ResponseObject>(document, responses['200'])
+  const takes = (name: string) => parameters.some((parameter) => parameter.in === 'header' && parameter.name.toLowerCase() === name)
+  const tagged = ok?.headers?.ETag !== undefined
+  // (without a tag to compare, If-None-Match changes nothing: the server answers as without it)
+  const conditional = { tagged, ifNoneMatch: tagged && takes('if-none-match'), ifMatch: takes('if-match') }
+  if (conditional.ifNoneMatch && responses['304'] === undefined) {
+    problems.add('shape', [...at, 'responses'], where, "takes If-None-Match and tags its 200, so it documents its 304: add '304': $ref '#/components/responses/NotModified'")
+  }
+  if (conditional.ifMatch && responses['412'] === undefined) {
+    problems.add('shape', [...at, 'responses'], where, "takes If-Match, so it documents its 412: add '412': $ref '#/components/responses/PreconditionFailed'")
+  }
+  return conditional
 }
 
 /** The server reads JSON only, and answers JSON only: a body it takes is a required

@@ -18,6 +18,7 @@ export const errorStatus = {
   webhook_limit_reached: 409,
   category_name_taken: 409,
   gone: 410,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   idempotency_key_reused: 422,

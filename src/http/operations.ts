@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import { tagging } from './conditional.js'
 import { contractRoutes } from './contract-routes.js'
 import { answer, type OperationHandlers } from './handlers.js'
 import { strictIntegers } from './integers.js'
@@ -47,8 +48,8 @@ export interface OperationsOptions {
 /**
  * Serves the operations of a contract: contractRoutes makes a route of each, with its schemas
  * and handler; this plugin adds, per operation and from the contract alone, its guard, the
- * headers its lifecycle calls for, its retirement, and the strict reading of its integer
- * parameters.
+ * headers its lifecycle calls for, its retirement, the strict reading of its integer
+ * parameters, and the conditional requests it answers (conditional.ts).
  */
 export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf }: OperationsOptions) {
   const major = contract.version[0]
@@ -82,6 +83,9 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
       else admitted(request, reply, done)
     }
     route.onRequest = [admit, ...[route.onRequest ?? []].flat()]
+    // (its 200 tagged, and answered 304 to a matching If-None-Match, where its definition says so)
+    const tag = tagging(operation, major)
+    if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
   }
   const handlerOf = (operationId: string) => answering(served[operationId]!, lifecycleHeaders(contract.operations.get(operationId)!, contract)?.Link)
   await contractRoutes(app, { contract, handlerOf, onRoute })

@@ -4,6 +4,7 @@ import type { OrderScope } from '../auth/access.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import type { HandlersOf } from '../http/handlers.js'
+import { ifMatchOf } from '../http/conditional.js'
 import { pageOf } from '../http/pagination.js'
 import type { OrderRepository } from './repository.js'
 
@@ -61,12 +62,14 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       })
     },
 
-    async updateOrder(request, _reply, answer) {
+    async updateOrder(request, reply, answer) {
       const { orderId } = request.params
       const target = request.body.status
-      const outcome = await orders.update(orderId, target, scopeOf(request))
+      // (If-Match: judged on the order as this request's getOrder would show it, in the change's transaction)
+      const outcome = await orders.update(orderId, target, scopeOf(request), ifMatchOf(request, reply))
       if ('moved' in outcome) return answer(200, outcome.moved)
       if ('missing' in outcome) return new ApiError('not_found', `Order ${orderId} not found`)
+      if ('stale' in outcome) return new ApiError('precondition_failed', `Order ${orderId} has changed since: its ETag is not one If-Match names (read it again)`)
       return new ApiError('invalid_transition', `Order ${orderId} is ${outcome.stuck.status}: only a placed order can become ${target}`)
     },
   }

@@ -40,6 +40,8 @@ export type Transition =
   | { missing: { orderId: number } }
   /** the order is not placed: as it is */
   | { stuck: Order }
+  /** the order is not as the request's If-Match had read it: as it is, unchanged */
+  | { stale: Order }
 
 /** Orders, and the pet status each one drives: handlers see only this. Reads answer at once
  * where the database does (SQLite), else by a promise. */
@@ -53,8 +55,9 @@ export interface OrderRepository {
   /** the orders `scope` sees, in ascending id order */
   list(query: OrderQuery): MaybePromise<Order[]>
   /** placed -> delivered (the pet is sold) or cancelled (the pet is available), in one
-   * transaction; an order `scope` does not see is `missing` */
-  update(id: number, target: OrderTarget, scope: OrderScope): Promise<Transition>
+   * transaction; an order `scope` does not see is `missing`. With a precondition (If-Match), the
+   * order as it is, read in that transaction and held there, must pass it: else it is `stale`. */
+  update(id: number, target: OrderTarget, scope: OrderScope, precondition?: (current: Order) => boolean): Promise<Transition>
   /** deletes the idempotency keys older than a day, as done every 10 minutes; returns how many */
   forgetExpiredKeys(now?: number): MaybePromise<number>
   /** stops the forgetting */
@@ -81,6 +84,16 @@ const listOwnByStatus = select(
 )
 const findOne = select(`select ${orderColumns.list} from orders where id = $1`, orderColumns.read)
 const findOwn = select(`select ${orderColumns.list} from orders where id = $1 and owner = $2`, orderColumns.read)
+// An If-Match is judged on the order as it is, held until the change commits: on PostgreSQL the
+// row is locked (another transaction's change waits, and is judged on what this one made);
+// SQLite's transaction holds its one connection, so nothing else runs in between.
+const lockedFor = (dialect: Dialect) => {
+  const lock = dialect === 'postgres' ? ' for update' : ''
+  return {
+    all: select(`select ${orderColumns.list} from orders where id = $1${lock}`, orderColumns.read),
+    own: select(`select ${orderColumns.list} from orders where id = $1 and owner = $2${lock}`, orderColumns.read),
+  }
+}
 const insertOrder = orderColumns.insert(['owner'])
 
 // The pet is taken by a conditional update: of two transactions that try at once, the second
@@ -106,6 +119,7 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, wind
   // SQLite pays an fsync per commit: writes that arrive together share one (see storage/group-commit.ts).
   const write = transactions(sql, dialect === 'sqlite')
   const keys = idempotencyKeys<Placement>(sql, windowMs)
+  const locked = lockedFor(dialect)
 
   async function placeIn(tx: Statements, order: NewOrder, owner: string, placedAt: number): Promise<Placement> {
     const { petId } = order
@@ -142,8 +156,13 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, wind
       return status === undefined ? sql.all(listOwn, [after, limit, scope]) : sql.all(listOwnByStatus, [status, after, limit, scope])
     },
 
-    update: (id, target, scope) =>
+    update: (id, target, scope, precondition) =>
       write(async (tx): Promise<Transition> => {
+        if (precondition !== undefined) {
+          const current = scope === allOrders ? await tx.one(locked.all, [id]) : await tx.one(locked.own, [id, scope])
+          if (current === undefined) return { missing: { orderId: id } }
+          if (!precondition(current)) return { stale: current }
+        }
         const moving = scope === allOrders ? await tx.one(moveOrder, [id, target]) : await tx.one(moveOwn, [id, target, scope])
         if (moving === undefined) {
           const order = scope === allOrders ? await tx.one(findOne, [id]) : await tx.one(findOwn, [id, scope])

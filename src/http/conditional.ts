@@ -1,0 +1,85 @@
+/**
+ * Conditional requests (RFC 9110 section 13): the entity tag of an answer, `If-None-Match` on
+ * reads (304) and the comparison `If-Match` asks of a change (412), each where an operation's
+ * definition declares it (the contract model's `conditional`).
+ */
+import { hash } from 'node:crypto'
+import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify'
+import type { Operation } from '../contract/model.js'
+
+/** What a tagged answer says of caching: the client may keep it, no shared cache may, and it
+ * is checked with the server (If-None-Match) before each use (RFC 9111 sections 5.2.2.4, 5.2.2.7). */
+export const revalidate = 'private, no-cache'
+
+/**
+ * The entity tag of an answer's body as a version of the API sends it: a strong validator (the
+ * bytes sent decide it), the version's major first, so that one object read through two
+ * versions has two tags even where their bytes agree. SHA-1 of the bytes, in base64url: a
+ * digest, not a secret, chosen for its speed.
+ */
+export const entityTag = (major: number, body: string): string => `"v${major}-${hash('sha1', body, 'base64url')}"`
+
+/** An entity tag as a list field names it: its opaque part, and whether it is weak (`W/`). */
+interface ListedTag {
+  weak: boolean
+  opaque: string
+}
+
+const listed = /(W\/)?("[^"]*")/g
+
+/** The entity tags an If-None-Match or If-Match field lists, or `*`. (The spec's pattern
+ * refused any other value before the request got here.) */
+function tagsOf(field: string): ListedTag[] | '*' {
+  if (field.trim() === '*') return '*'
+  return [...field.matchAll(listed)].map(([, weak, opaque]) => ({ weak: weak !== undefined, opaque: opaque! }))
+}
+
+/** If-None-Match: whether the current tag is one of those listed, compared weakly (RFC 9110
+ * section 8.8.3.2: `W/"x"` matches `"x"`), or the field is `*`. */
+export function noneMatchHolds(field: string, tag: string): boolean {
+  const tags = tagsOf(field)
+  return tags === '*' || tags.some(({ opaque }) => opaque === tag)
+}
+
+/** If-Match: whether the current tag is one of those listed, compared strongly (a weak tag never
+ * matches), or the field is `*` (the object exists: the caller has it). */
+export function matchHolds(field: string, tag: string): boolean {
+  const tags = tagsOf(field)
+  return tags === '*' || tags.some(({ weak, opaque }) => !weak && opaque === tag)
+}
+
+/**
+ * The If-Match of a request to change an object: undefined without one; else a test of the
+ * object as it is now, by the tag its 200 would carry through this request's version (what the
+ * route's serializer writes of it for a 200), to be run in the change's transaction.
+ */
+export function ifMatchOf(request: FastifyRequest, reply: FastifyReply): ((current: object) => boolean) | undefined {
+  const field = request.headers['if-match']
+  if (field === undefined) return undefined
+  return (current) => matchHolds(field, entityTag(request.apiVersion, reply.serializeInput(current as Record<string, unknown>, '200') as string))
+}
+
+/**
+ * The hook that tags an operation's 200 (its ETag) and, where it takes If-None-Match (a read),
+ * says `Cache-Control: private, no-cache` and answers 304 without the body when the tag matches;
+ * undefined for an operation whose 200 carries no tag. A tag already set (by a cheaper way, before the body
+ * was made) is kept.
+ */
+export function tagging({ conditional }: Operation, major: number): onSendHookHandler | undefined {
+  if (!conditional.tagged) return undefined
+  const { ifNoneMatch } = conditional
+  return (request, reply, payload, done) => {
+    if (reply.statusCode !== 200) return done(null, payload)
+    const tag = (reply.getHeader('etag') as string | undefined) ?? entityTag(major, payload as string)
+    reply.header('ETag', tag)
+    // (a read's answer may be kept, and revalidated; a change's, whose tag is for If-Match, is not kept)
+    if (!ifNoneMatch) return done(null, payload)
+    reply.header('Cache-Control', revalidate)
+    const field = request.headers['if-none-match']
+    if (field === undefined || !noneMatchHolds(field, tag)) return done(null, payload)
+    // (RFC 9110 section 15.4.5: the 200's validator and caching fields, no body nor its type;
+    // HEAD's, which sends no body anyway, its Content-Length as the 200's, which section 8.6 allows)
+    reply.code(304).removeHeader('content-type')
+    done(null, request.method === 'HEAD' ? payload : null)
+  }
+}

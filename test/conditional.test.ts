@@ -1,0 +1,214 @@
+/**
+ * Conditional requests (RFC 9110 section 13), on each store and through each served version:
+ * every read's 200 carries a strong ETag of its body as that version shows it, If-None-Match is
+ * answered 304 with the headers section 15.4.5 asks for and never once the representation
+ * changed, and updateOrder's If-Match is judged in the change's transaction (412: nothing
+ * changed). Every answer is checked against the contract by call().
+ */
+import type { FastifyInstance } from 'fastify'
+import type { OpenAPIV3 } from 'openapi-types'
+import t, { type Test } from 'tap'
+import type { AppOptions } from '../src/app.js'
+import { readContract } from '../src/contract/model.js'
+import { matchHolds, noneMatchHolds } from '../src/http/conditional.js'
+import { aCategory, api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
+import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+
+/** Store staff: sees and moves every order. */
+const staffKey = `staff-key-5c1e08:${[...newest.roles.defaults, 'orders:admin'].join('+')}`
+const staff = staffKey.split(':')[0]!
+
+type Store = (t: Test) => Promise<Partial<AppOptions>>
+const stores: [string, Store][] = [
+  ['SQLite', async () => ({})],
+  ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
+]
+
+const server = async (t: Test, store: Store) => build(t, { ...(await store(t)), API_KEYS: [testKey, staffKey] })
+
+const tagged = /^"v[0-9]+-[A-Za-z0-9_-]{27}"$/
+
+/** A pet made through the newest version, as its id. */
+async function aPet(t: Test, app: FastifyInstance): Promise<number> {
+  return (await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: await aCategory(app) } })).json.id
+}
+
+const read = (t: Test, app: FastifyInstance, url: string, ifNoneMatch?: string, key?: string) =>
+  call(t, app, { url, ...(ifNoneMatch !== undefined && { headers: { 'if-none-match': ifNoneMatch } }), ...(key !== undefined && { key }) })
+
+function conditionalOn(name: string, store: Store) {
+  t.test(`${name}: every read's 200 is tagged, per version; If-None-Match is answered 304 while the representation is the same`, async (t) => {
+    const app = await server(t, store)
+    const petId = await aPet(t, app)
+    const orderId = (await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId } })).json.id
+    // (a read of each kind, through each version: lists, one object, deprecated, experimental)
+    const reads = servedContracts.flatMap((contract) => {
+      const ids = { petId, orderId, categoryId: 1 }
+      return [...contract.operations.values()]
+        .filter(({ method, conditional }) => method === 'GET' && conditional.ifNoneMatch)
+        .filter(({ path }) => !path.includes('{webhookId}'))
+        .map((operation) => ({ operation, url: contract.urlOf(operation.id, ids) }))
+    })
+    t.ok(reads.length >= 10, `${reads.length} reads`)
+    for (const { operation, url } of reads) {
+      const first = await read(t, app, url)
+      t.equal(first.status, 200, url)
+      t.match(first.headers.etag, tagged, `${url}: a strong tag`)
+      t.equal(first.headers['cache-control'], 'private, no-cache', `${url}: kept by the client alone, revalidated`)
+      const again = await read(t, app, url)
+      t.equal(again.headers.etag, first.headers.etag, `${url}: the same representation, the same tag`)
+
+      const unchanged = await read(t, app, url, String(first.headers.etag))
+      t.equal(unchanged.status, 304, `${url}: 304`)
+      t.equal(unchanged.body, '', 'without a body')
+      t.notOk('content-type' in unchanged.headers || 'content-length' in unchanged.headers, 'nor its type or length')
+      t.equal(unchanged.headers.etag, first.headers.etag, 'with its ETag')
+      // (RFC 9110 section 15.4.5: what the 200 would have carried, that describes it)
+      for (const header of ['cache-control', 'ratelimit-policy', 'api-stability', 'deprecation', 'sunset', 'x-content-type-options']) {
+        t.equal(unchanged.headers[header], first.headers[header], `${url}: ${header} as on the 200`)
+      }
+      if (operation.lifecycle.deprecation !== undefined) t.equal(unchanged.headers.link, first.headers.link, `${url}: the lifecycle Link`)
+      t.ok(unchanged.headers.ratelimit, 'and the rate limit where it stands')
+
+      const head = await call(t, app, { method: 'HEAD', url, headers: { 'if-none-match': String(first.headers.etag) } })
+      t.equal(head.status, 304, `HEAD ${url}: 304 too`)
+      t.equal(head.headers.etag, first.headers.etag)
+    }
+  })
+
+  t.test(`${name}: If-None-Match lists tags, compared weakly, or is *; another tag is answered 200`, async (t) => {
+    const app = await server(t, store)
+    await aPet(t, app)
+    const url = `${api}/pets`
+    const tag = String((await read(t, app, url)).headers.etag)
+    t.equal((await read(t, app, url, `W/${tag}`)).status, 304, 'W/ matches the strong tag it names')
+    t.equal((await read(t, app, url, `"a", ${tag} ,W/"b"`)).status, 304, 'one of a list')
+    t.equal((await read(t, app, url, '*')).status, 304, '*: any representation')
+    const other = await read(t, app, url, '"v2-someone-elses"')
+    t.equal(other.status, 200)
+    t.equal(other.headers.etag, tag, 'the current representation, and its tag')
+    const malformed = await read(t, app, url, 'no quotes')
+    t.equal(malformed.status, 400, 'a field that is no list of tags is a 400')
+    t.match(malformed.json, { code: 'invalid_request', message: /if-none-match/ })
+  })
+
+  t.test(`${name}: a pet read through /v1 and through /v2 has two tags; a change of the pet changes both, and no 304 follows it`, async (t) => {
+    const app = await server(t, store)
+    const petId = await aPet(t, app)
+    const [v1, v2] = servedContracts
+    const urls = [v1!.urlOf('getPet', { petId }), `${v1!.urlOf('listPets')}?id=${petId}`, `${v2!.urlOf('listPets')}?id=${petId}`, v2!.urlOf('listPets')]
+    const before = await Promise.all(urls.map((url) => read(t, app, url)))
+    t.not(before[0]!.headers.etag, before[1]!.headers.etag, 'one pet and a list of it: two representations, two tags')
+    t.not(before[1]!.headers.etag, before[2]!.headers.etag, 'one pet through two versions: two tags')
+
+    // (an order makes the pet pending: each representation of it changes)
+    const orderId = (await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId } })).json.id
+    for (const [i, url] of urls.entries()) {
+      const after = await read(t, app, url, String(before[i]!.headers.etag))
+      t.equal(after.status, 200, `${url}: a 200, not a 304, once the pet changed`)
+      t.not(after.headers.etag, before[i]!.headers.etag, `${url}: a new tag`)
+      t.match(after.body, /"status":"pending"/, 'with the pet as it is now')
+    }
+    // (a new pet changes the page it joins)
+    const page = await read(t, app, v2!.urlOf('listPets'))
+    await aPet(t, app)
+    t.equal((await read(t, app, v2!.urlOf('listPets'), String(page.headers.etag))).status, 200, 'a new pet: the page changed')
+
+    const order = await read(t, app, `${api}/store/orders/${orderId}`)
+    await call(t, app, { method: 'PATCH', url: `${api}/store/orders/${orderId}`, payload: { status: 'delivered' } })
+    const moved = await read(t, app, `${api}/store/orders/${orderId}`, String(order.headers.etag))
+    t.equal(moved.status, 200, 'a change of the order changes its tag')
+    t.not(moved.headers.etag, order.headers.etag)
+  })
+
+  t.test(`${name}: an order's tag is of the key's view: staff's list and the owner's differ`, async (t) => {
+    const app = await server(t, store)
+    await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: await aPet(t, app) } })
+    await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: await aPet(t, app) }, key: staff })
+    const own = await read(t, app, `${api}/store/orders`)
+    const every = await read(t, app, `${api}/store/orders`, String(own.headers.etag), staff)
+    t.equal(every.status, 200, "the owner's tag does not make staff's list a 304")
+    t.equal(every.json.length, 2)
+  })
+
+  t.test(`${name}: updateOrder's If-Match: the tag read proceeds; a stale or unknown one is 412 and changes nothing`, async (t) => {
+    const app = await server(t, store)
+    for (const contract of servedContracts) {
+      const petId = await aPet(t, app)
+      const orderUrl = `${contract.urlOf('placeOrder')}/${(await call(t, app, { method: 'POST', url: contract.urlOf('placeOrder'), payload: { petId } })).json.id}`
+      const tag = String((await read(t, app, orderUrl)).headers.etag)
+      const change = (ifMatch: string, status = 'delivered') => call(t, app, { method: 'PATCH', url: orderUrl, payload: { status }, headers: { 'if-match': ifMatch } })
+
+      for (const stale of ['"v9-unknown"', `W/${tag}`, tag.replace(/^"v[0-9]+/, (version) => (version === '"v1' ? '"v2' : '"v1'))]) {
+        const refused = await change(stale)
+        t.equal(refused.status, 412, `${orderUrl}: If-Match ${stale}`)
+        t.match(refused.json, { code: 'precondition_failed', status: 412 })
+      }
+      t.equal((await read(t, app, orderUrl, tag)).status, 304, 'nothing changed: the order is as it was read')
+      t.equal((await read(t, app, `${api}/pets?id=${petId}`)).json[0].status, 'pending', 'nor its pet')
+
+      const done = await change(`"x", ${tag}`)
+      t.equal(done.status, 200, 'the tag read: the change is made')
+      t.match(done.json, { status: 'delivered' })
+      t.match(done.headers.etag, tagged, "its answer carries the order's new tag")
+      t.equal(done.headers['cache-control'], 'no-store', 'a change is not kept')
+      t.equal((await read(t, app, orderUrl, String(done.headers.etag))).status, 304, 'the tag a read of it gives')
+      const late = await change(tag, 'cancelled')
+      t.equal(late.status, 412, 'the tag read before the change is stale now: 412, not the 409 of the transition')
+      t.equal((await change('*', 'cancelled')).status, 409, '*: the order exists, and is judged as without If-Match')
+      t.equal((await change(tag)).status, 412)
+    }
+    t.equal((await call(t, app, { method: 'PATCH', url: `${api}/store/orders/99`, payload: { status: 'delivered' }, headers: { 'if-match': '*' } })).status, 404, 'no such order: 404, whatever If-Match says')
+    t.equal((await call(t, app, { method: 'PATCH', url: `${api}/store/orders/1`, payload: { status: 'delivered' }, headers: { 'if-match': 'x' } })).status, 400, 'a field that is no list of tags is a 400')
+  })
+
+  t.test(`${name}: two staff move one order at once, each with the tag they read: one wins, the other is told 412`, async (t) => {
+    const app = await server(t, store)
+    for (let round = 0; round < 5; round++) {
+      const petId = await aPet(t, app)
+      const orderUrl = `${api}/store/orders/${(await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId } })).json.id}`
+      const tag = String((await read(t, app, orderUrl, undefined, staff)).headers.etag)
+      const answers = await Promise.all(
+        ['delivered', 'cancelled'].map((status) => call(t, app, { method: 'PATCH', url: orderUrl, payload: { status }, headers: { 'if-match': tag }, key: staff })),
+      )
+      t.strictSame(answers.map(({ status }) => status).sort(), [200, 412], `round ${round}: one 200, one 412`)
+      const winner = answers.find(({ status }) => status === 200)!.json.status
+      t.equal((await read(t, app, orderUrl, undefined, staff)).json.status, winner, 'the order is as the winner made it')
+      t.equal((await read(t, app, `${api}/pets?id=${petId}`)).json[0].status, winner === 'delivered' ? 'sold' : 'available', 'and so is its pet')
+    }
+  })
+}
+
+for (const [name, store] of stores) {
+  if (name === 'PostgreSQL' && postgresMissing) t.test(name, { skip: postgresMissing }, async () => {})
+  else conditionalOn(name, store)
+}
+
+t.test('the list fields, as RFC 9110 compares them: weakly for If-None-Match, strongly for If-Match', async (t) => {
+  t.ok(noneMatchHolds('W/"a"', '"a"'))
+  t.ok(noneMatchHolds(' * ', '"a"'))
+  t.notOk(noneMatchHolds('"b", W/"c"', '"a"'))
+  t.ok(matchHolds('"b","a"', '"a"'))
+  t.notOk(matchHolds('W/"a"', '"a"'), 'a weak tag never matches strongly')
+  t.ok(matchHolds('*', '"a"'))
+})
+
+t.test('the contract model reads which operations answer conditionally, and refuses one that would send what it does not document', async (t) => {
+  const conditional = (id: string) => newest.operations.get(id)!.conditional
+  t.strictSame(conditional('listPets'), { tagged: true, ifNoneMatch: true, ifMatch: false })
+  t.strictSame(conditional('updateOrder'), { tagged: true, ifNoneMatch: false, ifMatch: true })
+  t.strictSame(conditional('createPet'), { tagged: false, ifNoneMatch: false, ifMatch: false })
+  const d = structuredClone(newest.document) as OpenAPIV3.Document
+  delete d.paths['/pets']!.get!.responses['304']
+  delete d.paths['/store/orders/{orderId}']!.patch!.responses['412']
+  t.match(
+    readContract(d).problems.map(({ message }) => message),
+    [/^takes If-None-Match and tags its 200, so it documents its 304/, /^takes If-Match, so it documents its 412/],
+  )
+  const untagged = structuredClone(newest.document) as OpenAPIV3.Document
+  delete (untagged.paths['/pets']!.get!.responses['200'] as OpenAPIV3.ResponseObject).headers!.ETag
+  delete untagged.paths['/pets']!.get!.responses['304']
+  const { contract, problems } = readContract(untagged)
+  t.strictSame(problems, [], 'If-None-Match without a tag to compare: nothing to refuse')
+  t.strictSame(contract.operations.get('listPets')!.conditional, { tagged: false, ifNoneMatch: false, ifMatch: false }, 'and nothing answered conditionally')
+})
