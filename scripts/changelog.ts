@@ -12,7 +12,8 @@ const title = '# Changelog of the Pet Store Service API'
 const preamble = `${title}
 
 What each release of the API (its contract, \`openapi.yaml\`) changed, for its clients. Every entry is
-written by \`npm run release\` from the contracts in \`contract/released/\`; none is edited by hand.
+written by \`npm run release\` from the contracts in \`contract/released/\`; none is edited by hand. An
+entry written anew after its release says so under its heading (\`npm run release -- VERSION --correct\`).
 An experimental operation may change or go within the major version; a beta or stable one goes
 only after a deprecation and its sunset (docs/compatibility.md).`
 
