@@ -109,12 +109,11 @@ export function writtenAt(document: unknown, pointer: string): string | undefine
  * change there is reported where it is used. */
 const inlinedSections = new Set(['schemas', 'parameters', 'responses', 'headers', 'requestBodies', 'examples', 'links', 'callbacks', 'pathItems'])
 
-/** A 4xx answer added to an operation the older document has: `[path, method, status]`. */
-function refusal(change: Change, older: Node): string[] | undefined {
-  if (change.kind !== 'added') return undefined
-  const [section, path, method, responses, status] = keysOf(change.path)
-  const had = resolvePointer(older, pointerTo(['paths', path!, method!]))
-  return section === 'paths' && responses === 'responses' && /^4\d\d$/.test(status ?? '') && keysOf(change.path).length === 5 && isNode(had) ? [path!, method!, status!] : undefined
+/** The status of a 4xx answer added to an operation (redocly reports a new operation as one
+ * addition, never its answers one by one), or undefined. */
+function refusal(change: Change): string | undefined {
+  const [section, , , responses, status, ...deeper] = keysOf(change.path)
+  return change.kind === 'added' && section === 'paths' && responses === 'responses' && /^4\d\d$/.test(status ?? '') && deeper.length === 0 ? status : undefined
 }
 
 /**
@@ -133,9 +132,9 @@ export async function compareDocuments(older: Node, newer: Node): Promise<Change
     for (const change of await diff(before, after)) {
       const [section, kind] = keysOf(change.path)
       if (section === 'components' && inlinedSections.has(kind!)) continue
-      const refused = refusal(change, older)
+      const refused = refusal(change)
       if (refused !== undefined) {
-        const message = `Response ${refused[2]} was added: a request version ${String((older.info as Node | undefined)?.version)} took may be refused.`
+        const message = `Response ${refused} was added: a request version ${String((older.info as Node | undefined)?.version)} took may be refused.`
         changes.push({ ...change, impact: 'major', verdicts: [{ ruleId: 'response-added', impact: 'major', message, location: { pointer: change.path } }] })
         continue
       }

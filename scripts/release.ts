@@ -56,7 +56,10 @@ export function withVersion(source: string, version: string): string {
 export async function release({ version, spec, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date(), dryRun = false }: ReleaseOptions): Promise<ReleaseResult> {
   const major = majorOf(version)
   spec ??= documentOf(major)
-  const last = releaseBefore(version, released)
+  // each major version has releases of its own: the first of a major comes after the older ones'
+  // (and a version older than every release is compared with the first)
+  const releases = releasesIn(released)
+  const last = releases.filter((name) => parseVersion(name)![0] <= major).at(-1) ?? releases[0]
   if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
   if (compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
 
@@ -95,16 +98,19 @@ function majorOf(version: string): number {
   return major
 }
 
-/** The release `version` comes after, of those in `released`: the last below it of its major or
- * an older one (the first of a major comes after the older ones'; a version older than every
- * release is compared with the first). */
-function releaseBefore(version: string, released: string): string | undefined {
-  const releases = readdirSync(released)
+/** The versions released in `released`, oldest first. */
+const releasesIn = (released: string) =>
+  readdirSync(released)
     .map((name) => name.slice(0, -'.yaml'.length))
     .filter((name) => parseVersion(name) !== undefined)
     .sort(compare)
-  return releases.filter((name) => parseVersion(name)![0] <= majorOf(version) && compare(name, version) < 0).at(-1) ?? releases.filter((name) => name !== version)[0]
-}
+
+/** The release a released `version` came after, of those in `released`: the last below it of its
+ * major or an older one; none for the first release. */
+const releaseBefore = (version: string, released: string): string | undefined =>
+  releasesIn(released)
+    .filter((name) => parseVersion(name)![0] <= majorOf(version) && compare(name, version) < 0)
+    .at(-1)
 
 export interface EntryOptions {
   version: string
@@ -126,10 +132,12 @@ export interface EntryOptions {
  * apart from its compatible changes.
  */
 export async function releaseEntry({ version, date, previous, current, allowed, accepted, correction }: EntryOptions): Promise<string> {
-  const changes = await compareDocuments(previous, current)
+  // (the first release of all is compared with nothing: its operations are its entry)
+  const changes = previous.openapi === undefined ? [] : await compareDocuments(previous, current)
   const differences = differencesOf(changes, previous, current)
   const lines = (rule?: string) => differences.filter((found) => rule === undefined || found.rule === rule).map(({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`)
-  const firstOfMajor = majorOf(version) > majorOf(String(previous.info?.version))
+  const before = previous.info?.version as string | undefined
+  const firstOfMajor = before !== undefined && majorOf(version) > majorOf(before)
   return entry({
     version,
     date,
@@ -167,21 +175,20 @@ export async function correct({ version, note, released = releasedDir, changelog
   if (heading === null) return { ok: false, lines: [`${relative(projectRoot, changelog)} has no entry of ${version} to correct`] }
   if (note.trim() === '' || note.includes('\n')) return { ok: false, lines: ['--correct takes one line: what the entry missed before'] }
   const date = heading[1]!
-  const last = releaseBefore(version, released)!
-  const previous = parse(readFileSync(join(released, `${last}.yaml`), 'utf8'))
+  const last = releaseBefore(version, released)
+  const previous = last === undefined ? {} : parse(readFileSync(join(released, `${last}.yaml`), 'utf8'))
   // what the gate let through when it was released: the releases before it, on its day
   const before = mkdtempSync(join(tmpdir(), 'petstore-correct-'))
   try {
-    for (const name of readdirSync(released).filter((name) => parseVersion(name.slice(0, -'.yaml'.length)) !== undefined && compare(name.slice(0, -'.yaml'.length), version) < 0)) {
-      writeFileSync(join(before, name), readFileSync(join(released, name)))
-    }
-    const gate = await checkBreaking({ spec: releasedFile, released: before, accepted, now: new Date(`${date}T00:00:00Z`) })
+    for (const name of releasesIn(released).filter((name) => compare(name, version) < 0)) writeFileSync(join(before, `${name}.yaml`), readFileSync(join(released, `${name}.yaml`)))
+    // (the first release had nothing to be judged against)
+    const gate = last === undefined ? undefined : await checkBreaking({ spec: releasedFile, released: before, accepted, now: new Date(`${date}T00:00:00Z`) })
     const written = await releaseEntry({
       version,
       date,
       previous,
       current: parse(readFileSync(releasedFile, 'utf8')),
-      allowed: gate.releases.find((findings) => findings.version === last)?.allowed ?? [],
+      allowed: gate?.releases.find((findings) => findings.version === last)?.allowed ?? [],
       accepted: readAccepted(accepted),
       correction: note.trim(),
     })
@@ -190,7 +197,7 @@ export async function correct({ version, note, released = releasedDir, changelog
     const next = text.slice(start + heading[0].length).search(/^## /m)
     const end = next === -1 ? text.length : start + heading[0].length + next
     writeFileSync(changelog, `${text.slice(0, start)}${written}${end === text.length ? '' : '\n'}${text.slice(end)}`)
-    return { ok: true, lines: [`corrected the entry of ${version} in ${relative(projectRoot, changelog)}, from ${relative(projectRoot, join(released, `${last}.yaml`))} and ${relative(projectRoot, releasedFile)}`] }
+    return { ok: true, lines: [`corrected the entry of ${version} in ${relative(projectRoot, changelog)}, from ${[...(last === undefined ? [] : [join(released, `${last}.yaml`)]), releasedFile].map((file) => relative(projectRoot, file)).join(' and ')}`] }
   } finally {
     rmSync(before, { recursive: true, force: true })
   }
