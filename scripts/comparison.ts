@@ -105,6 +105,10 @@ export function writtenAt(document: unknown, pointer: string): string | undefine
   return pointerTo(at)
 }
 
+/** Where `pointer` is written in the first of `documents` that has its place; as it is where none does. */
+export const writtenIn = (documents: readonly unknown[], pointer: string): string =>
+  documents.map((document) => writtenAt(document, pointer)).find((found) => found !== undefined) ?? pointer
+
 /** The sections of `components` that the written-out operations and events hold in place: a
  * change there is reported where it is used. */
 const inlinedSections = new Set(['schemas', 'parameters', 'responses', 'headers', 'requestBodies', 'examples', 'links', 'callbacks', 'pathItems'])
@@ -113,7 +117,7 @@ const inlinedSections = new Set(['schemas', 'parameters', 'responses', 'headers'
  * addition, never its answers one by one), or undefined. */
 function refusal(change: Change): string | undefined {
   const [section, , , responses, status, ...deeper] = keysOf(change.path)
-  return change.kind === 'added' && section === 'paths' && responses === 'responses' && /^4\d\d$/.test(status ?? '') && deeper.length === 0 ? status : undefined
+  return change.kind === 'added' && section === 'paths' && responses === 'responses' && /^4\d\d$/.test(String(status)) && deeper.length === 0 ? status : undefined
 }
 
 /**
@@ -140,7 +144,7 @@ export async function compareDocuments(older: Node, newer: Node): Promise<Change
       }
       const verdicts = change.verdicts.map((verdict) => {
         const pointer = verdict.location.pointer
-        return { ...verdict, location: { pointer: writtenAt(newer, pointer) ?? writtenAt(older, pointer) ?? pointer } }
+        return { ...verdict, location: { pointer: writtenIn([newer, older], pointer) } }
       })
       changes.push({ ...change, verdicts })
     }

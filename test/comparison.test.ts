@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
 import { differencesOf, releasedDir } from '../scripts/check-breaking.js'
-import { compareDocuments, inPlace, partOf, placeOf, writtenAt } from '../scripts/comparison.js'
+import { compareDocuments, inPlace, partOf, placeOf, writtenAt, writtenIn } from '../scripts/comparison.js'
 import { compatibleLines, releaseEntry } from '../scripts/release.js'
 
 t.jobs = 2
@@ -116,6 +116,10 @@ t.test('where a place is written, and what it is called', async (t) => {
   t.equal(writtenAt(document, `${body}/properties/next/properties/next`), '#/components/schemas/Node/properties/next')
   t.equal(writtenAt(document, '#/paths/~1a/get/parameters/0/name'), '#/components/parameters/P/name')
   t.equal(writtenAt(document, '#/paths/~1b'), undefined, 'a place the document does not have')
+  t.equal(writtenIn([{}, document], '#/paths/~1a/get/parameters/0'), '#/components/parameters/P', 'in the first document that has it')
+  t.equal(writtenIn([{}], '#/paths/~1b'), '#/paths/~1b', 'as it is where none has it')
+  t.equal(placeOf('#/paths/~1a'), '/a', 'a whole path')
+  t.equal(placeOf('#/webhooks'), 'webhooks', 'the events as a whole')
   t.equal(placeOf('#/paths/~1a/get/parameters/0', document), 'GET /a, parameter `p` (header)')
   t.equal(placeOf('#/paths/~1a/get/parameters/1'), 'GET /a, parameter 1', 'a parameter no document names')
   t.equal(placeOf('#/paths/~1a/get/parameters'), 'GET /a, parameters')
