@@ -116,7 +116,7 @@ t.test('where a place is written, and what it is called', async (t) => {
   t.equal(writtenAt(document, `${body}/properties/next/properties/next`), '#/components/schemas/Node/properties/next')
   t.equal(writtenAt(document, '#/paths/~1a/get/parameters/0/name'), '#/components/parameters/P/name')
   t.equal(writtenAt(document, '#/paths/~1b'), undefined, 'a place the document does not have')
-  t.equal(writtenIn([{}, document], '#/paths/~1a/get/parameters/0'), '#/components/parameters/P', 'in the first document that has it')
+  t.equal(writtenIn([{}, document], '#/paths/~1a/get/parameters/0/name'), '#/components/parameters/P/name', 'in the first document that has it')
   t.equal(writtenIn([{}], '#/paths/~1b'), '#/paths/~1b', 'as it is where none has it')
   t.equal(placeOf('#/paths/~1a'), '/a', 'a whole path')
   t.equal(placeOf('#/webhooks'), 'webhooks', 'the events as a whole')

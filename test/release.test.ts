@@ -14,7 +14,7 @@ import { correct, release, servedBeside, withVersion } from '../scripts/release.
 import { changelogPath, generatedDir, projectRoot, specPath } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
-t.setTimeout(300_000)
+t.setTimeout(900_000)
 
 /** A copy of the project's contract files as they were when 1.0.0 was the only release (the
  * spec as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry alone); `release` of it.
