@@ -9,7 +9,13 @@
  * VERSION's entry at the top of contract/CHANGELOG.md, and
  * makes generated/ (beside the spec) anew, as `npm run generate` does.
  *
- *   npm run -s release -- VERSION [--spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
+ * Its entry is made of the comparison the gate makes (scripts/comparison.ts). `--dry-run` says what
+ * would be released, the entry in full, and writes nothing; `--correct NOTE` writes the published
+ * entry of a released VERSION anew from the released contracts, NOTE (one line: what it missed)
+ * under its heading, and touches nothing else.
+ *
+ *   npm run -s release -- VERSION [--dry-run --spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
+ *   npm run -s release -- VERSION --correct NOTE [--dry-run --released DIR --changelog FILE --accepted FILE]
  * Exit status: 0 released; 1 refused (each reason printed), nothing written; 2 a usage error
  * (no VERSION, or one that is not MAJOR.MINOR.PATCH, an unknown option, a --now that is not a
  * date) or a file it cannot read.
