@@ -12,7 +12,8 @@ const title = '# Changelog of the Pet Store Service API'
 const preamble = `${title}
 
 What each release of the API (its contract, \`openapi.yaml\`) changed, for its clients. Every entry is
-written by \`npm run release\` from the contracts in \`contract/released/\`; none is edited by hand.
+written by \`npm run release\` from the contracts in \`contract/released/\`; none is edited by hand. An
+entry written anew after its release says so under its heading (\`npm run release -- VERSION --correct\`).
 An experimental operation may change or go within the major version; a beta or stable one goes
 only after a deprecation and its sunset (docs/compatibility.md).`
 
@@ -49,10 +50,15 @@ export interface EntryInput {
   /** the first release of a major version: its breaking changes to the release before, which
    * goes on being served beside it */
   breaking?: string[]
+  /** a later release of a major: the 4xx answers its operations gained, a request the release
+   * before took being refused now (the gate lets them through within the major) */
+  refusals?: string[]
+  /** why an entry already published was written anew: one line, shown under its heading */
+  correction?: string
 }
 
 /** One release's entry. */
-export function entry({ version, date, previous, current, compatible, allowed, reviewed = [], breaking = [] }: EntryInput): string {
+export function entry({ version, date, previous, current, compatible, allowed, reviewed = [], breaking = [], refusals = [], correction }: EntryInput): string {
   const before = new Map(operationsOf(previous).map((operation) => [operation.name, operation]))
   const now = operationsOf(current)
   const after = new Map(now.map((operation) => [operation.name, operation]))
@@ -78,6 +84,7 @@ export function entry({ version, date, previous, current, compatible, allowed, r
         return was !== undefined && level(was) !== level(operation) ? [`${named(operation)}: ${level(was)} to ${level(operation)}`] : []
       }),
     ],
+    ['New refusals (a request the release before took may be refused now)', refusals],
     ['Compatible changes', compatible],
     ['Incompatible changes allowed by their lifecycle', allowed.map((line) => line.trim())],
     ['Changes a diff rates incompatible, which break no client', reviewed],
@@ -86,7 +93,8 @@ export function entry({ version, date, previous, current, compatible, allowed, r
     .filter(([, lines]) => lines.length > 0)
     .map(([heading, lines]) => `### ${heading}\n\n${lines.map((line) => `- ${line}`).join('\n')}`)
     .join('\n\n')
-  return `## ${version} (${date})\n\n${body || 'No change a client can see.'}\n`
+  const note = correction === undefined ? '' : `*Corrected: ${correction}*\n\n`
+  return `## ${version} (${date})\n\n${note}${body || 'No change a client can see.'}\n`
 }
 
 /** Every deprecation of the served documents (`served`, one per major version), by sunset;

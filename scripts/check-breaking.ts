@@ -27,44 +27,26 @@
  * Exit status: 0 compatible; 1 a breaking change, or a document the server would refuse (each
  * named); 2 a document that cannot be read.
  */
-import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join, relative } from 'node:path'
-import { parseArgs, promisify } from 'node:util'
-import { parse, stringify } from 'yaml'
+import { basename, join, relative } from 'node:path'
+import { parseArgs } from 'node:util'
+import { parse } from 'yaml'
 import type { OpenAPIV3 } from 'openapi-types'
 import type { Lifecycle, NoticeDays } from '../src/contract/lifecycle.js'
 import { type Contract, readContract } from '../src/contract/model.js'
-import { keysOf } from '../src/contract/pointer.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
 import { bundledSpec, loadContract, specPaths } from '../src/contract/load.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
-import { type Difference, eventPath, eventPlace, uncovered } from '../src/versions/coverage.js'
+import { type Difference, uncovered } from '../src/versions/coverage.js'
+import { type Change, compareDocuments, diff, placeOf, type Verdict, whereOf } from './comparison.js'
 import type { VersionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
 import { componentChanged, deprecationLink, judge, lifecycleBreaks, operationsOf, type ReleasedOperation, touched } from './stability-gate.js'
 
 export const releasedDir = join(projectRoot, 'contract', 'released')
 export const acceptedFile = join(projectRoot, 'contract', 'accepted-changes.yaml')
-const diffConfig = join(projectRoot, 'contract', 'redocly-diff.yaml')
-
-/** One finding of `redocly diff --format json` (its report version 1). */
-export interface Verdict {
-  ruleId: string
-  impact: Impact
-  message: string
-  location: { pointer: string }
-}
-export interface Change {
-  path: string
-  kind: string
-  impact: Impact
-  verdicts: Verdict[]
-}
-type Impact = 'major' | 'minor' | 'patch'
 
 /** A change rated major that was reviewed and breaks no client. */
 export interface AcceptedChange {
@@ -94,34 +76,6 @@ function version(text: unknown, what: string): Version {
   const parsed = parseVersion(text)
   if (parsed === undefined) throw new Error(`${what} ${JSON.stringify(text)} is not a version MAJOR.MINOR.PATCH`)
   return parsed
-}
-
-/** "GET /pets" for a change inside an operation, "event pet.created" inside an event, else the
- * top-level part ("servers", "info"). */
-export function whereOf(pointer: string): string {
-  const [section, path, method] = keysOf(pointer)
-  if (section === 'webhooks' && path !== undefined) return `event ${path}`
-  if (section !== 'paths') return section!
-  return method === undefined ? path! : `${method.toUpperCase()} ${path}`
-}
-
-/** The changes redocly diff finds from `base` to `revision`, every one rated. */
-export async function diff(base: string, revision: string): Promise<Change[]> {
-  const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js')
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-diff-'))
-  try {
-    const report = join(dir, 'diff.json')
-    // --fail-on none: the verdict is ours, from the report; an exit status other than 0 is
-    // redocly failing to read a document
-    await promisify(execFile)(process.execPath, [cli, 'diff', base, revision, '--format=json', '--fail-on=none', `--config=${diffConfig}`, `--output=${report}`], {
-      cwd: projectRoot,
-      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true' },
-      timeout: 60_000,
-    })
-    return (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
 }
 
 /** What judges a change by the lifecycle of the operations it touches. */
@@ -288,43 +242,23 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
   return { ok, servable: problems.length === 0, lines, releases: findings }
 }
 
-/** A document whose events are also paths (`/__events/pet.created`, answering its payload): redocly
- * compares answers, and an event's receiver is a client as an answer's is. */
-function withEventPaths(document: OpenAPIV3.Document): OpenAPIV3.Document {
-  const paths: Record<string, unknown> = { ...document.paths }
-  for (const [type, item] of Object.entries((document as { webhooks?: Record<string, { post?: { requestBody?: { content?: unknown } } }> }).webhooks ?? {})) {
-    paths[eventPath(type)] = { post: { operationId: `event ${type}`, responses: { '200': { description: `the event ${type}`, content: item.post?.requestBody?.content } } } }
-  }
-  return { ...document, paths } as OpenAPIV3.Document
-}
-
 /**
  * The breaking differences between two neighbouring majors' documents, which their version
- * changes must cover (src/versions/coverage.ts): every verdict redocly rates major, and every
- * refusal the newer operation added (a 4xx response: a request the older version took may be
- * refused now), events compared as answers.
+ * changes must cover (src/versions/coverage.ts) and the new major's changelog entry lists: every
+ * verdict the comparison (scripts/comparison.ts) rates major, at every place a client meets it,
+ * events and refusals (a 4xx the newer operation added) among them.
  */
 export async function neighbourDifferences(older: Contract, newer: Contract): Promise<Difference[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-neighbours-'))
-  try {
-    const [before, after] = [join(dir, 'older.yaml'), join(dir, 'newer.yaml')]
-    writeFileSync(before, stringify(withEventPaths(older.document)))
-    writeFileSync(after, stringify(withEventPaths(newer.document)))
-    const found: Difference[] = []
-    for (const change of await diff(before, after)) {
-      const path = eventPlace(change.path)
-      const where = whereOf(path)
-      if (change.impact === 'major') {
-        for (const verdict of change.verdicts.filter(({ impact }) => impact === 'major')) found.push({ where, rule: verdict.ruleId, pointer: eventPlace(verdict.location.pointer), path, message: verdict.message })
-      } else if (change.kind === 'added' && /^#\/paths\/[^/]+\/[a-z]+\/responses\/4[0-9][0-9]$/.test(change.path)) {
-        const status = keysOf(path).at(-1)
-        found.push({ where, rule: 'response-added', pointer: path, path, message: `Response ${status} was added: a request version ${older.version[0]} took may be refused` })
-      }
-    }
-    return found
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
+  return differencesOf(await compareDocuments(older.document as never, newer.document as never), older.document, newer.document)
+}
+
+/** The verdicts rated major of `changes` (from `older` to `newer`), one difference each. */
+export function differencesOf(changes: readonly Change[], older: unknown, newer: unknown): Difference[] {
+  return changes
+    .filter(({ impact }) => impact === 'major')
+    .flatMap(({ path, verdicts }) =>
+      verdicts.filter(({ impact }) => impact === 'major').map((verdict) => ({ where: placeOf(path, newer, older), rule: verdict.ruleId, pointer: verdict.location.pointer, path, message: verdict.message })),
+    )
 }
 
 /** `--now YYYY-MM-DD`: 00:00 UTC that day. */

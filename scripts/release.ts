@@ -9,7 +9,13 @@
  * VERSION's entry at the top of contract/CHANGELOG.md, and
  * makes generated/ (beside the spec) anew, as `npm run generate` does.
  *
- *   npm run -s release -- VERSION [--spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
+ * Its entry is made of the comparison the gate makes (scripts/comparison.ts). `--dry-run` says what
+ * would be released, the entry in full, and writes nothing; `--correct NOTE` writes the published
+ * entry of a released VERSION anew from the released contracts, NOTE (one line: what it missed)
+ * under its heading, and touches nothing else.
+ *
+ *   npm run -s release -- VERSION [--dry-run --spec FILE --released DIR --changelog FILE --accepted FILE --now YYYY-MM-DD]
+ *   npm run -s release -- VERSION --correct NOTE [--dry-run --released DIR --changelog FILE --accepted FILE]
  * Exit status: 0 released; 1 refused (each reason printed), nothing written; 2 a usage error
  * (no VERSION, or one that is not MAJOR.MINOR.PATCH, an unknown option, a --now that is not a
  * date) or a file it cannot read.
@@ -24,7 +30,8 @@ import { compareVersions, majorOfSpecFile, parseVersion } from '../src/contract/
 import { bundledSpec, bundleText, specPaths } from '../src/contract/load.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
-import { acceptedFile, type Change, checkBreaking, classify, dayOption, diff, readAccepted, releasedDir, reviewedLines, whereOf } from './check-breaking.js'
+import { type AcceptedChange, acceptedFile, checkBreaking, dayOption, differencesOf, readAccepted, releasedDir, reviewedLines } from './check-breaking.js'
+import { type Change, compareDocuments, partOf, whereOf } from './comparison.js'
 import { generate } from './generate.js'
 
 const compare = (a: string, b: string) => compareVersions(parseVersion(a)!, parseVersion(b)!)
@@ -36,6 +43,8 @@ export interface ReleaseOptions {
   changelog?: string
   accepted?: string
   now?: Date
+  /** say what would be released, the entry in full, and write nothing */
+  dryRun?: boolean
 }
 
 export interface ReleaseResult {
@@ -50,17 +59,12 @@ export function withVersion(source: string, version: string): string {
   return source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
 }
 
-export async function release({ version, spec, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date() }: ReleaseOptions): Promise<ReleaseResult> {
-  // (a usage error, not a refusal)
-  const major = parseVersion(version)?.[0]
-  if (major === undefined) throw new Error(`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`)
+export async function release({ version, spec, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date(), dryRun = false }: ReleaseOptions): Promise<ReleaseResult> {
+  const major = majorOf(version)
   spec ??= documentOf(major)
   // each major version has releases of its own: the first of a major comes after the older ones'
   // (and a version older than every release is compared with the first)
-  const releases = readdirSync(released)
-    .map((name) => name.slice(0, -'.yaml'.length))
-    .filter((name) => parseVersion(name) !== undefined)
-    .sort(compare)
+  const releases = releasesIn(released)
   const last = releases.filter((name) => parseVersion(name)![0] <= major).at(-1) ?? releases[0]
   if (last === undefined) return { ok: false, lines: [`${released} holds no released contract to release after`] }
   if (compare(version, last) <= 0) return { ok: false, lines: [`${version} is not above the last release, ${last}`] }
@@ -68,40 +72,140 @@ export async function release({ version, spec, released = releasedDir, changelog
   // the document's own text with its version set, and the bundle of it that is released
   const own = withVersion(readFileSync(spec, 'utf8'), version)
   const { document: current } = bundledSpec(spec, false, own)
-  const source = bundleText(current)
-  const work = mkdtempSync(join(tmpdir(), 'petstore-release-'))
-  try {
-    const candidate = join(work, 'openapi.yaml')
-    writeFileSync(candidate, source)
-    const gate = await checkBreaking({ spec, text: own, released, accepted, now })
-    if (!gate.ok) return { ok: false, lines: [`release ${version} refused by the breaking-change gate:`, ...gate.lines] }
+  const gate = await checkBreaking({ spec, text: own, released, accepted, now })
+  if (!gate.ok) return { ok: false, lines: [`release ${version} refused by the breaking-change gate:`, ...gate.lines] }
 
-    const previousFile = join(released, `${last}.yaml`)
-    const changes = await diff(previousFile, candidate)
+  const text = await releaseEntry({
+    version,
+    date: now.toISOString().slice(0, 10),
+    previous: parse(readFileSync(join(released, `${last}.yaml`), 'utf8')),
+    current,
     // the changes the lifecycle allowed, against the last release
-    const allowed = gate.releases.find((findings) => findings.version === last)?.allowed ?? []
-    const text = entry({
+    allowed: gate.releases.find((findings) => findings.version === last)?.allowed ?? [],
+    accepted: readAccepted(accepted),
+  })
+  if (dryRun) return { ok: true, lines: [...gate.lines, `would release ${version} (--dry-run: nothing written); its entry:`, '', text] }
+  const releasedFile = join(released, `${version}.yaml`)
+  writeFileSync(spec, own)
+  writeFileSync(releasedFile, bundleText(current))
+  const beside = servedBeside(spec).filter((path) => path !== spec && existsSync(path)).map((path) => bundledSpec(path).document as Record<string, any>)
+  writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, [...beside, current].sort((a, b) => compare(a.info.version, b.info.version))))
+  const shown = (file: string) => relative(projectRoot, file)
+  return {
+    ok: true,
+    lines: [...gate.lines, `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, its entry in ${shown(changelog)}, ${await regenerated(spec)}`],
+  }
+}
+
+/** MAJOR of a version, or the usage error that says it is none. */
+function majorOf(version: string): number {
+  const major = parseVersion(version)?.[0]
+  if (major === undefined) throw new Error(`${JSON.stringify(version)} is not a version MAJOR.MINOR.PATCH`)
+  return major
+}
+
+/** The versions released in `released`, oldest first. */
+const releasesIn = (released: string) =>
+  readdirSync(released)
+    .map((name) => name.slice(0, -'.yaml'.length))
+    .filter((name) => parseVersion(name) !== undefined)
+    .sort(compare)
+
+/** The release a released `version` came after, of those in `released`: the last below it of its
+ * major or an older one; none for the first release. */
+const releaseBefore = (version: string, released: string): string | undefined =>
+  releasesIn(released)
+    .filter((name) => parseVersion(name)![0] <= majorOf(version) && compare(name, version) < 0)
+    .at(-1)
+
+export interface EntryOptions {
+  version: string
+  date: string
+  /** the release before, and the document released */
+  previous: Record<string, any>
+  current: Record<string, any>
+  /** the incompatible changes the gate let through by their operations' lifecycle */
+  allowed: string[]
+  accepted: AcceptedChange[]
+  /** why an entry already published is written anew (a correction) */
+  correction?: string
+}
+
+/**
+ * A release's changelog entry, from the comparison the gate makes (scripts/comparison.ts): the
+ * first release of a major lists every breaking difference from the release before it, at every
+ * place a client meets it; a later release lists its new refusals (a 4xx an operation gained)
+ * apart from its compatible changes.
+ */
+export async function releaseEntry({ version, date, previous, current, allowed, accepted, correction }: EntryOptions): Promise<string> {
+  // (the first release of all is compared with nothing: its operations are its entry)
+  const changes = previous.openapi === undefined ? [] : await compareDocuments(previous, current)
+  const differences = differencesOf(changes, previous, current)
+  const lines = (rule?: string) => differences.filter((found) => rule === undefined || found.rule === rule).map(({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`)
+  const before = previous.info?.version as string | undefined
+  const firstOfMajor = before !== undefined && majorOf(version) > majorOf(before)
+  return entry({
+    version,
+    date,
+    previous,
+    current,
+    compatible: compatibleLines(changes, current, previous),
+    allowed,
+    reviewed: [...new Set(reviewedLines(changes, accepted))],
+    // (within a major, the gate lets a new refusal through: listed apart, never as compatible)
+    ...(firstOfMajor ? { breaking: lines() } : { refusals: lines('response-added') }),
+    ...(correction !== undefined && { correction }),
+  })
+}
+
+export interface CorrectionOptions {
+  version: string
+  /** one line for readers: what the entry missed before */
+  note: string
+  released?: string
+  changelog?: string
+  accepted?: string
+  dryRun?: boolean
+}
+
+/**
+ * The changelog entry of a published release written anew from the released contracts, with the
+ * engine of today, its date kept, and `note` saying what it missed before (docs/compatibility.md:
+ * Correcting a published entry). The released contracts are not touched.
+ */
+export async function correct({ version, note, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, dryRun = false }: CorrectionOptions): Promise<ReleaseResult> {
+  const releasedFile = join(released, `${version}.yaml`)
+  if (!existsSync(releasedFile)) return { ok: false, lines: [`${version} was not released: ${relative(projectRoot, releasedFile)} does not exist`] }
+  const text = readFileSync(changelog, 'utf8')
+  const heading = new RegExp(`^## ${version.replaceAll('.', '\\.')} \\((\\d{4}-\\d{2}-\\d{2})\\)$`, 'm').exec(text)
+  if (heading === null) return { ok: false, lines: [`${relative(projectRoot, changelog)} has no entry of ${version} to correct`] }
+  if (note.trim() === '' || note.includes('\n')) return { ok: false, lines: ['--correct takes one line: what the entry missed before'] }
+  const date = heading[1]!
+  const last = releaseBefore(version, released)
+  const previous = last === undefined ? {} : parse(readFileSync(join(released, `${last}.yaml`), 'utf8'))
+  // what the gate let through when it was released: the releases before it, on its day
+  const before = mkdtempSync(join(tmpdir(), 'petstore-correct-'))
+  try {
+    for (const name of releasesIn(released).filter((name) => compare(name, version) < 0)) writeFileSync(join(before, `${name}.yaml`), readFileSync(join(released, `${name}.yaml`)))
+    // (the first release had nothing to be judged against)
+    const gate = last === undefined ? undefined : await checkBreaking({ spec: releasedFile, released: before, accepted, now: new Date(`${date}T00:00:00Z`) })
+    const written = await releaseEntry({
       version,
-      date: now.toISOString().slice(0, 10),
-      previous: parse(readFileSync(previousFile, 'utf8')),
-      current,
-      compatible: compatibleLines(changes, current),
-      allowed,
-      reviewed: reviewedLines(changes, readAccepted(accepted)),
-      ...(parseVersion(version)![0] > parseVersion(last)![0] && { breaking: classify(changes, readAccepted(accepted)).breaking }),
+      date,
+      previous,
+      current: parse(readFileSync(releasedFile, 'utf8')),
+      allowed: gate?.releases.find((findings) => findings.version === last)?.allowed ?? [],
+      accepted: readAccepted(accepted),
+      correction: note.trim(),
     })
-    const releasedFile = join(released, `${version}.yaml`)
-    writeFileSync(spec, own)
-    writeFileSync(releasedFile, source)
-    const beside = servedBeside(spec).filter((path) => path !== spec && existsSync(path)).map((path) => bundledSpec(path).document as Record<string, any>)
-    writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, [...beside, current].sort((a, b) => compare(a.info.version, b.info.version))))
-    const shown = (file: string) => relative(projectRoot, file)
-    return {
-      ok: true,
-      lines: [...gate.lines, `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, its entry in ${shown(changelog)}, ${await regenerated(spec)}`],
-    }
+    if (dryRun) return { ok: true, lines: [`would correct the entry of ${version} (--dry-run: nothing written):`, '', written] }
+    const start = heading.index
+    const next = text.slice(start + heading[0].length).search(/^## /m)
+    const end = next === -1 ? text.length : start + heading[0].length + next
+    writeFileSync(changelog, `${text.slice(0, start)}${written}${end === text.length ? '' : '\n'}${text.slice(end)}`)
+    return { ok: true, lines: [`corrected the entry of ${version} in ${relative(projectRoot, changelog)}, from ${[...(last === undefined ? [] : [join(released, `${last}.yaml`)]), releasedFile].map((file) => relative(projectRoot, file)).join(' and ')}`] }
   } finally {
-    rmSync(work, { recursive: true, force: true })
+    rmSync(before, { recursive: true, force: true })
   }
 }
 
@@ -131,25 +235,19 @@ function documentOf(major: number): string {
 export const servedBeside = (spec: string) => specPaths.map((path) => (basename(path) === basename(spec) ? spec : path))
 
 /**
- * The compatible changes (rated minor), one line per place and kind: `GET /pets: added response
- * 429; headers RateLimit, RateLimit-Policy`. A path or operation added is the entry's "Added".
+ * The compatible changes (rated minor), one line per operation and kind, each place by its part:
+ * `GET /pets: added parameter \`id\` (query), response 200 body \`category\``. An operation or
+ * event added is the entry's "Added". `current` and `previous` name the parameters and the items
+ * of named lists (tags).
  */
-export function compatibleLines(changes: Change[], current?: Record<string, any>): string[] {
+export function compatibleLines(changes: readonly Change[], current?: Record<string, any>, previous?: Record<string, any>): string[] {
   const grouped = new Map<string, Set<string>>()
   for (const change of changes) {
     if (change.impact !== 'minor') continue
     const parts = keysOf(change.path)
     const inOperation = parts[0] === 'paths' || parts[0] === 'webhooks'
     if (inOperation && parts.length <= 3) continue
-    const rest = inOperation ? parts.slice(3) : parts.slice(1)
-    const what =
-      rest[0] === 'responses' && rest.length === 2
-        ? `response ${rest[1]}`
-        : rest.at(-2) === 'headers'
-          ? `header ${rest.at(-1)}`
-          : rest.at(-2) === 'properties'
-            ? `property ${rest.at(-1)}`
-            : (namedItem(current, parts) ?? (rest.join('/') || parts[0]!))
+    const what = inOperation ? partOf(change.path, current, previous)! : (namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!))
     const key = `${whereOf(change.path)}: ${change.kind}`
     grouped.set(key, (grouped.get(key) ?? new Set()).add(what))
   }
@@ -164,18 +262,30 @@ function namedItem(document: Record<string, any> | undefined, parts: string[]): 
 }
 
 if (process.argv[1] === import.meta.filename) {
-  const options = { spec: { type: 'string' }, released: { type: 'string' }, changelog: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } as const
+  const options = {
+    spec: { type: 'string' },
+    released: { type: 'string' },
+    changelog: { type: 'string' },
+    accepted: { type: 'string' },
+    now: { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    correct: { type: 'string' },
+  } as const
   let parsed
   try {
     parsed = parseArgs({ options, allowPositionals: true })
     if (parsed.positionals.length !== 1) throw new Error('give one VERSION')
   } catch (error) {
-    console.error(`release: ${(error as Error).message}\nUsage: npm run -s release -- VERSION`)
+    console.error(`release: ${(error as Error).message}\nUsage: npm run -s release -- VERSION [--dry-run] | npm run -s release -- VERSION --correct 'what its entry missed'`)
     process.exit(2)
   }
-  const { now, ...files } = parsed.values
+  const { now, 'dry-run': dryRun, correct: note, ...files } = parsed.values
+  const version = parsed.positionals[0]!
   try {
-    const result = await release({ version: parsed.positionals[0]!, ...files, ...(now !== undefined && { now: dayOption(now) }) })
+    const result =
+      note === undefined
+        ? await release({ version, ...files, dryRun, ...(now !== undefined && { now: dayOption(now) }) })
+        : await correct({ version, note, released: files.released, changelog: files.changelog, accepted: files.accepted, dryRun })
     console.log(result.lines.join('\n'))
     process.exitCode = result.ok ? 0 : 1
   } catch (error) {

@@ -50,13 +50,22 @@ t.test('compatible changes, one line per place and kind', async (t) => {
       change('#/externalDocs'),
       { ...change('#/info'), impact: 'patch' as const },
     ]),
-    ['GET /pets: added response 429, header RateLimit, property tag, parameters/2', 'externalDocs: added externalDocs'],
+    ['GET /pets: added response 429, response 200 header RateLimit, response 200 body `tag`, parameter 2', 'externalDocs: added externalDocs'],
   )
-  const named = { paths: { '/pets': { get: { parameters: [{}, {}, { name: 'after' }] } } }, tags: [{ name: 'pets' }, { description: 'no name' }] }
+  const named = {
+    paths: { '/pets': { get: { parameters: [{}, { $ref: '#/components/parameters/Id' }, { name: 'after', in: 'query' }] } } },
+    components: { parameters: { Id: { name: 'id', in: 'query' } } },
+    tags: [{ name: 'pets' }, { description: 'no name' }],
+  }
   t.strictSame(
-    compatibleLines([change('#/paths/~1pets/get/parameters/2'), change('#/tags/0'), change('#/tags/1')], named),
-    ['GET /pets: added parameter after', 'tags: added tag pets, 1'],
-    'an item of a list by its name, where it has one',
+    compatibleLines([change('#/paths/~1pets/get/parameters/2'), change('#/paths/~1pets/get/parameters/1'), change('#/tags/0'), change('#/tags/1')], named),
+    ['GET /pets: added parameter `after` (query), parameter `id` (query)', 'tags: added tag pets, 1'],
+    'a parameter by its name, its $ref followed; an item of a list by its name, where it has one',
+  )
+  t.strictSame(
+    compatibleLines([change('#/paths/~1pets/get/parameters/1', 'removed'), change('#/paths/~1pets/get/parameters/0', 'removed')], { paths: { '/pets': { get: {} } } }, named),
+    ['GET /pets: removed parameter `id` (query), parameter 0'],
+    'a parameter the newer document lacks: by its name in the older; one neither names: by its place',
   )
 })
 

@@ -4,17 +4,17 @@
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { parse, stringify } from 'yaml'
 import { releasedDir } from '../scripts/check-breaking.js'
 import { bundledSpec, bundleText } from '../src/contract/load.js'
 import { filesIn, generate } from '../scripts/generate.js'
-import { release, servedBeside, withVersion } from '../scripts/release.js'
+import { correct, release, servedBeside, withVersion } from '../scripts/release.js'
 import { changelogPath, generatedDir, projectRoot, specPath } from '../src/core/paths.js'
 import { run } from './helpers/processes.js'
 
-t.setTimeout(300_000)
+t.setTimeout(900_000)
 
 /** A copy of the project's contract files as they were when 1.0.0 was the only release (the
  * spec as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry alone); `release` of it.
@@ -96,7 +96,8 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.equal(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), written, 'the released contract is the spec')
   const changelog = readFileSync(files.changelog, 'utf8')
   t.match(changelog, /## 1\.1\.0 \(2026-11-25\)\n\n### Added\n\n- `listOrders` \(GET \/store\/orders\), experimental\n/)
-  t.match(changelog, /### Compatible changes\n\n(- .*\n)*- GET \/pets: added .*response 429/)
+  t.match(changelog, /### New refusals \(a request the release before took may be refused now\)\n\n(- .*\n)*- GET \/pets, response 429: Response 429 was added: a request version 1\.0\.0 took may be refused\./, 'a new 4xx: a refusal, never a compatible change')
+  t.match(changelog, /### Compatible changes\n\n(- .*\n)*- GET \/pets: added .*response 200 header RateLimit/)
   t.match(changelog, '- tags: added tag store, tag webhooks\n', 'list items by their names, not their indexes')
   t.match(
     changelog,
@@ -185,6 +186,66 @@ t.test('npm run release: exit 0 released, 1 refused, 2 a usage error', async (t)
   const unreadable = await run(t, 'scripts/release.ts', ['1.0.2', ...args])
   t.equal(unreadable.code, 2)
   t.match(unreadable.stderr, /^release: openapi\.yaml has no info\.version line to set\n$/)
+})
+
+t.test('--dry-run: the gate and the entry said, nothing written', async (t) => {
+  const files = project(t)
+  const state = files.untouched()
+  const dry = await release({ ...files, version: '1.1.0', dryRun: true })
+  t.ok(dry.ok, dry.lines.join('\n'))
+  t.match(dry.lines.join('\n'), /^compatible with the released 1\.0\.0\nwould release 1\.1\.0 \(--dry-run: nothing written\); its entry:\n\n## 1\.1\.0 \(2026-11-25\)\n\n### Added\n/)
+  t.strictSame(files.untouched(), state)
+  t.notOk(existsSync(files.generated), 'generated/ not made')
+  const cli = await run(t, 'scripts/release.ts', ['1.1.0', '--dry-run', '--spec', files.spec, '--released', files.released, '--changelog', files.changelog, '--now', '2026-11-25'])
+  t.equal(cli.code, 0, cli.stderr)
+  t.match(cli.stdout, /would release 1\.1\.0 \(--dry-run: nothing written\)/)
+  t.strictSame(files.untouched(), state)
+})
+
+t.test('--correct: a published entry written anew from the released contracts, its date kept, its note under its heading', async (t) => {
+  // the repository's releases and changelog, copied
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-correct-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const released = join(dir, 'released')
+  cpSync(releasedDir, released, { recursive: true })
+  const changelog = join(dir, 'CHANGELOG.md')
+  const published = readFileSync(changelogPath, 'utf8').replace(/\n\*Corrected: .*\*\n/, '')
+  writeFileSync(changelog, published)
+  const files = { released, changelog }
+  const releasedFiles = () => readdirSync(released).map((name) => readFileSync(join(released, name), 'utf8'))
+  const before = releasedFiles()
+
+  t.strictSame(await correct({ ...files, version: '9.0.0', note: 'x' }), { ok: false, lines: [`9.0.0 was not released: ${relative(projectRoot, join(released, '9.0.0.yaml'))} does not exist`] })
+  t.strictSame(await correct({ ...files, version: '2.0.0', note: 'two\nlines' }), { ok: false, lines: ['--correct takes one line: what the entry missed before'] })
+  t.strictSame(await correct({ ...files, version: '2.0.0', note: ' ' }), { ok: false, lines: ['--correct takes one line: what the entry missed before'] })
+  t.equal(readFileSync(changelog, 'utf8'), published, 'a refusal writes nothing')
+
+  const dry = await correct({ ...files, version: '2.0.0', note: 'the events were left out.', dryRun: true })
+  t.match(dry.lines.join('\n'), /^would correct the entry of 2\.0\.0 \(--dry-run: nothing written\):\n\n## 2\.0\.0 \(2026-11-27\)\n\n\*Corrected: the events were left out\.\*\n/)
+  t.equal(readFileSync(changelog, 'utf8'), published, 'a dry run writes nothing')
+
+  const corrected = await correct({ ...files, version: '2.0.0', note: 'the events were left out.' })
+  t.ok(corrected.ok)
+  t.match(corrected.lines, [/^corrected the entry of 2\.0\.0 in .*CHANGELOG\.md, from .*1\.2\.0\.yaml and .*2\.0\.0\.yaml$/])
+  const text = readFileSync(changelog, 'utf8')
+  const entryOf = (version: string, of: string) => of.slice(of.indexOf(`## ${version} (`), of.indexOf('\n## ', of.indexOf(`## ${version} (`)) + 1)
+  t.equal(entryOf('2.0.0', text), entryOf('2.0.0', readFileSync(changelogPath, 'utf8')).replace(/\*Corrected: .*\*/, '*Corrected: the events were left out.*'), "the repository's entry is what the engine writes")
+  t.match(text, /^- event pet\.created, payload `data\.category`: Property `categoryId` of `data` was renamed to `category`\./m)
+  t.match(text, /^- POST \/pets, response 201 body `category`: Property `categoryId` was renamed to `category`\./m)
+  t.equal(text.replace(entryOf('2.0.0', text), ''), published.replace(entryOf('2.0.0', published), ''), 'the rest of the changelog as it was')
+  t.strictSame(releasedFiles(), before, 'the released contracts untouched')
+
+  // the last entry (the first release, compared with nothing) and a later one within a major (what the gate allowed on its day)
+  const first = await correct({ ...files, version: '1.0.0', note: 'nothing was missing; written anew.' })
+  t.ok(first.ok)
+  t.ok(readFileSync(changelog, 'utf8').endsWith('*Corrected: nothing was missing; written anew.*\n\n### Added\n\n- `listPets` (GET /pets), stable\n- `createPet` (POST /pets), stable\n- `getPet` (GET /pets/{petId}), stable\n\n### Deprecated\n\n- `getPet` (GET /pets/{petId}): deprecated on 2026-11-21; removed on 2030-12-05 (requests answer 410 from 00:00 UTC that day); use `listPets` instead\n'))
+  const cli = await run(t, 'scripts/release.ts', ['1.1.0', '--correct', 'the refusals were listed as compatible.', '--released', released, '--changelog', changelog])
+  t.equal(cli.code, 0, cli.stderr)
+  const minor = entryOf('1.1.0', readFileSync(changelog, 'utf8'))
+  t.match(minor, /### New refusals \(a request the release before took may be refused now\)\n\n- GET \/pets, response 403: Response 403 was added/)
+  t.match(minor, /### Changes a diff rates incompatible, which break no client\n\n- GET \/pets: limit is already 1\.\.100/)
+  writeFileSync(changelog, '# no entries\n')
+  t.strictSame(await correct({ ...files, version: '2.0.0', note: 'x' }), { ok: false, lines: [`${relative(projectRoot, changelog)} has no entry of 2.0.0 to correct`] })
 })
 
 t.test("the repository's contract files are untouched by all of the above", async (t) => {

@@ -16,7 +16,7 @@ import { type AnyHandler, deriveVersions } from '../src/versions/derive.js'
 import { type VersionChange, versionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
 import { recordedDifferences } from '../src/versions/recorded.js'
-import { type Difference, eventPlace, uncovered } from '../src/versions/coverage.js'
+import { type Difference, uncovered } from '../src/versions/coverage.js'
 import { type Transform, transformOf } from '../src/versions/schemas.js'
 import { build, call, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
@@ -138,18 +138,18 @@ t.test('a change that names what its versions lack is refused at start, each nam
 
 t.test('a breaking difference the gate found that no change covers stops the start, naming the change to write', async (t) => {
   const recorded = recordedDifferences([v1, v2])
-  t.equal(recorded.get(1)?.length, 17, 'generated/v2/breaking.cjs: the differences between the documents served')
+  t.equal(recorded.get(1)?.length, 35, 'generated/v2/breaking.cjs: the differences between the documents served, each place a client meets them')
   t.doesNotThrow(() => deriveVersions([v1, v2], changes, recorded), 'each covered by the changes of version 1')
   const edited = contractOf(structuredClone(v1.document), { file: 'openapi.yaml' })
   t.strictSame(recordedDifferences([versionOf(1, v1.document, (document) => (document.info.title = 'Other')), v2]).size, 0, 'none recorded of other documents')
   t.equal(recordedDifferences([edited, v2]).size, 1, 'the same document, read anew: the same record')
   const without = (name: string) => changes.filter((change) => change.name !== name)
   const noCategories = (t.throws(() => deriveVersions([v1, v2], without('category-object'), recorded)) as Error).message
-  t.match(noCategories, /openapi-v2.yaml against openapi.yaml: GET \/pets: Property `categoryId` of `Pet` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/)
-  t.match(noCategories, /POST \/pets: Response 422 was added: a request version 1 took may be refused \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /)
+  t.match(noCategories, /openapi-v2.yaml against openapi.yaml: GET \/pets, response 200 body `category`: Property `categoryId` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/)
+  t.match(noCategories, /POST \/pets, response 422: Response 422 was added: a request version 1\.2\.0 took may be refused\. \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /)
   const noGetPet = (t.throws(() => deriveVersions([v1, v2], without('get-pet'), recorded)) as Error).message
   t.match(noGetPet, /Path `\/pets\/\{petId\}` was removed\. \(path-removed at #\/paths\/~1pets~1\{petId\}\): no change of version 1 covers it: write servedBy: \{ getPet: /)
-  t.match(noGetPet, /POST \/pets: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/)
+  t.match(noGetPet, /POST \/pets, response 201 header Location: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/)
   t.notMatch(noGetPet, /NextPageLink/, 'a URL under the version segment is moved by the derive layer: covered')
 })
 
@@ -193,9 +193,6 @@ t.test('an event\'s breaking difference is covered by a change of the event, or 
   t.match(uncovered([difference('#/tags/1')], v1, v2, changes), [/no change covers a difference outside the operations and events; make the documents agree there/])
   t.strictSame(uncovered([difference('#/paths/~1store~1orders/get/responses/200/headers/Link/schema')], v1, v2, []), [], 'the version segment of a URL')
   t.strictSame(uncovered([difference('#/paths/~1categories/get/responses/200')], v1, v2, []), [], 'an operation the older version lacks: an addition')
-  t.strictSame(eventPlace('#/paths/~1__events~1pet.created/post/responses/200/content/application~1json/schema'), '#/webhooks/pet.created/post/requestBody/content/application~1json/schema', "an event's payload, back at its place")
-  t.strictSame(eventPlace('#/paths/~1__events~1pet.created'), '#/webhooks/pet.created/post', 'the event itself')
-  t.equal(eventPlace('#/paths/~1pets'), '#/paths/~1pets', 'a path: as it is')
 })
 
 t.test('the types hold a change to its two versions', async (t) => {

@@ -4,74 +4,116 @@ module.exports = {
  "newer": "9713a0cb1710299d843cd695f97b0269e2fe6b7e3b4d47abee98ff03ce9bc6b6",
  "differences": [
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 body",
    "rule": "required-properties-removed",
    "pointer": "#/components/schemas/Pet/required",
    "path": "#/paths/~1pets/get/responses/200/content/application~1json/schema/items",
-   "message": "Properties of `Pet` are no longer required: `categoryId`."
+   "message": "Properties are no longer required: `categoryId`."
   },
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 body `category`",
    "rule": "schema-constraint-changed",
-   "pointer": "#/components/schemas/PetCategory",
+   "pointer": "#/components/schemas/Pet/properties/category",
    "path": "#/paths/~1pets/get/responses/200/content/application~1json/schema/items/properties/category",
    "message": "`format` of `category` was removed."
   },
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 body `category`",
    "rule": "property-removed",
    "pointer": "#/components/schemas/Pet/properties/category",
    "path": "#/paths/~1pets/get/responses/200/content/application~1json/schema/items/properties/category",
-   "message": "Property `categoryId` of `Pet` was renamed to `category`."
+   "message": "Property `categoryId` was renamed to `category`."
   },
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 body `category`",
    "rule": "schema-constraint-changed",
-   "pointer": "#/components/schemas/PetCategory",
+   "pointer": "#/components/schemas/Pet/properties/category",
    "path": "#/paths/~1pets/get/responses/200/content/application~1json/schema/items/properties/category",
    "message": "Upper bound of `category` was removed."
   },
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 body `category`",
    "rule": "schema-constraint-changed",
-   "pointer": "#/components/schemas/PetCategory",
+   "pointer": "#/components/schemas/Pet/properties/category",
    "path": "#/paths/~1pets/get/responses/200/content/application~1json/schema/items/properties/category",
    "message": "Lower bound of `category` was removed."
   },
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 body `category`",
    "rule": "schema-type-changed",
    "pointer": "#/components/schemas/PetCategory/type",
    "path": "#/paths/~1pets/get/responses/200/content/application~1json/schema/items/properties/category",
    "message": "Type of `category` widened from 'integer' to 'object'."
   },
   {
-   "where": "GET /pets",
+   "where": "GET /pets, response 200 header Link",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/NextPageLink/schema/pattern",
    "path": "#/paths/~1pets/get/responses/200/headers/Link/schema",
    "message": "`pattern` changed from '^</v1/pets\\?[^>]+>; rel=\"next\"$' to '^</v2/pets\\?[^>]+>; rel=\"next\"$'."
   },
   {
-   "where": "POST /pets",
+   "where": "POST /pets, response 201 body",
+   "rule": "required-properties-removed",
+   "pointer": "#/components/schemas/Pet/required",
+   "path": "#/paths/~1pets/post/responses/201/content/application~1json/schema",
+   "message": "Properties are no longer required: `categoryId`."
+  },
+  {
+   "where": "POST /pets, response 201 body `category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/category",
+   "message": "`format` of `category` was removed."
+  },
+  {
+   "where": "POST /pets, response 201 body `category`",
+   "rule": "property-removed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/category",
+   "message": "Property `categoryId` was renamed to `category`."
+  },
+  {
+   "where": "POST /pets, response 201 body `category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/category",
+   "message": "Upper bound of `category` was removed."
+  },
+  {
+   "where": "POST /pets, response 201 body `category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/category",
+   "message": "Lower bound of `category` was removed."
+  },
+  {
+   "where": "POST /pets, response 201 body `category`",
+   "rule": "schema-type-changed",
+   "pointer": "#/components/schemas/PetCategory/type",
+   "path": "#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/category",
+   "message": "Type of `category` widened from 'integer' to 'object'."
+  },
+  {
+   "where": "POST /pets, response 201 header Location",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/Location/schema/maxLength",
    "path": "#/paths/~1pets/post/responses/201/headers/Location/schema",
    "message": "`maxLength` changed from '32' to '36'."
   },
   {
-   "where": "POST /pets",
+   "where": "POST /pets, response 201 header Location",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/Location/schema/pattern",
    "path": "#/paths/~1pets/post/responses/201/headers/Location/schema",
    "message": "`pattern` changed from '^/v1/pets/[1-9][0-9]*$' to '^/v2/pets\\?id=[1-9][0-9]*$'."
   },
   {
-   "where": "POST /pets",
+   "where": "POST /pets, response 422",
    "rule": "response-added",
    "pointer": "#/paths/~1pets/post/responses/422",
    "path": "#/paths/~1pets/post/responses/422",
-   "message": "Response 422 was added: a request version 1 took may be refused"
+   "message": "Response 422 was added: a request version 1.2.0 took may be refused."
   },
   {
    "where": "/pets/{petId}",
@@ -81,28 +123,28 @@ module.exports = {
    "message": "Path `/pets/{petId}` was removed."
   },
   {
-   "where": "GET /store/orders",
+   "where": "GET /store/orders, response 200 header Link",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/NextOrdersPageLink/schema/pattern",
    "path": "#/paths/~1store~1orders/get/responses/200/headers/Link/schema",
    "message": "`pattern` changed from '^</v1/store/orders\\?[^>]+>; rel=\"next\"$' to '^</v2/store/orders\\?[^>]+>; rel=\"next\"$'."
   },
   {
-   "where": "POST /store/orders",
+   "where": "POST /store/orders, response 201 header Location",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/OrderLocation/schema/pattern",
    "path": "#/paths/~1store~1orders/post/responses/201/headers/Location/schema",
    "message": "`pattern` changed from '^/v1/store/orders/[1-9][0-9]*$' to '^/v2/store/orders/[1-9][0-9]*$'."
   },
   {
-   "where": "POST /webhooks",
+   "where": "POST /webhooks, response 201 header Location",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/WebhookLocation/schema/pattern",
    "path": "#/paths/~1webhooks/post/responses/201/headers/Location/schema",
    "message": "`pattern` changed from '^/v1/webhooks/[1-9][0-9]*$' to '^/v2/webhooks/[1-9][0-9]*$'."
   },
   {
-   "where": "GET /webhooks/{webhookId}/deliveries",
+   "where": "GET /webhooks/{webhookId}/deliveries, response 200 header Link",
    "rule": "schema-constraint-changed",
    "pointer": "#/components/headers/DeliveriesNextPageLink/schema/pattern",
    "path": "#/paths/~1webhooks~1{webhookId}~1deliveries/get/responses/200/headers/Link/schema",
@@ -121,6 +163,90 @@ module.exports = {
    "pointer": "#/servers/1/url",
    "path": "#/servers/1",
    "message": "Server `https://staging-api.petstore.example.com/v1` became `https://staging-api.petstore.example.com/v2`."
+  },
+  {
+   "where": "event pet.created, payload `data`",
+   "rule": "required-properties-removed",
+   "pointer": "#/components/schemas/Pet/required",
+   "path": "#/webhooks/pet.created/post/requestBody/content/application~1json/schema/properties/data",
+   "message": "Properties of `data` are no longer required: `categoryId`."
+  },
+  {
+   "where": "event pet.created, payload `data.category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.created/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "`format` of `category` was removed."
+  },
+  {
+   "where": "event pet.created, payload `data.category`",
+   "rule": "property-removed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.created/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Property `categoryId` of `data` was renamed to `category`."
+  },
+  {
+   "where": "event pet.created, payload `data.category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.created/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Upper bound of `category` was removed."
+  },
+  {
+   "where": "event pet.created, payload `data.category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.created/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Lower bound of `category` was removed."
+  },
+  {
+   "where": "event pet.created, payload `data.category`",
+   "rule": "schema-type-changed",
+   "pointer": "#/components/schemas/PetCategory/type",
+   "path": "#/webhooks/pet.created/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Type of `category` widened from 'integer' to 'object'."
+  },
+  {
+   "where": "event pet.status_changed, payload `data`",
+   "rule": "required-properties-removed",
+   "pointer": "#/components/schemas/Pet/required",
+   "path": "#/webhooks/pet.status_changed/post/requestBody/content/application~1json/schema/properties/data",
+   "message": "Properties of `data` are no longer required: `categoryId`."
+  },
+  {
+   "where": "event pet.status_changed, payload `data.category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.status_changed/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "`format` of `category` was removed."
+  },
+  {
+   "where": "event pet.status_changed, payload `data.category`",
+   "rule": "property-removed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.status_changed/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Property `categoryId` of `data` was renamed to `category`."
+  },
+  {
+   "where": "event pet.status_changed, payload `data.category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.status_changed/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Upper bound of `category` was removed."
+  },
+  {
+   "where": "event pet.status_changed, payload `data.category`",
+   "rule": "schema-constraint-changed",
+   "pointer": "#/components/schemas/Pet/properties/category",
+   "path": "#/webhooks/pet.status_changed/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Lower bound of `category` was removed."
+  },
+  {
+   "where": "event pet.status_changed, payload `data.category`",
+   "rule": "schema-type-changed",
+   "pointer": "#/components/schemas/PetCategory/type",
+   "path": "#/webhooks/pet.status_changed/post/requestBody/content/application~1json/schema/properties/data/properties/category",
+   "message": "Type of `category` widened from 'integer' to 'object'."
   }
  ]
 };

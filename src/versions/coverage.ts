@@ -17,7 +17,7 @@
  * - in an event: by a change of that event (`events`), or of a schema of its payload.
  */
 import type { Contract } from '../contract/model.js'
-import { keysOf, pointerTo, resolvePointer } from '../contract/pointer.js'
+import { keysOf, resolvePointer } from '../contract/pointer.js'
 import type { VersionChange } from './change.js'
 
 /** One breaking difference between two neighbouring majors' documents, as the gate found it. */
@@ -127,14 +127,4 @@ function onlyTheSegment(path: string, older: Contract, newer: Contract): boolean
   if (before === undefined || after === undefined) return false
   const moved = JSON.stringify(inlined(older.document, before)).replaceAll(`${older.basePath}/`, `${newer.basePath}/`)
   return moved === JSON.stringify(inlined(newer.document, after))
-}
-
-/** `#/paths/~1__events~1pet.created/post/responses/200/...`: an event's payload, compared as an
- * answer (its receiver is the client), back at its place in `webhooks`. */
-export const eventPath = (type: string) => `/__events/${type}`
-export function eventPlace(path: string): string {
-  const keys = keysOf(path)
-  const type = keys[1]?.startsWith('/__events/') ? keys[1].slice('/__events/'.length) : undefined
-  if (type === undefined) return path
-  return pointerTo(['webhooks', type, 'post', ...(keys[3] === 'responses' ? ['requestBody', ...keys.slice(5)] : keys.slice(3))])
 }
