@@ -181,8 +181,10 @@ export interface paths {
          *     subscription was being created may be delivered too; earlier ones are not.
          *
          *     **Which URLs are taken.** An absolute `http` or `https` URL without a user name or
-         *     password (`WebhookUrl`) that can be read as a URL; any other (a port above 65535, a
-         *     host name with a character no host name holds) is a `400` (code `invalid_request`).
+         *     password (`WebhookUrl`) that can be read as a URL, whose host is an IP address or can
+         *     be a host name (at most 253 characters, in labels of 1 to 63 between its dots); any
+         *     other (a port above 65535, a host name with a character no host name holds, a host
+         *     name too long or with a label too long or empty) is a `400` (code `invalid_request`).
          *     Events are sent to `https` only, unless the operator allows `http`: an `http` URL is
          *     otherwise refused with `422` (code `webhook_url_not_allowed`), as is a host name that
          *     does not resolve, and a host that is or resolves to anything but a public internet
@@ -2192,7 +2194,8 @@ export interface operations {
              *     where the operator allows `https` only, a host that does not resolve, or one that
              *     is or resolves to an address outside the public internet. The message says which,
              *     quoting the URL's host as written and the address it points to. (A URL with a user
-             *     name or password, of another scheme, or that cannot be read as a URL is a `400`.)
+             *     name or password, of another scheme, that cannot be read as a URL, or whose host
+             *     cannot be a host name is a `400`.)
              */
             422: {
                 headers: {
