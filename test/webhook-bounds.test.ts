@@ -71,6 +71,7 @@ function boundsOn(name: string, store: Store) {
     await sleep(200)
     t.equal(receiver.deliveries.length, 4, 'nothing more is sent')
     t.equal(await metric(server, 'petstore_webhook_deliveries_total{result="succeeded"}'), 2)
+    t.equal(await metric(server, 'petstore_webhook_deliveries_total{result="failed"}'), 2, 'the 410, and the retry not made')
   })
 
   t.test(`${name}: hanging receivers get no new attempt once one has failed, nor while their circuits are open`, async (t) => {

@@ -731,7 +731,9 @@ export interface components {
          *     `succeeded` (the receiver answered `2xx`) or `failed` (no attempt succeeded within the
          *     retry period, the receiver answered `410`, or the delivery ended unsent: its
          *     subscription was disabled, or its key may no longer receive the event; `lastError`
-         *     says which).
+         *     says which). An attempt under way as its subscription is disabled is recorded as it
+         *     ends: `succeeded` on a `2xx`, else `failed` with its answer and `, not retried: the
+         *     subscription is disabled`; `attempts` counts every request sent.
          * @enum {string}
          */
         DeliveryStatus: "pending" | "succeeded" | "failed";

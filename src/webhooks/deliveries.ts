@@ -41,6 +41,9 @@ export interface Outcome {
   nextAttemptAt?: number | undefined
   /** ended without a request (its key may not receive it): not counted as an attempt */
   withheld?: boolean
+  /** with a retry: the `error` written instead, with no retry, should the subscription be no
+   * longer active when the outcome is written (an attempt beside this one answered 410) */
+  errorIfDisabled?: string | undefined
   endpoint: EndpointHealth
   /** the receiver asked for no attempt before this (Retry-After): its subscription waits till then */
   pauseUntil?: number | undefined
@@ -90,9 +93,13 @@ export interface DeliveryQueue {
    * a name no other claim uses. Another instance takes them over once the lease has run out. */
   claim(lease: string, room: Room, leaseMs: number): Promise<Claimed[]>
   /** Writes down the outcomes of attempts (each only if its delivery is still held under its
-   * lease), and what they say of their endpoints; answers the subscriptions that have failed
-   * for longer than `policy.disableAfterMs`, to be disabled. */
-  settle(settlements: readonly Settlement[], policy: CircuitPolicy): Promise<{ failingTooLong: { subscriptionId: number; failingSince: number }[] }>
+   * lease), and what they say of their endpoints; a retry of a subscription no longer active
+   * is not made (`errorIfDisabled`). Answers the subscriptions that have failed for longer than
+   * `policy.disableAfterMs`, to be disabled, and how many retries were not made. */
+  settle(
+    settlements: readonly Settlement[],
+    policy: CircuitPolicy,
+  ): Promise<{ failingTooLong: { subscriptionId: number; failingSince: number }[]; notRetried: number }>
   /** Gives back what the claims of `instance` still hold (their leases are `instance/...`),
    * due as they were: on shutdown. */
   release(instance: string): Promise<void>
@@ -230,6 +237,19 @@ export function afterFailures(
 }
 
 type Health = { failures: number; failing_since: number | null; circuit_openings: number; paused_until: number | null }
+/** The health of those of some subscriptions ($1) still active, locked till the outcomes are
+ * written: a disabling waits for them, or they see it (in the order of their ids, as every
+ * settlement takes them). */
+const activeHealthPostgres = `select id, failures, failing_since, circuit_openings, paused_until from webhook_subscriptions
+  where id = any($1::bigint[]) and status = 'active' order by id for update`
+const activeHealthSqlite = `select id, failures, failing_since, circuit_openings, paused_until from webhook_subscriptions
+  where id in (select value from json_each($1)) and status = 'active'`
+
+/** The settlement as written when its subscription is no longer active: a retry is not made. */
+function notRetried(settlement: Settlement): Settlement {
+  const { outcome } = settlement
+  return { ...settlement, outcome: { ...outcome, error: outcome.errorIfDisabled ?? outcome.error, nextAttemptAt: undefined } }
+}
 
 export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
   // SQLite pays an fsync per commit: settlements written together share one (see storage/group-commit.ts).
@@ -270,14 +290,25 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
     async settle(settlements, policy) {
       const now = Date.now()
       const { up, down } = endpoints(settlements)
+      // the subscriptions whose state the outcomes need: those that failed (their circuit), and
+      // those with a retry to write (not made once the subscription is disabled)
+      const retrying = settlements.filter(({ outcome }) => outcome.nextAttemptAt !== undefined)
+      const read = [...new Set([...down.keys(), ...retrying.map(({ subscriptionId }) => subscriptionId)])].sort((a, b) => a - b)
       const failingTooLong: { subscriptionId: number; failingSince: number }[] = []
-      // (PostgreSQL: one statement, or a transaction when an endpoint failed)
-      const writeAll = dialect === 'postgres' && down.size === 0 ? (work: (tx: Statements) => Promise<void>) => work(sql) : write
+      let unmade = 0
+      // (PostgreSQL: one statement, or a transaction when there is a subscription to read)
+      const writeAll = dialect === 'postgres' && read.length === 0 ? (work: (tx: Statements) => Promise<void>) => work(sql) : write
       await writeAll(async (tx) => {
-        await settleDeliveries(tx, settlements, up, now)
+        const active = new Map<number, Health>()
+        if (read.length > 0) {
+          const rows = await (dialect === 'postgres' ? tx.rows<Health & { id: number }>(activeHealthPostgres, [read]) : tx.rows<Health & { id: number }>(activeHealthSqlite, [JSON.stringify(read)]))
+          for (const row of rows) active.set(Number(row.id), row)
+        }
+        unmade = retrying.filter(({ subscriptionId }) => !active.has(subscriptionId)).length
+        const written = settlements.map((settlement) => (settlement.outcome.nextAttemptAt === undefined || active.has(settlement.subscriptionId) ? settlement : notRetried(settlement)))
+        await settleDeliveries(tx, written, up, now)
         for (const [id, { failures, pauseUntil }] of down) {
-          const lock = dialect === 'postgres' ? 'for update' : ''
-          const was = await tx.row<Health>(`select failures, failing_since, circuit_openings, paused_until from webhook_subscriptions where id = $1 and status = 'active' ${lock}`, [id])
+          const was = active.get(id)
           if (was === undefined) continue // deleted or disabled meanwhile
           const next = afterFailures(
             { failures: was.failures, failingSince: was.failing_since, openings: was.circuit_openings, pausedUntil: was.paused_until },
@@ -296,7 +327,7 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
           if (policy.disableAfterMs > 0 && now - next.failingSince >= policy.disableAfterMs) failingTooLong.push({ subscriptionId: id, failingSince: next.failingSince })
         }
       })
-      return { failingTooLong }
+      return { failingTooLong, notRetried: unmade }
     },
 
     async release(instance) {

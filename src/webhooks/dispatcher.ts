@@ -210,10 +210,12 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
 
   async function settle(batch: { settlement: Settlement; gone: boolean }[]) {
     try {
-      const { failingTooLong } = await queue.settle(
+      const { failingTooLong, notRetried } = await queue.settle(
         batch.map(({ settlement }) => settlement),
         circuit,
       )
+      // (retries not made: their subscription was disabled as they were under way)
+      for (let i = 0; i < notRetried; i++) metrics.finished('failed')
       for (const { settlement, gone } of batch) if (gone) await disable(settlement.subscriptionId, 'its endpoint answered 410 Gone', 'gone')
       for (const { subscriptionId, failingSince } of failingTooLong) {
         await disable(subscriptionId, `every attempt has failed since ${new Date(failingSince).toISOString()}`, 'failing')

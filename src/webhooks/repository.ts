@@ -38,7 +38,8 @@ export interface WebhookRepository {
   /** the delivery made pending again, due now, with a new retry period */
   redeliver(owner: string, id: number, deliveryId: number): Promise<StoredDelivery | undefined>
   /** Stops a subscription, saying why: no event is recorded for it any more, and its pending
-   * deliveries end, failed, with `lastError`. False when it is not active (any more). */
+   * deliveries end, failed, with `lastError`, but those under way (held by a lease that has not
+   * run out), whose attempts write what they came to. False when it is not active (any more). */
   disable(id: number, reason: string, lastError: string): Promise<boolean>
   /** Makes the owner's subscription active again, its endpoint's past failures forgotten: the
    * events of changes committed from now on are recorded for it. Undefined when the owner has none so. */
@@ -181,9 +182,10 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
         // (taken under the same lock as a subscription's creation: every change that recorded an
         // event for it has committed, and its delivery ends here; later ones record none)
         await tx.run('delete from webhook_subscription_events where subscription_id = $1', [id])
+        // (an attempt under way was sent: its outcome is written under its lease, a retry not made)
         await tx.run(
           `update webhook_deliveries set status = 'failed', last_error = $2, next_attempt_at = null, finished_at = $3, lease_owner = null, lease_until = null
-           where subscription_id = $1 and status = 'pending'`,
+           where subscription_id = $1 and status = 'pending' and (lease_until is null or lease_until < $3)`,
           [id, lastError, now],
         )
         return true
