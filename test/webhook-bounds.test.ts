@@ -75,24 +75,26 @@ function boundsOn(name: string, store: Store) {
   })
 
   t.test(`${name}: hanging receivers get no new attempt once one has failed, nor while their circuits are open`, async (t) => {
-    // attempts time out after 600 ms; circuits open for longer than the test
-    const server = await build(t, { ...(await store(t)), ...quick, WEBHOOK_TIMEOUT_MS: 600, WEBHOOK_CIRCUIT_OPEN_MS: 60_000 })
+    // attempts time out after 2 s; circuits open for longer than the test
+    const server = await build(t, { ...(await store(t)), ...quick, WEBHOOK_TIMEOUT_MS: 2_000, WEBHOOK_CIRCUIT_OPEN_MS: 60_000 })
     const hanging = await Promise.all(Array.from({ length: 5 }, () => startReceiver(t, () => 'hang')))
     const fast = await startReceiver(t)
     for (const receiver of hanging) await subscribed(t, server, receiver.url)
     await subscribed(t, server, fast.url)
-    // one pet every 20 ms: each receiver's 16 attempts are under way before the first times out,
-    // and the pets after them are due as those time out, one by one
-    for (let i = 0; i < 40; i++) {
+    // each hanging receiver holds 16 attempts (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), then more
+    // pets are due, one every 20 ms, as those attempts time out one by one
+    await createPets(server, 16)
+    const lastOfFirst = Math.max(...(await Promise.all(hanging.map(async (receiver) => (await receiver.waitFor(16, 1_800)).at(-1)!.at))))
+    for (let i = 0; i < 24; i++) {
       await createPets(server, 1)
       await sleep(20)
     }
     await fast.waitFor(40)
-    await sleep(1_000) // every attempt made has timed out, its outcome written
+    await sleep(lastOfFirst + 2_500 - Date.now()) // every attempt made has timed out, its outcome written
     t.strictSame(
       hanging.map((receiver) => receiver.deliveries.length),
       [16, 16, 16, 16, 16],
-      'each hanging receiver got its 16 (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), and nothing more before its probe',
+      'each hanging receiver got its 16, and nothing more before its probe',
     )
   })
 

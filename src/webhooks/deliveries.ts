@@ -69,13 +69,13 @@ export interface CircuitPolicy {
 }
 
 /** What a claim may take: `max` deliveries in all, and of each subscription as many as it has
- * room for: `perSubscription` less those of it under way (`busy`), or one while its circuit is
- * half open (it failed `policy.failures` times in a row, and its pause is over). */
+ * room for: `perSubscription` less those of it under way (`busy`); but while its last attempts
+ * failed (its circuit half open, or not yet open), one at a time: attempts under way to a
+ * receiver that fails will likely fail too, and are not joined by more before they are known. */
 export interface Room {
   max: number
   perSubscription: number
   busy: ReadonlyMap<number, number>
-  circuitFailures: number
 }
 
 /** The age of what waits, as the store holds it. */
@@ -148,8 +148,8 @@ const dueFree = (now: string) => `d.status = 'pending' and d.next_attempt_at <= 
  * subscription, skipping the rows another instance is claiming), and reads what it claimed. */
 const claimPostgres = select(
   `with room as (
-     select s.id, (case when s.failures >= $5 then 1 else $4 end) - coalesce(busy.n, 0) as n
-     from webhook_subscriptions s left join unnest($6::bigint[], $7::int[]) as busy (id, n) on busy.id = s.id
+     select s.id, (case when s.failures > 0 then 1 else $4 end) - coalesce(busy.n, 0) as n
+     from webhook_subscriptions s left join unnest($5::bigint[], $6::int[]) as busy (id, n) on busy.id = s.id
      where ${sendable('$3')}),
    due as (
      select d.id, d.next_attempt_at from room cross join lateral (
@@ -160,7 +160,7 @@ const claimPostgres = select(
    claimed as (
      -- (= any(array(...)): by the primary key, where in (select ...) scanned the whole table)
      update webhook_deliveries set lease_owner = $1, lease_until = $2
-     where id = any(array(select id from due order by next_attempt_at limit $8))
+     where id = any(array(select id from due order by next_attempt_at limit $7))
      returning id, subscription_id, event_id, attempts, give_up_at)
    select ${claimedColumns} from claimed d ${claimedJoin} order by d.id`,
   claimedOf,
@@ -272,15 +272,15 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
   }
 
   return {
-    async claim(lease, { max, perSubscription, busy, circuitFailures }, leaseMs) {
+    async claim(lease, { max, perSubscription, busy }, leaseMs) {
       const now = Date.now()
       if (dialect === 'postgres') {
-        return sql.all(claimPostgres, [lease, now + leaseMs, now, perSubscription, circuitFailures, [...busy.keys()], [...busy.values()], max])
+        return sql.all(claimPostgres, [lease, now + leaseMs, now, perSubscription, [...busy.keys()], [...busy.values()], max])
       }
       const ids: number[] = []
       await sql.transaction(async (tx) => {
         for (const { id, failures } of await tx.rows<{ id: number; failures: number }>(sendableSqlite, [now])) {
-          const room = Math.min((failures >= circuitFailures ? 1 : perSubscription) - (busy.get(id) ?? 0), max - ids.length)
+          const room = Math.min((failures > 0 ? 1 : perSubscription) - (busy.get(id) ?? 0), max - ids.length)
           if (room > 0) for (const row of await tx.rows<{ id: number }>(claimShareSqlite, [lease, now + leaseMs, now, id, room])) ids.push(row.id)
         }
       })

@@ -156,7 +156,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     const lease = `${instance}/${++claims}`
     const busy = new Map(inFlight)
     for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
-    const batch = await queue.claim(lease, { max: room, perSubscription, busy, circuitFailures: circuit.failures }, leaseMs)
+    const batch = await queue.claim(lease, { max: room, perSubscription, busy }, leaseMs)
     // (asked once per key and type of a claim, just before its attempts: not once per delivery)
     const asked = new Map<string, Promise<string | undefined>>()
     const withheldNow = (owner: string, type: EventType) => {
