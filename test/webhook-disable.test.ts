@@ -85,6 +85,7 @@ function disablingOn(name: string, store: Store) {
     // a delivery redelivered while it is disabled waits for it
     const redelivered = await call(t, server, { method: 'POST', url: `/v1/webhooks/${id}/deliveries/${ended[1].id}/redeliver` })
     t.match(redelivered.json, { status: 'pending' })
+    t.notOk('nextAttemptAt' in redelivered.json, 'no attempt is planned while its subscription is disabled')
     await sleep(200)
     t.equal(receiver.deliveries.length, 1)
 

@@ -776,11 +776,12 @@ export interface components {
          */
         Timestamp: string;
         /**
-         * @description Where a delivery stands: `pending` (an attempt is due at `nextAttemptAt`),
+         * @description Where a delivery stands: `pending` (an attempt is to be made, at `nextAttemptAt`),
          *     `succeeded` (the receiver answered `2xx`) or `failed` (no attempt succeeded within the
-         *     retry period, the receiver answered `410`, or the delivery ended unsent: its
-         *     subscription was disabled, or its key may no longer receive the event; `lastError`
-         *     says which). An attempt under way as its subscription is disabled is recorded as it
+         *     retry period, or none could be made within it, its subscription being held past it
+         *     by a `Retry-After` or an open circuit; the receiver answered `410`; or the delivery
+         *     ended unsent: its subscription was disabled, or its key may no longer receive the
+         *     event; `lastError` says which). An attempt under way as its subscription is disabled is recorded as it
          *     ends: `succeeded` on a `2xx`, else `failed` with its answer and `, not retried: the
          *     subscription is disabled`; `attempts` counts every request sent.
          * @enum {string}
@@ -809,7 +810,13 @@ export interface components {
         };
         /**
          * Format: date-time
-         * @description While `pending`, when the next attempt is due (RFC 3339, UTC).
+         * @description While `pending`, when the next attempt will be made, as far as the service can tell
+         *     when it answers (RFC 3339, UTC): not before the delivery's own wait (its backoff), nor
+         *     before the end of the wait its subscription is held to (a `Retry-After` its receiver
+         *     sent, or its open circuit), nor in the past (a delivery that is due shows the time of
+         *     the answer). Absent while no attempt is planned: the subscription is `disabled` (the
+         *     delivery waits to be enabled), or held past the delivery's retry period (the delivery
+         *     then ends `failed` when that period ends).
          * @example 2026-11-23T10:03:12.000Z
          */
         NextAttemptAt: string;

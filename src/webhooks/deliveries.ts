@@ -87,6 +87,12 @@ export interface Backlog {
   oldestDueAt?: number | undefined
 }
 
+/** Why a delivery held past its retry period ended: its lastError, by what held it. */
+export interface HeldBy {
+  retryAfter: string
+  circuit: string
+}
+
 /** The deliveries still to make, shared by every instance on the database. */
 export interface DeliveryQueue {
   /** Takes the due deliveries that no lease holds, within `room`, for `leaseMs`, under `lease`:
@@ -104,6 +110,10 @@ export interface DeliveryQueue {
    * due as they were: on shutdown. */
   release(instance: string): Promise<void>
   backlog(circuitFailures: number): MaybePromise<Backlog>
+  /** Ends, failed, the pending deliveries whose retry period is over while their subscription is
+   * held past it (a Retry-After, or its circuit, open since `circuitFailures` failures in a row):
+   * no attempt was to be made within it. `why` says which. Answers how many ended. */
+  endHeld(circuitFailures: number, why: HeldBy): Promise<number>
   /** deletes deliveries finished before `before`, then the events nothing refers to any more */
   forgetFinished(before: number): Promise<void>
 }
@@ -143,18 +153,21 @@ const claimedJoin = 'join webhook_subscriptions s on s.id = d.subscription_id jo
 const sendable = (now: string) => `s.status = 'active' and (s.paused_until is null or s.paused_until <= ${now})`
 /** A delivery is due at `now`, and no lease holds it. */
 const dueFree = (now: string) => `d.status = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now})`
+/** Its subscription was not held (`pausedUntil`) past the delivery's retry period: one that was
+ * is not attempted, but ended by endHeld. */
+const notHeldPast = (pausedUntil: string) => `(${pausedUntil} is null or ${pausedUntil} <= d.give_up_at)`
 
 /** PostgreSQL: one statement claims every subscription's share (a lateral subquery per
  * subscription, skipping the rows another instance is claiming), and reads what it claimed. */
 const claimPostgres = select(
   `with room as (
-     select s.id, (case when s.failures > 0 then 1 else $4 end) - coalesce(busy.n, 0) as n
+     select s.id, s.paused_until, (case when s.failures > 0 then 1 else $4 end) - coalesce(busy.n, 0) as n
      from webhook_subscriptions s left join unnest($5::bigint[], $6::int[]) as busy (id, n) on busy.id = s.id
      where ${sendable('$3')}),
    due as (
      select d.id, d.next_attempt_at from room cross join lateral (
        select d.id, d.next_attempt_at from webhook_deliveries d
-       where d.subscription_id = room.id and ${dueFree('$3')}
+       where d.subscription_id = room.id and ${dueFree('$3')} and ${notHeldPast('room.paused_until')}
        order by d.subscription_id, d.next_attempt_at limit room.n for update skip locked) d
      where room.n > 0),
    claimed as (
@@ -168,9 +181,10 @@ const claimPostgres = select(
 
 /** SQLite: the subscriptions that may be sent to, then each one's share, in one transaction;
  * then what was claimed, by id. */
-const sendableSqlite = `select s.id, s.failures from webhook_subscriptions s where ${sendable('$1')} order by s.id`
+const sendableSqlite = `select s.id, s.failures, s.paused_until from webhook_subscriptions s where ${sendable('$1')} order by s.id`
 const claimShareSqlite = `update webhook_deliveries set lease_owner = $1, lease_until = $2 where id in (
-   select d.id from webhook_deliveries d where d.subscription_id = $4 and ${dueFree('$3')} order by d.next_attempt_at limit $5)
+   select d.id from webhook_deliveries d where d.subscription_id = $4 and ${dueFree('$3')} and ${notHeldPast('$6')}
+   order by d.next_attempt_at limit $5)
    returning id`
 const claimedSqlite = select(`select ${claimedColumns} from webhook_deliveries d ${claimedJoin} where d.id in (select value from json_each($1)) order by d.id`, claimedOf)
 
@@ -236,6 +250,15 @@ export function afterFailures(
   return { failures, failingSince: was.failingSince ?? now, openings: was.openings + (opens ? 1 : 0), pausedUntil: pausedUntil > now ? pausedUntil : null }
 }
 
+/** The deliveries held past their retry period, once it is over (not under way: a lease that
+ * has run out is of an instance that stopped), ended; what held them is told by the failures
+ * in a row ($2 open the circuit; fewer, and it was a Retry-After). */
+const endHeld = `update webhook_deliveries as d
+  set status = 'failed', last_error = case when s.failures >= $2 then $3 else $4 end, next_attempt_at = null, finished_at = $1
+  from webhook_subscriptions s
+  where s.id = d.subscription_id and s.status = 'active' and s.paused_until > d.give_up_at
+    and d.status = 'pending' and d.give_up_at <= $1 and (d.lease_until is null or d.lease_until < $1)`
+
 type Health = { failures: number; failing_since: number | null; circuit_openings: number; paused_until: number | null }
 /** The health of those of some subscriptions ($1) still active, locked till the outcomes are
  * written: a disabling waits for them, or they see it (in the order of their ids, as every
@@ -279,9 +302,9 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       }
       const ids: number[] = []
       await sql.transaction(async (tx) => {
-        for (const { id, failures } of await tx.rows<{ id: number; failures: number }>(sendableSqlite, [now])) {
+        for (const { id, failures, paused_until } of await tx.rows<{ id: number; failures: number; paused_until: number | null }>(sendableSqlite, [now])) {
           const room = Math.min((failures > 0 ? 1 : perSubscription) - (busy.get(id) ?? 0), max - ids.length)
-          if (room > 0) for (const row of await tx.rows<{ id: number }>(claimShareSqlite, [lease, now + leaseMs, now, id, room])) ids.push(row.id)
+          if (room > 0) for (const row of await tx.rows<{ id: number }>(claimShareSqlite, [lease, now + leaseMs, now, id, room, paused_until])) ids.push(row.id)
         }
       })
       return ids.length === 0 ? [] : sql.all(claimedSqlite, [JSON.stringify(ids)])
@@ -342,7 +365,7 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       )
       const oldestDue = sql.row<{ next_attempt_at: number }>(
         `select d.next_attempt_at from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
-         where ${dueFree('$1')} and ${sendable('$1')} and s.failures < $2
+         where ${dueFree('$1')} and ${sendable('$1')} and s.failures < $2 and ${notHeldPast('s.paused_until')}
          order by d.next_attempt_at limit 1`,
         [now, circuitFailures],
       )
@@ -353,6 +376,9 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       if (oldestPending instanceof Promise || oldestDue instanceof Promise) return Promise.all([oldestPending, oldestDue]).then(([pending, due]) => of(pending, due))
       return of(oldestPending, oldestDue)
     },
+
+    endHeld: (circuitFailures, why) =>
+      Promise.resolve(sql.run(endHeld, [Date.now(), circuitFailures, why.circuit, why.retryAfter])),
 
     async forgetFinished(before) {
       await sql.transaction(async (tx) => {

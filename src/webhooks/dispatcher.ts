@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { EventFields, EventType } from '../events/outbox.js'
 import { redactUrl } from '../http/redact.js'
 import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from './deliveries.js'
-import { type AttemptResult, outcomeOf, type Retries } from './outcome.js'
+import { type AttemptResult, heldPastRetryPeriod, outcomeOf, type Retries } from './outcome.js'
 import { type Answer, Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
@@ -107,6 +107,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   /** woken while a look was under way */
   let again = false
   let measuring: Promise<void> | undefined
+  let ending: Promise<void> | undefined
 
   async function attempt(claimed: Claimed, withheldNow: DispatcherOptions['withheld']): Promise<{ outcome: Outcome; gone: boolean } | undefined> {
     const reason = await withheldNow(claimed.owner, claimed.event.type)
@@ -273,6 +274,18 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       .finally(() => (measuring = undefined))
   }, Math.max(pollMs, 1_000)).unref()
 
+  /** Deliveries held past their retry period end when it does (once a second: they wait for no
+   * attempt, and a second is nothing to a period of hours). */
+  const ender = setInterval(() => {
+    ending ??= queue
+      .endHeld(circuit.failures, heldPastRetryPeriod)
+      .then((ended) => {
+        for (let i = 0; i < ended; i++) metrics.finished('failed')
+      })
+      .catch(() => {}) // the database is unavailable: next time
+      .finally(() => (ending = undefined))
+  }, Math.max(pollMs, 1_000)).unref()
+
   const forgetter = setInterval(() => {
     queue.forgetFinished(Date.now() - keepFinishedMs).catch(() => {}) // the database is unavailable: next time
   }, forgetEveryMs).unref()
@@ -289,6 +302,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       closed = true
       clearTimeout(timer)
       clearInterval(measurer)
+      clearInterval(ender)
       clearInterval(forgetter)
       abort.abort()
       await looking
@@ -296,6 +310,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       await flushing
       await Promise.all(writing)
       await measuring
+      await ending
       connections.close()
       await queue.release(instance).catch(() => {}) // unavailable: the leases run out by themselves
     },

@@ -1,4 +1,4 @@
-import type { Claimed, Outcome } from './deliveries.js'
+import type { Claimed, HeldBy, Outcome } from './deliveries.js'
 import { retryAfterMs } from './retry-after.js'
 import type { Answer } from './send.js'
 
@@ -18,6 +18,13 @@ export const maxRetryDelayMs = 60 * 60 * 1000
 export function retryDelay(attempts: number, baseMs: number, random = Math.random()): number {
   // (whole milliseconds: they are stored as integers)
   return Math.round(Math.min(baseMs * 2 ** (attempts - 1), maxRetryDelayMs) * (0.5 + random / 2))
+}
+
+/** Why a delivery ended unattempted when its retry period ended while its subscription was
+ * held past it (its lastError), by what held it. */
+export const heldPastRetryPeriod: HeldBy = {
+  retryAfter: "its retry period ended while its receiver's Retry-After held it",
+  circuit: "its retry period ended while its subscription's circuit was open",
 }
 
 /** The statuses whose Retry-After sets the next attempt (RFC 9110: 503; RFC 6585: 429). */
