@@ -271,7 +271,8 @@ const activeHealthSqlite = `select id, failures, failing_since, circuit_openings
 /** The settlement as written when its subscription is no longer active: a retry is not made. */
 function notRetried(settlement: Settlement): Settlement {
   const { outcome } = settlement
-  return { ...settlement, outcome: { ...outcome, error: outcome.errorIfDisabled ?? outcome.error, nextAttemptAt: undefined } }
+  // (errorIfDisabled is set with every retry: outcome.ts)
+  return { ...settlement, outcome: { ...outcome, error: outcome.errorIfDisabled!, nextAttemptAt: undefined } }
 }
 
 export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {

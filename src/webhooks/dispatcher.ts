@@ -90,9 +90,11 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   let moreDue = false
   /** subscriptions the last claim left at their room: more of theirs may be due */
   const filled = new Set<number>()
-  /** subscriptions whose attempt just failed, not sent to until that is written down: the
-   * circuit, a Retry-After's pause or a 410's disabling must hold before the next claim */
-  const held = new Set<number>()
+  /** subscriptions with failed attempts not yet written down (how many), not sent to until
+   * they are: the circuit, a Retry-After's pause or a 410's disabling must hold before the next
+   * claim. (Counted: a batch written while another still holds a failure of the same
+   * subscription does not release it.) */
+  const held = new Map<number, number>()
   const underWay = new Set<Promise<void>>()
   /** outcomes waiting to be written, and those of them that answered 410 */
   let unwritten: { settlement: Settlement; gone: boolean }[] = []
@@ -156,7 +158,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     }
     const lease = `${instance}/${++claims}`
     const busy = new Map(inFlight)
-    for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
+    for (const subscriptionId of held.keys()) busy.set(subscriptionId, perSubscription)
     const batch = await queue.claim(lease, { max: room, perSubscription, busy }, leaseMs)
     // (asked once per key and type of a claim, just before its attempts: not once per delivery)
     const asked = new Map<string, Promise<string | undefined>>()
@@ -170,7 +172,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       const running: Promise<void> = attempt(claimed, withheldNow)
         .then((made) => {
           if (made === undefined) return
-          if (made.outcome.endpoint === 'down') held.add(claimed.subscriptionId)
+          if (made.outcome.endpoint === 'down') held.set(claimed.subscriptionId, (held.get(claimed.subscriptionId) ?? 0) + 1)
           written({ lease, deliveryId: claimed.deliveryId, subscriptionId: claimed.subscriptionId, outcome: made.outcome }, made.gone)
         })
         .finally(() => {
@@ -225,7 +227,12 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       log.warn({ err: error, deliveryIds: batch.map(({ settlement }) => settlement.deliveryId) }, 'a webhook delivery could not be written down')
     }
     // (written; or not, and the lease of what was not runs out: its attempt is made again)
-    for (const { settlement } of batch) held.delete(settlement.subscriptionId)
+    for (const { settlement } of batch) {
+      if (settlement.outcome.endpoint !== 'down') continue
+      const left = held.get(settlement.subscriptionId)! - 1
+      if (left === 0) held.delete(settlement.subscriptionId)
+      else held.set(settlement.subscriptionId, left)
+    }
   }
 
   async function disable(subscriptionId: number, reason: string, because: DisabledBecause) {
