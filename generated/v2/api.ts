@@ -781,9 +781,9 @@ export interface components {
          *     retry period, or none could be made within it, its subscription being held past it
          *     by a `Retry-After` or an open circuit; the receiver answered `410`; or the delivery
          *     ended unsent: its subscription was disabled, or its key may no longer receive the
-         *     event; `lastError` says which). An attempt under way as its subscription is disabled is recorded as it
-         *     ends: `succeeded` on a `2xx`, else `failed` with its answer and `, not retried: the
-         *     subscription is disabled`; `attempts` counts every request sent.
+         *     event; `lastError` says which). An attempt under way as its subscription is disabled
+         *     is recorded as it ends: `succeeded` on a `2xx`, else `failed` with its answer and `,
+         *     not retried: the subscription is disabled`; `attempts` counts every request sent.
          * @enum {string}
          */
         DeliveryStatus: "pending" | "succeeded" | "failed";
