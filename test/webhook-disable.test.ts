@@ -85,6 +85,7 @@ function disablingOn(name: string, store: Store) {
     // a delivery redelivered while it is disabled waits for it
     const redelivered = await call(t, server, { method: 'POST', url: `/v1/webhooks/${id}/deliveries/${ended[1].id}/redeliver` })
     t.match(redelivered.json, { status: 'pending' })
+    t.notOk('nextAttemptAt' in redelivered.json, 'no attempt is planned while its subscription is disabled')
     await sleep(200)
     t.equal(receiver.deliveries.length, 1)
 
@@ -184,7 +185,7 @@ t.test('the failure of a subscription deleted meanwhile changes no subscription'
   t.teardown(() => storage.close())
   const policy = { failures: 1, openMs: 1_000, maxOpenMs: 1_000, disableAfterMs: 1 }
   const settled = await storage.deliveries.settle([{ lease: 'gone/1', deliveryId: 1, subscriptionId: 1, outcome: { error: 'answered 500', endpoint: 'down' } }], policy)
-  t.strictSame(settled, { failingTooLong: [] })
+  t.strictSame(settled, { failingTooLong: [], notRetried: 0 })
 })
 
 t.test('a subscription another instance disabled first is not disabled twice', async (t) => {

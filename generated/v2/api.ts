@@ -188,8 +188,10 @@ export interface paths {
          *     subscription was being created may be delivered too; earlier ones are not.
          *
          *     **Which URLs are taken.** An absolute `http` or `https` URL without a user name or
-         *     password (`WebhookUrl`) that can be read as a URL; any other (a port above 65535, a
-         *     host name with a character no host name holds) is a `400` (code `invalid_request`).
+         *     password (`WebhookUrl`) that can be read as a URL, whose host is an IP address or can
+         *     be a host name (at most 253 characters, in labels of 1 to 63 between its dots); any
+         *     other (a port above 65535, a host name with a character no host name holds, a host
+         *     name too long or with a label too long or empty) is a `400` (code `invalid_request`).
          *     Events are sent to `https` only, unless the operator allows `http`: an `http` URL is
          *     otherwise refused with `422` (code `webhook_url_not_allowed`), as is a host name that
          *     does not resolve, and a host that is or resolves to anything but a public internet
@@ -816,11 +818,14 @@ export interface components {
          */
         Timestamp: string;
         /**
-         * @description Where a delivery stands: `pending` (an attempt is due at `nextAttemptAt`),
+         * @description Where a delivery stands: `pending` (an attempt is to be made, at `nextAttemptAt`),
          *     `succeeded` (the receiver answered `2xx`) or `failed` (no attempt succeeded within the
-         *     retry period, the receiver answered `410`, or the delivery ended unsent: its
-         *     subscription was disabled, or its key may no longer receive the event; `lastError`
-         *     says which).
+         *     retry period, or none could be made within it, its subscription being held past it
+         *     by a `Retry-After` or an open circuit; the receiver answered `410`; or the delivery
+         *     ended unsent: its subscription was disabled, or its key may no longer receive the
+         *     event; `lastError` says which). An attempt under way as its subscription is disabled
+         *     is recorded as it ends: `succeeded` on a `2xx`, else `failed` with its answer and `,
+         *     not retried: the subscription is disabled`; `attempts` counts every request sent.
          * @enum {string}
          */
         DeliveryStatus: "pending" | "succeeded" | "failed";
@@ -847,7 +852,13 @@ export interface components {
         };
         /**
          * Format: date-time
-         * @description While `pending`, when the next attempt is due (RFC 3339, UTC).
+         * @description While `pending`, when the next attempt will be made, as far as the service can tell
+         *     when it answers (RFC 3339, UTC): not before the delivery's own wait (its backoff), nor
+         *     before the end of the wait its subscription is held to (a `Retry-After` its receiver
+         *     sent, or its open circuit), nor in the past (a delivery that is due shows the time of
+         *     the answer). Absent while no attempt is planned: the subscription is `disabled` (the
+         *     delivery waits to be enabled), or held past the delivery's retry period (the delivery
+         *     then ends `failed` when that period ends).
          * @example 2026-11-23T10:03:12.000Z
          */
         NextAttemptAt: string;
@@ -2417,7 +2428,8 @@ export interface operations {
              *     where the operator allows `https` only, a host that does not resolve, or one that
              *     is or resolves to an address outside the public internet. The message says which,
              *     quoting the URL's host as written and the address it points to. (A URL with a user
-             *     name or password, of another scheme, or that cannot be read as a URL is a `400`.)
+             *     name or password, of another scheme, that cannot be read as a URL, or whose host
+             *     cannot be a host name is a `400`.)
              */
             422: {
                 headers: {

@@ -41,6 +41,9 @@ export interface Outcome {
   nextAttemptAt?: number | undefined
   /** ended without a request (its key may not receive it): not counted as an attempt */
   withheld?: boolean
+  /** with a retry: the `error` written instead, with no retry, should the subscription be no
+   * longer active when the outcome is written (an attempt beside this one answered 410) */
+  errorIfDisabled?: string | undefined
   endpoint: EndpointHealth
   /** the receiver asked for no attempt before this (Retry-After): its subscription waits till then */
   pauseUntil?: number | undefined
@@ -66,13 +69,13 @@ export interface CircuitPolicy {
 }
 
 /** What a claim may take: `max` deliveries in all, and of each subscription as many as it has
- * room for: `perSubscription` less those of it under way (`busy`), or one while its circuit is
- * half open (it failed `policy.failures` times in a row, and its pause is over). */
+ * room for: `perSubscription` less those of it under way (`busy`); but while its last attempts
+ * failed (its circuit half open, or not yet open), one at a time: attempts under way to a
+ * receiver that fails will likely fail too, and are not joined by more before they are known. */
 export interface Room {
   max: number
   perSubscription: number
   busy: ReadonlyMap<number, number>
-  circuitFailures: number
 }
 
 /** The age of what waits, as the store holds it. */
@@ -84,19 +87,33 @@ export interface Backlog {
   oldestDueAt?: number | undefined
 }
 
+/** Why a delivery held past its retry period ended: its lastError, by what held it. */
+export interface HeldBy {
+  retryAfter: string
+  circuit: string
+}
+
 /** The deliveries still to make, shared by every instance on the database. */
 export interface DeliveryQueue {
   /** Takes the due deliveries that no lease holds, within `room`, for `leaseMs`, under `lease`:
    * a name no other claim uses. Another instance takes them over once the lease has run out. */
   claim(lease: string, room: Room, leaseMs: number): Promise<Claimed[]>
   /** Writes down the outcomes of attempts (each only if its delivery is still held under its
-   * lease), and what they say of their endpoints; answers the subscriptions that have failed
-   * for longer than `policy.disableAfterMs`, to be disabled. */
-  settle(settlements: readonly Settlement[], policy: CircuitPolicy): Promise<{ failingTooLong: { subscriptionId: number; failingSince: number }[] }>
+   * lease), and what they say of their endpoints; a retry of a subscription no longer active
+   * is not made (`errorIfDisabled`). Answers the subscriptions that have failed for longer than
+   * `policy.disableAfterMs`, to be disabled, and how many retries were not made. */
+  settle(
+    settlements: readonly Settlement[],
+    policy: CircuitPolicy,
+  ): Promise<{ failingTooLong: { subscriptionId: number; failingSince: number }[]; notRetried: number }>
   /** Gives back what the claims of `instance` still hold (their leases are `instance/...`),
    * due as they were: on shutdown. */
   release(instance: string): Promise<void>
   backlog(circuitFailures: number): MaybePromise<Backlog>
+  /** Ends, failed, the pending deliveries whose retry period is over while their subscription is
+   * held past it (a Retry-After, or its circuit, open since `circuitFailures` failures in a row):
+   * no attempt was to be made within it. `why` says which. Answers how many ended. */
+  endHeld(circuitFailures: number, why: HeldBy): Promise<number>
   /** deletes deliveries finished before `before`, then the events nothing refers to any more */
   forgetFinished(before: number): Promise<void>
 }
@@ -136,24 +153,27 @@ const claimedJoin = 'join webhook_subscriptions s on s.id = d.subscription_id jo
 const sendable = (now: string) => `s.status = 'active' and (s.paused_until is null or s.paused_until <= ${now})`
 /** A delivery is due at `now`, and no lease holds it. */
 const dueFree = (now: string) => `d.status = 'pending' and d.next_attempt_at <= ${now} and (d.lease_until is null or d.lease_until < ${now})`
+/** Its subscription was not held (`pausedUntil`) past the delivery's retry period: one that was
+ * is not attempted, but ended by endHeld. */
+const notHeldPast = (pausedUntil: string) => `(${pausedUntil} is null or ${pausedUntil} <= d.give_up_at)`
 
 /** PostgreSQL: one statement claims every subscription's share (a lateral subquery per
  * subscription, skipping the rows another instance is claiming), and reads what it claimed. */
 const claimPostgres = select(
   `with room as (
-     select s.id, (case when s.failures >= $5 then 1 else $4 end) - coalesce(busy.n, 0) as n
-     from webhook_subscriptions s left join unnest($6::bigint[], $7::int[]) as busy (id, n) on busy.id = s.id
+     select s.id, s.paused_until, (case when s.failures > 0 then 1 else $4 end) - coalesce(busy.n, 0) as n
+     from webhook_subscriptions s left join unnest($5::bigint[], $6::int[]) as busy (id, n) on busy.id = s.id
      where ${sendable('$3')}),
    due as (
      select d.id, d.next_attempt_at from room cross join lateral (
        select d.id, d.next_attempt_at from webhook_deliveries d
-       where d.subscription_id = room.id and ${dueFree('$3')}
+       where d.subscription_id = room.id and ${dueFree('$3')} and ${notHeldPast('room.paused_until')}
        order by d.subscription_id, d.next_attempt_at limit room.n for update skip locked) d
      where room.n > 0),
    claimed as (
      -- (= any(array(...)): by the primary key, where in (select ...) scanned the whole table)
      update webhook_deliveries set lease_owner = $1, lease_until = $2
-     where id = any(array(select id from due order by next_attempt_at limit $8))
+     where id = any(array(select id from due order by next_attempt_at limit $7))
      returning id, subscription_id, event_id, attempts, give_up_at)
    select ${claimedColumns} from claimed d ${claimedJoin} order by d.id`,
   claimedOf,
@@ -161,9 +181,10 @@ const claimPostgres = select(
 
 /** SQLite: the subscriptions that may be sent to, then each one's share, in one transaction;
  * then what was claimed, by id. */
-const sendableSqlite = `select s.id, s.failures from webhook_subscriptions s where ${sendable('$1')} order by s.id`
+const sendableSqlite = `select s.id, s.failures, s.paused_until from webhook_subscriptions s where ${sendable('$1')} order by s.id`
 const claimShareSqlite = `update webhook_deliveries set lease_owner = $1, lease_until = $2 where id in (
-   select d.id from webhook_deliveries d where d.subscription_id = $4 and ${dueFree('$3')} order by d.next_attempt_at limit $5)
+   select d.id from webhook_deliveries d where d.subscription_id = $4 and ${dueFree('$3')} and ${notHeldPast('$6')}
+   order by d.next_attempt_at limit $5)
    returning id`
 const claimedSqlite = select(`select ${claimedColumns} from webhook_deliveries d ${claimedJoin} where d.id in (select value from json_each($1)) order by d.id`, claimedOf)
 
@@ -229,7 +250,30 @@ export function afterFailures(
   return { failures, failingSince: was.failingSince ?? now, openings: was.openings + (opens ? 1 : 0), pausedUntil: pausedUntil > now ? pausedUntil : null }
 }
 
+/** The deliveries held past their retry period, once it is over (not under way: a lease that
+ * has run out is of an instance that stopped), ended; what held them is told by the failures
+ * in a row ($2 open the circuit; fewer, and it was a Retry-After). */
+const endHeld = `update webhook_deliveries as d
+  set status = 'failed', last_error = case when s.failures >= $2 then $3 else $4 end, next_attempt_at = null, finished_at = $1
+  from webhook_subscriptions s
+  where s.id = d.subscription_id and s.status = 'active' and s.paused_until > d.give_up_at
+    and d.status = 'pending' and d.give_up_at <= $1 and (d.lease_until is null or d.lease_until < $1)`
+
 type Health = { failures: number; failing_since: number | null; circuit_openings: number; paused_until: number | null }
+/** The health of those of some subscriptions ($1) still active, locked till the outcomes are
+ * written: a disabling waits for them, or they see it (in the order of their ids, as every
+ * settlement takes them). */
+const activeHealthPostgres = `select id, failures, failing_since, circuit_openings, paused_until from webhook_subscriptions
+  where id = any($1::bigint[]) and status = 'active' order by id for update`
+const activeHealthSqlite = `select id, failures, failing_since, circuit_openings, paused_until from webhook_subscriptions
+  where id in (select value from json_each($1)) and status = 'active'`
+
+/** The settlement as written when its subscription is no longer active: a retry is not made. */
+function notRetried(settlement: Settlement): Settlement {
+  const { outcome } = settlement
+  // (errorIfDisabled is set with every retry: outcome.ts)
+  return { ...settlement, outcome: { ...outcome, error: outcome.errorIfDisabled!, nextAttemptAt: undefined } }
+}
 
 export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
   // SQLite pays an fsync per commit: settlements written together share one (see storage/group-commit.ts).
@@ -252,16 +296,16 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
   }
 
   return {
-    async claim(lease, { max, perSubscription, busy, circuitFailures }, leaseMs) {
+    async claim(lease, { max, perSubscription, busy }, leaseMs) {
       const now = Date.now()
       if (dialect === 'postgres') {
-        return sql.all(claimPostgres, [lease, now + leaseMs, now, perSubscription, circuitFailures, [...busy.keys()], [...busy.values()], max])
+        return sql.all(claimPostgres, [lease, now + leaseMs, now, perSubscription, [...busy.keys()], [...busy.values()], max])
       }
       const ids: number[] = []
       await sql.transaction(async (tx) => {
-        for (const { id, failures } of await tx.rows<{ id: number; failures: number }>(sendableSqlite, [now])) {
-          const room = Math.min((failures >= circuitFailures ? 1 : perSubscription) - (busy.get(id) ?? 0), max - ids.length)
-          if (room > 0) for (const row of await tx.rows<{ id: number }>(claimShareSqlite, [lease, now + leaseMs, now, id, room])) ids.push(row.id)
+        for (const { id, failures, paused_until } of await tx.rows<{ id: number; failures: number; paused_until: number | null }>(sendableSqlite, [now])) {
+          const room = Math.min((failures > 0 ? 1 : perSubscription) - (busy.get(id) ?? 0), max - ids.length)
+          if (room > 0) for (const row of await tx.rows<{ id: number }>(claimShareSqlite, [lease, now + leaseMs, now, id, room, paused_until])) ids.push(row.id)
         }
       })
       return ids.length === 0 ? [] : sql.all(claimedSqlite, [JSON.stringify(ids)])
@@ -270,14 +314,25 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
     async settle(settlements, policy) {
       const now = Date.now()
       const { up, down } = endpoints(settlements)
+      // the subscriptions whose state the outcomes need: those that failed (their circuit), and
+      // those with a retry to write (not made once the subscription is disabled)
+      const retrying = settlements.filter(({ outcome }) => outcome.nextAttemptAt !== undefined)
+      const read = [...new Set([...down.keys(), ...retrying.map(({ subscriptionId }) => subscriptionId)])].sort((a, b) => a - b)
       const failingTooLong: { subscriptionId: number; failingSince: number }[] = []
-      // (PostgreSQL: one statement, or a transaction when an endpoint failed)
-      const writeAll = dialect === 'postgres' && down.size === 0 ? (work: (tx: Statements) => Promise<void>) => work(sql) : write
+      let unmade = 0
+      // (PostgreSQL: one statement, or a transaction when there is a subscription to read)
+      const writeAll = dialect === 'postgres' && read.length === 0 ? (work: (tx: Statements) => Promise<void>) => work(sql) : write
       await writeAll(async (tx) => {
-        await settleDeliveries(tx, settlements, up, now)
+        const active = new Map<number, Health>()
+        if (read.length > 0) {
+          const rows = await (dialect === 'postgres' ? tx.rows<Health & { id: number }>(activeHealthPostgres, [read]) : tx.rows<Health & { id: number }>(activeHealthSqlite, [JSON.stringify(read)]))
+          for (const row of rows) active.set(Number(row.id), row)
+        }
+        unmade = retrying.filter(({ subscriptionId }) => !active.has(subscriptionId)).length
+        const written = settlements.map((settlement) => (settlement.outcome.nextAttemptAt === undefined || active.has(settlement.subscriptionId) ? settlement : notRetried(settlement)))
+        await settleDeliveries(tx, written, up, now)
         for (const [id, { failures, pauseUntil }] of down) {
-          const lock = dialect === 'postgres' ? 'for update' : ''
-          const was = await tx.row<Health>(`select failures, failing_since, circuit_openings, paused_until from webhook_subscriptions where id = $1 and status = 'active' ${lock}`, [id])
+          const was = active.get(id)
           if (was === undefined) continue // deleted or disabled meanwhile
           const next = afterFailures(
             { failures: was.failures, failingSince: was.failing_since, openings: was.circuit_openings, pausedUntil: was.paused_until },
@@ -296,7 +351,7 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
           if (policy.disableAfterMs > 0 && now - next.failingSince >= policy.disableAfterMs) failingTooLong.push({ subscriptionId: id, failingSince: next.failingSince })
         }
       })
-      return { failingTooLong }
+      return { failingTooLong, notRetried: unmade }
     },
 
     async release(instance) {
@@ -311,7 +366,7 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       )
       const oldestDue = sql.row<{ next_attempt_at: number }>(
         `select d.next_attempt_at from webhook_deliveries d join webhook_subscriptions s on s.id = d.subscription_id
-         where ${dueFree('$1')} and ${sendable('$1')} and s.failures < $2
+         where ${dueFree('$1')} and ${sendable('$1')} and s.failures < $2 and ${notHeldPast('s.paused_until')}
          order by d.next_attempt_at limit 1`,
         [now, circuitFailures],
       )
@@ -322,6 +377,9 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       if (oldestPending instanceof Promise || oldestDue instanceof Promise) return Promise.all([oldestPending, oldestDue]).then(([pending, due]) => of(pending, due))
       return of(oldestPending, oldestDue)
     },
+
+    endHeld: (circuitFailures, why) =>
+      Promise.resolve(sql.run(endHeld, [Date.now(), circuitFailures, why.circuit, why.retryAfter])),
 
     async forgetFinished(before) {
       await sql.transaction(async (tx) => {

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { EventFields, EventType } from '../events/outbox.js'
 import { redactUrl } from '../http/redact.js'
 import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from './deliveries.js'
-import { type AttemptResult, outcomeOf, type Retries } from './outcome.js'
+import { type AttemptResult, heldPastRetryPeriod, outcomeOf, type Retries } from './outcome.js'
 import { type Answer, Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
@@ -90,9 +90,11 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   let moreDue = false
   /** subscriptions the last claim left at their room: more of theirs may be due */
   const filled = new Set<number>()
-  /** subscriptions whose attempt just failed, not sent to until that is written down: the
-   * circuit, a Retry-After's pause or a 410's disabling must hold before the next claim */
-  const held = new Set<number>()
+  /** subscriptions with failed attempts not yet written down (how many), not sent to until
+   * they are: the circuit, a Retry-After's pause or a 410's disabling must hold before the next
+   * claim. (Counted: a batch written while another still holds a failure of the same
+   * subscription does not release it.) */
+  const held = new Map<number, number>()
   const underWay = new Set<Promise<void>>()
   /** outcomes waiting to be written, and those of them that answered 410 */
   let unwritten: { settlement: Settlement; gone: boolean }[] = []
@@ -107,6 +109,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   /** woken while a look was under way */
   let again = false
   let measuring: Promise<void> | undefined
+  let ending: Promise<void> | undefined
 
   async function attempt(claimed: Claimed, withheldNow: DispatcherOptions['withheld']): Promise<{ outcome: Outcome; gone: boolean } | undefined> {
     const reason = await withheldNow(claimed.owner, claimed.event.type)
@@ -155,8 +158,8 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     }
     const lease = `${instance}/${++claims}`
     const busy = new Map(inFlight)
-    for (const subscriptionId of held) busy.set(subscriptionId, perSubscription)
-    const batch = await queue.claim(lease, { max: room, perSubscription, busy, circuitFailures: circuit.failures }, leaseMs)
+    for (const subscriptionId of held.keys()) busy.set(subscriptionId, perSubscription)
+    const batch = await queue.claim(lease, { max: room, perSubscription, busy }, leaseMs)
     // (asked once per key and type of a claim, just before its attempts: not once per delivery)
     const asked = new Map<string, Promise<string | undefined>>()
     const withheldNow = (owner: string, type: EventType) => {
@@ -169,7 +172,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       const running: Promise<void> = attempt(claimed, withheldNow)
         .then((made) => {
           if (made === undefined) return
-          if (made.outcome.endpoint === 'down') held.add(claimed.subscriptionId)
+          if (made.outcome.endpoint === 'down') held.set(claimed.subscriptionId, (held.get(claimed.subscriptionId) ?? 0) + 1)
           written({ lease, deliveryId: claimed.deliveryId, subscriptionId: claimed.subscriptionId, outcome: made.outcome }, made.gone)
         })
         .finally(() => {
@@ -210,10 +213,12 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
 
   async function settle(batch: { settlement: Settlement; gone: boolean }[]) {
     try {
-      const { failingTooLong } = await queue.settle(
+      const { failingTooLong, notRetried } = await queue.settle(
         batch.map(({ settlement }) => settlement),
         circuit,
       )
+      // (retries not made: their subscription was disabled as they were under way)
+      for (let i = 0; i < notRetried; i++) metrics.finished('failed')
       for (const { settlement, gone } of batch) if (gone) await disable(settlement.subscriptionId, 'its endpoint answered 410 Gone', 'gone')
       for (const { subscriptionId, failingSince } of failingTooLong) {
         await disable(subscriptionId, `every attempt has failed since ${new Date(failingSince).toISOString()}`, 'failing')
@@ -222,7 +227,12 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       log.warn({ err: error, deliveryIds: batch.map(({ settlement }) => settlement.deliveryId) }, 'a webhook delivery could not be written down')
     }
     // (written; or not, and the lease of what was not runs out: its attempt is made again)
-    for (const { settlement } of batch) held.delete(settlement.subscriptionId)
+    for (const { settlement } of batch) {
+      if (settlement.outcome.endpoint !== 'down') continue
+      const left = held.get(settlement.subscriptionId)! - 1
+      if (left === 0) held.delete(settlement.subscriptionId)
+      else held.set(settlement.subscriptionId, left)
+    }
   }
 
   async function disable(subscriptionId: number, reason: string, because: DisabledBecause) {
@@ -271,6 +281,18 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       .finally(() => (measuring = undefined))
   }, Math.max(pollMs, 1_000)).unref()
 
+  /** Deliveries held past their retry period end when it does (once a second: they wait for no
+   * attempt, and a second is nothing to a period of hours). */
+  const ender = setInterval(() => {
+    ending ??= queue
+      .endHeld(circuit.failures, heldPastRetryPeriod)
+      .then((ended) => {
+        for (let i = 0; i < ended; i++) metrics.finished('failed')
+      })
+      .catch(() => {}) // the database is unavailable: next time
+      .finally(() => (ending = undefined))
+  }, Math.max(pollMs, 1_000)).unref()
+
   const forgetter = setInterval(() => {
     queue.forgetFinished(Date.now() - keepFinishedMs).catch(() => {}) // the database is unavailable: next time
   }, forgetEveryMs).unref()
@@ -287,6 +309,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       closed = true
       clearTimeout(timer)
       clearInterval(measurer)
+      clearInterval(ender)
       clearInterval(forgetter)
       abort.abort()
       await looking
@@ -294,6 +317,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
       await flushing
       await Promise.all(writing)
       await measuring
+      await ending
       connections.close()
       await queue.release(instance).catch(() => {}) // unavailable: the leases run out by themselves
     },

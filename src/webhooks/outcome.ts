@@ -1,4 +1,4 @@
-import type { Claimed, Outcome } from './deliveries.js'
+import type { Claimed, HeldBy, Outcome } from './deliveries.js'
 import { retryAfterMs } from './retry-after.js'
 import type { Answer } from './send.js'
 
@@ -18,6 +18,13 @@ export const maxRetryDelayMs = 60 * 60 * 1000
 export function retryDelay(attempts: number, baseMs: number, random = Math.random()): number {
   // (whole milliseconds: they are stored as integers)
   return Math.round(Math.min(baseMs * 2 ** (attempts - 1), maxRetryDelayMs) * (0.5 + random / 2))
+}
+
+/** Why a delivery ended unattempted when its retry period ended while its subscription was
+ * held past it (its lastError), by what held it. */
+export const heldPastRetryPeriod: HeldBy = {
+  retryAfter: "its retry period ended while its receiver's Retry-After held it",
+  circuit: "its retry period ended while its subscription's circuit was open",
 }
 
 /** The statuses whose Retry-After sets the next attempt (RFC 9110: 503; RFC 6585: 429). */
@@ -49,17 +56,19 @@ export function outcomeOf(
 ): { result: AttemptResult; outcome: Outcome; gone: boolean } {
   if ('error' in answer) {
     const error = answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ').slice(0, lastErrorLength)
-    return { result: answer.error, outcome: retried({ error, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt), gone: false }
+    return { result: answer.error, outcome: retried({ error, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt, lastErrorLength), gone: false }
   }
   const { status } = answer
   if (status >= 200 && status < 300) return { result: 'succeeded', outcome: { status, endpoint: 'up' }, gone: false }
   if (status === goneStatus) return { result: 'rejected', outcome: { status, error: 'answered 410 Gone: the subscription is disabled', endpoint: 'down' }, gone: true }
   const asked = sayWhenToRetry.has(status) ? retryAfterMs(answer.retryAfter, now) : undefined
-  if (asked === undefined) return { result: 'rejected', outcome: retried({ status, error: `answered ${status}`, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt), gone: false }
+  if (asked === undefined) return { result: 'rejected', outcome: retried({ status, error: `answered ${status}`, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt, lastErrorLength), gone: false }
   const at = now + Math.min(asked, retryAfterMaxMs)
   const error = `answered ${status}, Retry-After ${answer.retryAfter!.trim()}`.slice(0, lastErrorLength)
-  return { result: 'rejected', outcome: retried({ status, error, endpoint: 'down', pauseUntil: at }, at, giveUpAt), gone: false }
+  return { result: 'rejected', outcome: retried({ status, error, endpoint: 'down', pauseUntil: at }, at, giveUpAt, lastErrorLength), gone: false }
 }
 
-/** The outcome, tried again at `at` unless that is past the retry period. */
-const retried = (outcome: Outcome, at: number, giveUpAt: number): Outcome => (at <= giveUpAt ? { ...outcome, nextAttemptAt: at } : outcome)
+/** The outcome, tried again at `at` unless that is past the retry period (or its subscription
+ * is disabled by the time it is written: the error then says why it is not). */
+const retried = (outcome: Outcome, at: number, giveUpAt: number, lastErrorLength: number): Outcome =>
+  at <= giveUpAt ? { ...outcome, nextAttemptAt: at, errorIfDisabled: `${outcome.error}, not retried: the subscription is disabled`.slice(0, lastErrorLength) } : outcome

@@ -38,7 +38,8 @@ export interface WebhookRepository {
   /** the delivery made pending again, due now, with a new retry period */
   redeliver(owner: string, id: number, deliveryId: number): Promise<StoredDelivery | undefined>
   /** Stops a subscription, saying why: no event is recorded for it any more, and its pending
-   * deliveries end, failed, with `lastError`. False when it is not active (any more). */
+   * deliveries end, failed, with `lastError`, but those under way (held by a lease that has not
+   * run out), whose attempts write what they came to. False when it is not active (any more). */
   disable(id: number, reason: string, lastError: string): Promise<boolean>
   /** Makes the owner's subscription active again, its endpoint's past failures forgotten: the
    * events of changes committed from now on are recorded for it. Undefined when the owner has none so. */
@@ -76,20 +77,48 @@ const webhookOf = ([id, url, events, createdAt, previousExpiresAt, status, disab
 const listOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 order by id`, webhookOf)
 const findOwned = select(`select ${webhookColumns.list} from webhook_subscriptions where owner = $1 and id = $2`, webhookOf)
 
-const deliveryColumns = `d.id, e.id, e.type, d.status, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at`
-type DeliveryValues = [number, number, EventType, StoredDelivery['status'], number, number | null, string | null, number | null, number]
-const deliveryOf = ([id, eventId, eventType, status, attempts, lastStatus, lastError, nextAttemptAt, createdAt]: DeliveryValues): StoredDelivery => ({
-  id,
-  eventId,
-  eventType,
-  status,
-  attempts,
-  ...(lastStatus !== null && { lastStatus }),
-  ...(lastError !== null && { lastError }),
-  ...(status === 'pending' && nextAttemptAt !== null && { nextAttemptAt: iso(nextAttemptAt) }),
-  createdAt: iso(createdAt),
-})
-const fromDeliveries = 'from webhook_deliveries d join webhook_events e on e.id = d.event_id'
+const deliveryColumns = `d.id, e.id, e.type, d.status, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.give_up_at, s.status, s.paused_until`
+type DeliveryValues = [
+  number,
+  number,
+  EventType,
+  StoredDelivery['status'],
+  number,
+  number | null,
+  string | null,
+  number | null,
+  number,
+  number,
+  'active' | 'disabled',
+  number | null,
+]
+const deliveryOf = ([id, eventId, eventType, status, attempts, lastStatus, lastError, nextAttemptAt, createdAt, giveUpAt, subscriptionStatus, pausedUntil]: DeliveryValues): StoredDelivery => {
+  const next = status === 'pending' ? nextAttempt(nextAttemptAt!, giveUpAt, subscriptionStatus, pausedUntil) : undefined
+  return {
+    id,
+    eventId,
+    eventType,
+    status,
+    attempts,
+    ...(lastStatus !== null && { lastStatus }),
+    ...(lastError !== null && { lastError }),
+    ...(next !== undefined && { nextAttemptAt: iso(next) }),
+    createdAt: iso(createdAt),
+  }
+}
+
+/**
+ * When a pending delivery's next attempt will be made, as far as the store can tell now: not
+ * before its own wait (`due`), nor before its subscription's (`pausedUntil`: a Retry-After, an
+ * open circuit), nor in the past (one due is made as soon as there is room). Undefined when none
+ * is planned: its subscription is disabled (it waits to be enabled), or held past the delivery's
+ * retry period (it ends failed when that is over).
+ */
+function nextAttempt(due: number, giveUpAt: number, subscription: 'active' | 'disabled', pausedUntil: number | null): number | undefined {
+  if (subscription === 'disabled' || (pausedUntil !== null && pausedUntil > giveUpAt)) return undefined
+  return Math.max(due, pausedUntil ?? 0, Date.now())
+}
+const fromDeliveries = 'from webhook_deliveries d join webhook_events e on e.id = d.event_id join webhook_subscriptions s on s.id = d.subscription_id'
 const listDeliveries = select(`select ${deliveryColumns} ${fromDeliveries} where d.subscription_id = $1 and d.id > $2 order by d.id limit $3`, deliveryOf)
 const findDelivery = select(`select ${deliveryColumns} ${fromDeliveries} where d.id = $1`, deliveryOf)
 
@@ -181,9 +210,10 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
         // (taken under the same lock as a subscription's creation: every change that recorded an
         // event for it has committed, and its delivery ends here; later ones record none)
         await tx.run('delete from webhook_subscription_events where subscription_id = $1', [id])
+        // (an attempt under way was sent: its outcome is written under its lease, a retry not made)
         await tx.run(
           `update webhook_deliveries set status = 'failed', last_error = $2, next_attempt_at = null, finished_at = $3, lease_owner = null, lease_until = null
-           where subscription_id = $1 and status = 'pending'`,
+           where subscription_id = $1 and status = 'pending' and (lease_until is null or lease_until < $3)`,
           [id, lastError, now],
         )
         return true

@@ -62,10 +62,27 @@ export async function resolveTarget(url: string, policy: TargetPolicy, resolve: 
 }
 
 /** `url` as Node reads it; TargetRefused when Node cannot read it (a port past 65535, a host
- * name with a character no host name holds): at createWebhook, the client's mistake (400). */
+ * name with a character no host name holds), or when its host cannot be a host name: at
+ * createWebhook, the client's mistake (400). */
 export function parseUrl(url: string): URL {
   if (!URL.canParse(url)) throw new TargetRefused(`${writtenOrigin(url)} is not a URL that can be used: check its host name, and its port (at most 65535)`)
-  return new URL(url)
+  const parsed = new URL(url)
+  if (!canBeHostName(parsed.hostname)) {
+    throw new TargetRefused(`${writtenOrigin(url)} is not a URL that can be used: a host name has at most 253 characters, in labels of 1 to 63 between its dots`)
+  }
+  return parsed
+}
+
+/**
+ * Whether a host, as Node wrote it (IDNs in their ASCII form), is an address or can be a DNS
+ * name (RFC 1035: at most 253 characters without the root's final dot, labels of 1 to 63). A
+ * name that cannot be one is never resolved: the system resolver refuses it as an error of its
+ * own (EINVAL), not as a name without addresses.
+ */
+function canBeHostName(host: string): boolean {
+  if (host.startsWith('[') || isIP(host) !== 0) return true
+  const name = host.endsWith('.') ? host.slice(0, -1) : host
+  return name.length <= 253 && name.split('.').every((label) => label.length >= 1 && label.length <= 63)
 }
 
 async function resolveName(written: string, host: string, resolve: Resolve) {
