@@ -55,6 +55,7 @@ function count(name: string, text: string | undefined, fallback: number): number
   return value
 }
 
+/** Seconds that may be none: a warm-up of 0 is a run measured from each process's start. */
 function nonNegative(name: string, text: string): number {
   const value = Number(text)
   if (!(value >= 0) || !Number.isFinite(value) || text.trim() === '') usage(`--${name} must be a number of seconds, 0 or more, not ${JSON.stringify(text)}`)
