@@ -8,9 +8,12 @@
  * tree, ...) so that whatever else the machine does falls on both alike. The figure is the CPU
  * time (user + system, from /proc) each server spent per answered request; each slice of this
  * tree is divided by the adjacent slice of REF, and a pair of processes gives the median of
- * those ratios. A process keeps its own speed for its life (two starts of one server differ by
- * up to a third), so every pair is on new processes, and the report gives the median over the
- * pairs with their least and greatest.
+ * those ratios. Beside it, the same for the requests answered per second at --connections (50)
+ * connections: a change can cost throughput under concurrency (a request held back, work moved
+ * to another thread of the process) while its CPU per request stays the same, and only the
+ * throughput then shows it. A process keeps its own speed for its life (two starts of one
+ * server differ by up to a third), so every pair is on new processes, and the report gives the
+ * median over the pairs with their least and greatest.
  *
  * Options:
  *   --pairs N          pairs of new processes per scenario and log setting (5)
@@ -88,13 +91,27 @@ async function started(name: string, root: string, workDir: string, logs: Logs):
   return { name, kind: 'project', key, url, child, log: `${file}.log`, restart: () => Promise.reject(new Error('not restarted')) }
 }
 
-/** One pair of new processes: the median of this tree's CPU per request over REF's, slice by
- * adjacent slice, and each one's median CPU per request. */
-async function pair(refRoot: string, workDir: string, scenario: (typeof scenarios)[number], logs: Logs) {
+/** A figure of one pair of processes: the median of this tree's over REF's, slice by adjacent
+ * slice, and each one's median. */
+interface Compared {
+  ratio: number
+  mine: number
+  theirs: number
+}
+
+const compared = ([mine, theirs]: [number[], number[]]): Compared => ({
+  ratio: median(mine.map((value, i) => value / theirs[i]!)),
+  mine: median(mine),
+  theirs: median(theirs),
+})
+
+/** One pair of new processes: CPU per request and requests per second, each compared. */
+async function pair(refRoot: string, workDir: string, scenario: (typeof scenarios)[number], logs: Logs): Promise<{ cpu: Compared; rps: Compared }> {
   const targets = [await started('this tree', projectRoot, workDir, logs), await started(ref!, refRoot, workDir, logs)]
   try {
     for (const target of targets) await load(target, [scenario], 3, plan.connections)
     const cpu: [number[], number[]] = [[], []]
+    const rps: [number[], number[]] = [[], []]
     for (let slice = 0; slice < plan.slices; slice++) {
       // this tree first, then REF first: neither is always the one after the other
       const order = slice % 2 === 0 ? [0, 1] : [1, 0]
@@ -102,12 +119,22 @@ async function pair(refRoot: string, workDir: string, scenario: (typeof scenario
         const measured = await load(targets[i]!, [scenario], plan.seconds, plan.connections)
         if (measured.errors > 0) throw new Error(`${targets[i]!.name}: ${measured.errors} errors on ${scenario.name}`)
         cpu[i]!.push(measured.cpuUs)
+        rps[i]!.push(measured.rps)
       }
     }
-    return { ratio: median(cpu[0].map((mine, i) => mine / cpu[1][i]!)), mine: median(cpu[0]), theirs: median(cpu[1]) }
+    return { cpu: compared(cpu), rps: compared(rps) }
   } finally {
     for (const target of targets) await stop(target)
   }
+}
+
+/** The cells of one figure over the pairs: each tree's median, the median ratio, the least and greatest pair. */
+function summary(pairs: Compared[], digits: number): string {
+  const ratios = pairs.map(({ ratio }) => ratio)
+  return (
+    `${fmt(median(pairs.map(({ mine }) => mine)), digits)} | ${fmt(median(pairs.map(({ theirs }) => theirs)), digits)} | ` +
+    `${median(ratios).toFixed(3)}x | ${Math.min(...ratios).toFixed(3)}x, ${Math.max(...ratios).toFixed(3)}x`
+  )
 }
 
 async function main() {
@@ -124,23 +151,28 @@ async function main() {
     const pinned = pinCores()
     console.log(`## This tree against ${ref} (${commit})\n`)
     console.log(
-      `Node ${process.version}, ${os.cpus().length} cores; ${pinned}. CPU µs of the server per answered request (user + system), ` +
-        `${plan.connections} connections, ${fmt(pets)} pets on SQLite, ${plan.pairs} pairs of new processes, each ${plan.slices} slices of ${plan.seconds} s per server, taken in turn.\n`,
+      `Node ${process.version}, ${os.cpus().length} cores; ${pinned}. CPU µs of the server per answered request (user + system) ` +
+        `and answered requests per second, ${plan.connections} connections, ${fmt(pets)} pets on SQLite, ${plan.pairs} pairs of new processes, ` +
+        `each ${plan.slices} slices of ${plan.seconds} s per server, taken in turn; each ratio is this tree's over ${ref}'s ` +
+        '(CPU: lower is better; req/s: higher is better).\n',
     )
-    console.log(`| scenario | logs | CPU µs/req, this tree | CPU µs/req, ${ref} | ratio, median of the pairs | least, greatest pair |`)
-    console.log('|---|---|---:|---:|---:|---:|')
+    console.log(
+      `| scenario | logs | CPU µs/req, this tree | CPU µs/req, ${ref} | CPU ratio, median of the pairs | least, greatest pair ` +
+        `| req/s, this tree | req/s, ${ref} | req/s ratio, median of the pairs | least, greatest pair |`,
+    )
+    console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---:|')
     for (const scenario of scenarios) {
       for (const logs of logSettings) {
         const pairs = []
         for (let i = 0; i < plan.pairs; i++) {
-          const measured = await pair(refRoot, workDir, scenario, logs)
-          progress(`  ${scenario.name}, logs ${logs}, pair ${i + 1}/${plan.pairs}: ${fmt(measured.mine, 1)} / ${fmt(measured.theirs, 1)} µs, ratio ${measured.ratio.toFixed(3)}`)
-          pairs.push(measured)
+          const { cpu, rps } = await pair(refRoot, workDir, scenario, logs)
+          progress(
+            `  ${scenario.name}, logs ${logs}, pair ${i + 1}/${plan.pairs}: ${fmt(cpu.mine, 1)} / ${fmt(cpu.theirs, 1)} µs, ratio ${cpu.ratio.toFixed(3)}; ` +
+              `${fmt(rps.mine)} / ${fmt(rps.theirs)} req/s, ratio ${rps.ratio.toFixed(3)}`,
+          )
+          pairs.push({ cpu, rps })
         }
-        const ratios = pairs.map(({ ratio }) => ratio)
-        console.log(
-          `| ${scenario.name} | ${logs} | ${fmt(median(pairs.map(({ mine }) => mine)), 1)} | ${fmt(median(pairs.map(({ theirs }) => theirs)), 1)} | ${median(ratios).toFixed(3)}x | ${Math.min(...ratios).toFixed(3)}x, ${Math.max(...ratios).toFixed(3)}x |`,
-        )
+        console.log(`| ${scenario.name} | ${logs} | ${summary(pairs.map(({ cpu }) => cpu), 1)} | ${summary(pairs.map(({ rps }) => rps), 0)} |`)
       }
     }
   } finally {

@@ -58,7 +58,7 @@ export interface LoadPlan {
 /** How `compare` treats its servers between rounds. */
 export interface Processes {
   /** each round on new processes (Target.restart), each warmed up for `plan.warmUp` seconds
-   * on its scenarios in turn: a process keeps its own speed for its whole life (two starts of
+   * on each of its scenarios: a process keeps its own speed for its whole life (two starts of
    * the same server 7-34% apart in CPU per request on SQLite's reads, in two runs), which
    * rounds on one process cannot average out */
   freshEachRound: boolean
@@ -151,14 +151,16 @@ export async function compare(
 ): Promise<Medians> {
   const names = scenariosOf(targets[0]!).map((scenario) => scenario.name)
   const runs = new Map(names.map((name) => [name, new Map<string, Measurement[]>(targets.map((target) => [target.name, []]))]))
-  if (plan.warmUp > 0) {
-    for (const target of targets) for (const scenario of scenariosOf(target)) await load(target, [scenario], plan.warmUp, plan.connections)
+  // (every process measured is warmed up alike: each scenario for plan.warmUp seconds)
+  const warmUp = async (target: Target) => {
+    if (plan.warmUp > 0) for (const scenario of scenariosOf(target)) await load(target, [scenario], plan.warmUp, plan.connections)
   }
+  for (const target of targets) await warmUp(target)
   for (let round = 0; round < plan.rounds; round++) {
     if (freshEachRound && round > 0) {
       for (const target of targets) {
         await target.restart()
-        if (plan.warmUp > 0) await load(target, scenariosOf(target), plan.warmUp, plan.connections)
+        await warmUp(target)
       }
     }
     for (const [s, name] of names.entries()) {

@@ -18,7 +18,7 @@ export interface BenchOptions {
   rounds: number
   connections: number
   pets: number
-  /** seconds of warm-up per scenario and target (none in a smoke run) */
+  /** seconds of warm-up per scenario of each new server process (--warm-up; none in a smoke run) */
   warmUp: number
   coldStarts: number
   rssDuration: number
@@ -55,9 +55,17 @@ function count(name: string, text: string | undefined, fallback: number): number
   return value
 }
 
+/** Seconds that may be none: a warm-up of 0 is a run measured from each process's start. */
+function nonNegative(name: string, text: string): number {
+  const value = Number(text)
+  if (!(value >= 0) || !Number.isFinite(value) || text.trim() === '') usage(`--${name} must be a number of seconds, 0 or more, not ${JSON.stringify(text)}`)
+  return value
+}
+
 /** The options, as parseArgs reads them. */
 const flagOptions = {
   duration: { type: 'string' },
+  'warm-up': { type: 'string' },
   rounds: { type: 'string' },
   connections: { type: 'string', default: '50' },
   pets: { type: 'string', default: '10000' },
@@ -110,7 +118,7 @@ export function readOptions(args: string[]): BenchOptions {
     rounds: Math.round(count('rounds', flags.rounds, smoke ? 1 : 5)),
     connections: Math.round(count('connections', flags.connections, 50)),
     pets: Math.round(count('pets', flags.pets, 10_000)),
-    warmUp: smoke ? 0 : 1,
+    warmUp: flags['warm-up'] === undefined ? (smoke ? 0 : 1) : nonNegative('warm-up', flags['warm-up']),
     coldStarts: Math.round(count('cold-starts', flags['cold-starts'], smoke ? 1 : 5)),
     rssDuration: count('rss-duration', flags['rss-duration'], smoke ? 1 : 60),
     rssConnections: Math.round(count('rss-connections', flags['rss-connections'], 200)),

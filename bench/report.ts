@@ -47,6 +47,27 @@ export function mainTable(rows: Row[], plan: { connections: number; pets: number
   return lines.join('\n')
 }
 
+/** The reads whose answers per second the service must match (the team's bar: at least the
+ * peer's, with either key, logs on and off): version 1's getPet and listPets, version 2's listPets. */
+const matchedReads = ['getPet', 'listPets limit=20, status', 'listPets@v2 limit=20, status']
+
+/** One line per read of the table below the peer's req/s, or one line saying none is. */
+export function readsBelowPeer(rows: Row[]): string {
+  const below: string[] = []
+  for (const { scenario, store, key, measured } of rows) {
+    if (!matchedReads.includes(scenario)) continue
+    for (const logs of ['on', 'off'] as const) {
+      const { project, peer } = measured[logs]
+      if (!(project.rps >= peer.rps)) below.push(`- ${scenario}, ${store}, ${key}, logs ${logs}: ${ratio(project.rps, peer.rps)} of the peer's req/s`)
+    }
+  }
+  const measuredReads = rows.filter(({ scenario }) => matchedReads.includes(scenario)).length
+  if (measuredReads === 0) return ''
+  return below.length === 0
+    ? `Every read measured (${matchedReads.join('; ')}) answered at least the peer's req/s.`
+    : `Reads below the peer's req/s (the bar: 1.00x):\n\n${below.join('\n')}`
+}
+
 /** One scale scenario on one store: the service at the small store and at the big one. */
 export interface ScaleRow {
   scenario: string

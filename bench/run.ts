@@ -21,6 +21,10 @@
  *
  * Options:
  *   --duration S        seconds per measurement (3; --smoke: 0.5)
+ *   --warm-up S         seconds of load on each scenario of each new server process before its
+ *                       measurements (1; --smoke: 0): a process's first seconds are V8 compiling
+ *                       its hot code, on the server's core, and cost several times a request's
+ *                       CPU (docs/benchmarks.md, "Warm-up")
  *   --rounds N          interleaved rounds, each figure their median (5; --smoke: 1)
  *   --connections N     concurrent connections (50)
  *   --pets N            pets seeded (10000)
@@ -35,7 +39,7 @@
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
  *   --profile           also CPU profiles of getPet on each store (service with each key, peer; logs off)
  *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
- *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up
+ *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up (unless --warm-up)
  *   --keep              keep the work directory (databases, logs, profiles)
  *   --shared-cores      do not pin the load generator to core 0, PostgreSQL (when on this
  *                       machine) beside it on 2 cores or to core 1 on more, and the servers to
@@ -57,7 +61,7 @@ import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
-import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
+import { fmt, mainTable, type Row, readsBelowPeer, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
@@ -142,6 +146,8 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   if (mainRuns) {
     for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
     console.log(`\n${mainTable(rows, options)}`)
+    const reads = readsBelowPeer(rows)
+    if (reads !== '') console.log(`\n${reads}`)
   }
 
   if (!options.skipped.has('checks')) {
