@@ -9,28 +9,14 @@
 import type { ServerResponse } from 'node:http'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import type { AppOptions } from '../src/app.js'
-import { build, call, testKey } from './helpers/app.js'
+import { build, call } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
-import { deliveriesOf, metric, subscribed, until } from './helpers/webhooks.js'
-import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { createPets, deliveriesOf, metric, type Store, stores, subscribed, until } from './helpers/webhooks.js'
+import { postgresMissing } from './helpers/postgres.js'
 import { startReceiver } from './helpers/receiver.js'
 
 /** Receivers on 127.0.0.1 over http, looked for often, retried soon. */
 const quick = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true, WEBHOOK_POLL_MS: 20, WEBHOOK_RETRY_BASE_MS: 50 }
-
-type Store = (t: Test) => Promise<Partial<AppOptions>>
-const stores: [string, Store][] = [
-  ['SQLite', async () => ({})],
-  ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
-]
-
-const createPets = (server: FastifyInstance, count: number) =>
-  Promise.all(
-    Array.from({ length: count }, (_, i) =>
-      server.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${testKey}` }, payload: { name: `Pet ${i}`, categoryId: 1 } }),
-    ),
-  )
 
 const webhookOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: `/v1/webhooks/${id}` })).json
 

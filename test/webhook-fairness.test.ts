@@ -4,31 +4,16 @@
  * others go on) and is probed once it has waited, and /readyz says `degraded` while due
  * deliveries wait for want of room. On each store, with real receivers.
  */
-import type { FastifyInstance } from 'fastify'
-import t, { type Test } from 'tap'
-import type { AppOptions } from '../src/app.js'
+import t from 'tap'
 import { afterFailures } from '../src/webhooks/deliveries.js'
-import { build, call, testKey } from './helpers/app.js'
+import { build, call } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
-import { metric, subscribed, until } from './helpers/webhooks.js'
-import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { createPets, metric, type Store, stores, subscribed, until } from './helpers/webhooks.js'
+import { postgresMissing } from './helpers/postgres.js'
 import { startReceiver } from './helpers/receiver.js'
 
 /** Receivers on 127.0.0.1, over http. */
 const local = { WEBHOOK_ALLOW_HTTP: true, WEBHOOK_ALLOW_PRIVATE: true }
-
-type Store = (t: Test) => Promise<Partial<AppOptions>>
-const stores: [string, Store][] = [
-  ['SQLite', async () => ({})],
-  ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
-]
-
-const createPets = (server: FastifyInstance, count: number) =>
-  Promise.all(
-    Array.from({ length: count }, (_, i) =>
-      server.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${testKey}` }, payload: { name: `Pet ${i}`, categoryId: 1 } }),
-    ),
-  )
 
 const lagOf = (delivery: { body: string; at: number }) => delivery.at - Date.parse(JSON.parse(delivery.body).occurredAt)
 

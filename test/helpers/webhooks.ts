@@ -1,11 +1,14 @@
 /**
- * What the webhook tests share: a subscription to pet.created, a delivery list, a metric of
+ * What the webhook tests share: the stores they run on, pets made at once, a subscription to
+ * pet.created, a delivery list, a metric of
  * the app, and a wait for a condition.
  */
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
-import { call, newest } from './app.js'
+import type { AppOptions } from '../../src/app.js'
+import { call, newest, testKey } from './app.js'
 import { sleep } from './concurrency.js'
+import { freshPostgres } from './postgres.js'
 
 /** A subscription of `url` to pet.created, made through version 1: the tests that use it make
  * their pets through version 1 and compare them with the events (webhook-delivery.test.ts). */
@@ -31,3 +34,18 @@ export async function until<T>(what: string, check: () => Promise<T | undefined>
     await sleep(20)
   }
 }
+
+/** The stores a webhook test runs on: the options that open each. */
+export type Store = (t: Test) => Promise<Partial<AppOptions>>
+export const stores: [string, Store][] = [
+  ['SQLite', async () => ({})],
+  ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
+]
+
+/** `count` pets made at once through version 1 (each an event). */
+export const createPets = (server: FastifyInstance, count: number) =>
+  Promise.all(
+    Array.from({ length: count }, (_, i) =>
+      server.inject({ method: 'POST', url: '/v1/pets', headers: { authorization: `Bearer ${testKey}` }, payload: { name: `Pet ${i}`, categoryId: 1 } }),
+    ),
+  )
