@@ -1,7 +1,6 @@
 /**
  * What the webhook tests share: the stores they run on, pets made at once, a subscription to
- * pet.created, a delivery list, a metric of
- * the app, and a wait for a condition.
+ * pet.created, a delivery list, a metric of the app, and a wait for a condition.
  */
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
