@@ -95,7 +95,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(access, { apiKeys })
   await app.register(cors, { origins: options.CORS_ORIGINS })
   const changelog = readFileSync(changelogPath, 'utf8')
-  for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, changelog }))
+  for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, served: contracts, changelog }))
   await app.register(pets)
   await app.register(categories)
   await app.register(orders)
