@@ -142,10 +142,14 @@ function readCatalogue(document, problems) {
     if (typeof role?.default !== "boolean") {
       problems.add("roles", ["components", "securitySchemes", bearerScheme, "x-roles", name], `role ${name}`, `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`);
     }
+    if (role?.firstKey !== void 0 && typeof role.firstKey !== "boolean") {
+      problems.add("roles", ["components", "securitySchemes", bearerScheme, "x-roles", name, "firstKey"], `role ${name}`, `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`);
+    }
   }
   return {
     roles,
     defaults: [...roles].filter(([, role]) => role?.default === true).map(([name]) => name),
+    firstKey: [...roles].filter(([, role]) => role?.default === true || role?.firstKey === true).map(([name]) => name),
     staff: [...roles].filter(([, role]) => role?.seesEveryOrder === true).map(([name]) => name),
     unknown: (names) => names.filter((name) => !roles.has(name))
   };

@@ -264,7 +264,7 @@ t.test('served together: one document per major, all promising the same of the s
   roles.webhooks['pet.created']!.post['x-roles'] = ['orders:read']
   const refused = t.throws(() => servedTogether([contractOf(roles as never, { file: 'openapi.yaml' }), v2])) as Error
   t.match(refused.message, /x-roles has pets:delete, which openapi-v2.yaml lacks: a key holds the roles of the newest document/)
-  t.match(refused.message, /x-roles gives other default or staff roles than openapi-v2.yaml/)
+  t.match(refused.message, /x-roles gives other default, first key's or staff roles than openapi-v2.yaml/)
   t.match(refused.message, /event pet.created asks other roles than in openapi-v2.yaml/)
   const probed = structuredClone(v2.document) as unknown as { 'x-service': { health: { ready: string } } }
   probed['x-service'].health.ready = '/ready'
