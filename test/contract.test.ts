@@ -98,6 +98,7 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   refused((d) => void (getPetOf(d)['x-successor'] = 7), /operation getPet: x-successor must be an operationId, not 7/)
   refused((d) => void (getPetOf(d)['x-successor-parameters'] = { id: '$request.body#/id' }), /operation getPet: x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. \{id: \$request.path.petId\}/)
   refused((d) => void (getPetOf(d)['x-successor-parameters'] = []), /operation getPet: x-successor-parameters must map/)
+  refused((d) => void (getPetOf(d)['x-successor-parameters'] = { id: 7 }), /operation getPet: x-successor-parameters must map/)
   refused((d) => void delete getPetOf(d)['x-successor'], /operation getPet: x-successor-parameters needs x-successor$/m)
   const unknownParameters = (d: OpenAPIV3.Document) => void (getPetOf(d)['x-successor-parameters'] = { name: '$request.query.petId' })
   refused(unknownParameters, /^openapi.yaml: operation getPet: x-successor-parameters names name, which is no query parameter of listPets$/m)

@@ -66,4 +66,6 @@ t.test('read from the contracts: the successor, its parameters, the operation of
   t.equal(movedFrom([v1!, withoutIdFilter], 'GET', '/v2/pets/3', {}), ": version 2 has no such path; it is version 1's getPet, GET /v1/pets/3; version 2 does it with listPets, GET /v2/pets", 'a parameter the newer operation lacks is left out')
   t.equal(v1!.successorUrl(v1!.operations.get('getPet')!), '/v1/pets', 'a successor without the values its parameters take: its URL alone')
   t.equal(v1!.successorUrl(v1!.operations.get('listPets')!), undefined, 'no successor, no URL')
+  t.strictSame(v1!.pathParamsOf(v1!.operations.get('getPet')!, '/v1/pets/7'), { petId: '7' })
+  t.equal(v1!.pathParamsOf(v1!.operations.get('getPet')!, '/v1/pets'), undefined, "a path that is not the operation's")
 })

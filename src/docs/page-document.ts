@@ -32,11 +32,13 @@ export function pageDocument(contract: Contract, served: readonly Contract[]): O
     `**This page shows ${named(contract)}** of the API, whose published document is [${yaml}](${yaml}) ([JSON](${json})).`,
     ...(others.length === 0 ? [] : [`Other versions served here: ${others.join(', ')}.`]),
   ].join(' ')
-  document.info = { ...document.info, title: pageTitle(contract), description: `${versions}\n\n${document.info.description ?? ''}` }
-  document.servers = [{ url: contract.basePath, description: 'This server' }, ...(document.servers ?? [])]
-  for (const item of Object.values(document.paths ?? {})) {
-    for (const holder of [item, ...Object.values(item ?? {})] as { parameters?: unknown[] }[]) {
-      if (Array.isArray(holder?.parameters)) holder.parameters = holder.parameters.map((parameter) => withoutPrefill(document, parameter as OpenAPIV3.ParameterObject))
+  document.info = { ...document.info, title: pageTitle(contract), description: [versions, document.info.description].filter(Boolean).join('\n\n') }
+  // (a served document has its servers: the contract model reads its base path from them)
+  document.servers = [{ url: contract.basePath, description: 'This server' }, ...document.servers!]
+  // the parameters of each path, and of each of its operations
+  for (const item of Object.values({ ...document.paths })) {
+    for (const holder of [item, ...Object.values({ ...item })] as { parameters?: unknown[] }[]) {
+      if (Array.isArray(holder.parameters)) holder.parameters = holder.parameters.map((parameter) => withoutPrefill(document, parameter as OpenAPIV3.ParameterObject))
     }
   }
   return document
