@@ -17,7 +17,18 @@ function levelOf(definition, at, where, problems) {
   problems.add("lifecycle", [...at, "x-stability"], where, `x-stability ${JSON.stringify(stability)} is not a level: experimental or beta (none means stable)`);
   return "stable";
 }
-var deprecationMarkers = ["x-deprecated-at", "x-sunset", "x-successor", "x-successor-reason", "x-brownouts"];
+var deprecationMarkers = ["x-deprecated-at", "x-sunset", "x-successor", "x-successor-parameters", "x-successor-reason", "x-brownouts"];
+var parameterExpression = /^\$request\.(path|query)\.([A-Za-z0-9_.-]+)$/;
+function successorParametersOf(value, at, where, problems) {
+  if (value === void 0) return void 0;
+  const entries = typeof value === "object" && value !== null && !Array.isArray(value) ? Object.entries(value) : [];
+  const read = entries.map(([name, expression]) => [name, typeof expression === "string" ? parameterExpression.exec(expression) : null]);
+  if (entries.length === 0 || read.some(([, match]) => match === null)) {
+    problems.add("lifecycle", at, where, "x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. {id: $request.path.petId}");
+    return void 0;
+  }
+  return Object.fromEntries(read.map(([name, match]) => [name, { in: match[1], name: match[2] }]));
+}
 function readLifecycle(definition, at, where, problems, noticeDays) {
   const level = levelOf(definition, at, where, problems);
   if (definition.deprecated !== true) {
@@ -50,7 +61,9 @@ function readLifecycle(definition, at, where, problems, noticeDays) {
   }
   const successor = definition["x-successor"];
   const successorReason = definition["x-successor-reason"];
+  const successorParameters = successorParametersOf(definition["x-successor-parameters"], [...at, "x-successor-parameters"], where, problems);
   if (successor !== void 0 && typeof successor !== "string") problems.add("lifecycle", [...at, "x-successor"], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`);
+  if (successorParameters !== void 0 && successor === void 0) problems.add("lifecycle", [...at, "x-successor-parameters"], where, "x-successor-parameters needs x-successor");
   if (successor === void 0 && (typeof successorReason !== "string" || successorReason.trim() === "")) {
     problems.add("lifecycle", at, where, "a deprecated operation names its x-successor (an operationId), or says in x-successor-reason why there is none");
   }
@@ -58,6 +71,7 @@ function readLifecycle(definition, at, where, problems, noticeDays) {
     ...deprecatedAt !== void 0 && { at: deprecatedAt },
     ...sunset !== void 0 && { sunset },
     ...typeof successor === "string" && { successor },
+    ...successorParameters !== void 0 && { successorParameters },
     ...typeof successorReason === "string" && { successorReason },
     brownouts: brownoutsOf(definition["x-brownouts"], sunset, [...at, "x-brownouts"], where, problems)
   };
@@ -128,10 +142,14 @@ function readCatalogue(document, problems) {
     if (typeof role?.default !== "boolean") {
       problems.add("roles", ["components", "securitySchemes", bearerScheme, "x-roles", name], `role ${name}`, `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`);
     }
+    if (role?.firstKey !== void 0 && typeof role.firstKey !== "boolean") {
+      problems.add("roles", ["components", "securitySchemes", bearerScheme, "x-roles", name, "firstKey"], `role ${name}`, `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`);
+    }
   }
   return {
     roles,
     defaults: [...roles].filter(([, role]) => role?.default === true).map(([name]) => name),
+    firstKey: [...roles].filter(([, role]) => role?.default === true || role?.firstKey === true).map(([name]) => name),
     staff: [...roles].filter(([, role]) => role?.seesEveryOrder === true).map(([name]) => name),
     unknown: (names) => names.filter((name) => !roles.has(name))
   };
@@ -220,7 +238,8 @@ function readContract(document, { file = "openapi.yaml", source } = {}) {
   const operations = readOperations(document, roles, service, problems);
   const events = readEvents(document, roles, problems);
   checkSuccessors(operations, problems);
-  checkLifecycleLinks(document, operations, basePath, service.paths.docs, problems);
+  const successorUrl = successorUrls(basePath, operations);
+  checkLifecycleLinks(document, operations, basePath, service.paths.docs, successorUrl, problems);
   const at = pathsOf(basePath, operations);
   const contract = {
     file,
@@ -244,7 +263,9 @@ function readContract(document, { file = "openapi.yaml", source } = {}) {
         return encodeURIComponent(params[name]);
       });
       return `${basePath}${path}`;
-    }
+    },
+    pathParamsOf: (operation, requestPath) => pathParams(basePath, operation, requestPath),
+    successorUrl
   };
   return { contract, problems: problems.found };
 }
@@ -358,12 +379,12 @@ function checkRetirementDocumented(document, definition, at, where, problems) {
     problems.add("shape", [...at, "responses", status], where, `response ${status} does not document ${missing.join(", ")}: add ${add} to ${shared ?? "its headers"}`);
   }
 }
-function checkLifecycleLinks(document, operations, basePath, docs, problems) {
-  for (const { id, path, pointer, definition, lifecycle, parameters } of operations.values()) {
+function checkLifecycleLinks(document, operations, basePath, docs, successorUrl, problems) {
+  for (const operation of operations.values()) {
+    const { id, path, pointer, definition, lifecycle, parameters } = operation;
     if (lifecycle.deprecation === void 0) continue;
-    const { successor } = lifecycle.deprecation;
-    const successorPath = successor === void 0 ? void 0 : operations.get(successor)?.path;
-    const link = lifecycleLink(docs, successorPath && `${basePath}${successorPath}`);
+    const ones = Object.fromEntries(parameters.map(({ name }) => [name, "1"]));
+    const link = lifecycleLink(docs, successorUrl(operation, { params: ones, query: ones }));
     const paged = parameters.some((parameter) => parameter.in === "query" && parameter.name === "after");
     const next = `<${basePath}${path.replace(/\{[^}]+\}/g, "1")}?limit=1&after=1>; rel="next"`;
     for (const [status, response] of Object.entries(definition.responses ?? {})) {
@@ -396,11 +417,46 @@ function checkStabilityDocumented(document, definition, marked, at, where, probl
   }
 }
 function checkSuccessors(operations, problems) {
-  for (const { id, lifecycle, pointer } of operations.values()) {
+  for (const { id, lifecycle, pointer, parameters } of operations.values()) {
     const successor = lifecycle.deprecation?.successor;
-    if (successor !== void 0 && !operations.has(successor)) {
+    if (successor === void 0) continue;
+    const successorOperation = operations.get(successor);
+    if (successorOperation === void 0) {
       problems.add("lifecycle", [...keysOf(pointer), "x-successor"], `operation ${id}`, `x-successor ${successor} names no operation of this document`);
+      continue;
     }
+    const has = (list, where, name) => list.some((parameter) => parameter.in === where && parameter.name === name);
+    for (const [name, source] of Object.entries(lifecycle.deprecation.successorParameters ?? {})) {
+      const at = [...keysOf(pointer), "x-successor-parameters", name];
+      if (!has(successorOperation.parameters, "query", name)) problems.add("lifecycle", at, `operation ${id}`, `x-successor-parameters names ${name}, which is no query parameter of ${successor}`);
+      if (!has(parameters, source.in, source.name)) problems.add("lifecycle", at, `operation ${id}`, `x-successor-parameters gives ${name} the ${source.in} parameter ${source.name}, which ${id} does not have`);
+    }
+  }
+}
+function successorUrls(basePath, operations) {
+  return ({ lifecycle }, request = {}) => {
+    const successor = lifecycle.deprecation?.successor;
+    const target = successor === void 0 ? void 0 : operations.get(successor);
+    if (target === void 0) return void 0;
+    const values = { path: request.params, query: request.query };
+    const query = Object.entries(lifecycle.deprecation.successorParameters ?? {}).flatMap(([name, source]) => {
+      const value = values[source.in]?.[source.name];
+      return value === void 0 ? [] : [`${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`];
+    });
+    return `${basePath}${target.path}${query.length === 0 ? "" : `?${query.join("&")}`}`;
+  };
+}
+function pathParams(basePath, { path }, requestPath) {
+  const names = [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => name);
+  const match = new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, "([^/]+)")}$`).exec(requestPath);
+  if (match === null) return void 0;
+  return Object.fromEntries(names.map((name, i) => [name, decoded(match[i + 1])]));
+}
+function decoded(text) {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }
 function readEvents(document, catalogue, problems) {

@@ -95,7 +95,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(access, { apiKeys })
   await app.register(cors, { origins: options.CORS_ORIGINS })
   const changelog = readFileSync(changelogPath, 'utf8')
-  for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, changelog }))
+  for (const served of contracts) await app.register(async (version) => version.register(docs, { contract: served, served: contracts, changelog }))
   await app.register(pets)
   await app.register(categories)
   await app.register(orders)
@@ -159,8 +159,10 @@ function fastifyOptions(contracts: readonly Contract[], options: AppOptions, api
     // others, with the headers the request's operation and every answer carry
     frameworkErrors: (error, request, reply) => {
       const path = request.url.split('?')[0]!
-      const operation = contracts.find((served) => path.startsWith(`${served.basePath}/`))?.operationAt(request.method, path)
-      reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)) })
+      const served = contracts.find(({ basePath }) => path.startsWith(`${basePath}/`))
+      const operation = served?.operationAt(request.method, path)
+      // (the router read no parameters: a deprecated operation's Link takes them from the path)
+      reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)?.({ params: served!.pathParamsOf(operation, path) })) })
       request.server.metrics.observeUnrouted(reply)
       return errorHandler(error, request, reply)
     },

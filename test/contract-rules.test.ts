@@ -92,7 +92,7 @@ const cases: [string, (document: Spec) => void, string, string][] = [
     'a deprecated operation whose Link does not admit the one it sends',
     (d) => (getPet(d).responses['404'].headers.Link = { $ref: '#/components/headers/NextPageLink' }),
     'operation getPet',
-    "response 404 documents a Link that does not admit `</v1/pets>; rel=\"successor-version\", </v1/docs/>; rel=\"deprecation\"; type=\"text/html\"`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'",
+    "response 404 documents a Link that does not admit `</v1/pets?id=1>; rel=\"successor-version\", </v1/docs/>; rel=\"deprecation\"; type=\"text/html\"`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'",
   ],
   ['a role the catalogue lacks', (d) => (listPets(d).security = [{ bearerAuth: ['pets:fly'] }]), 'operation listPets', "needs pets:fly, which bearerAuth's x-roles does not list"],
   ['a limit that is no number', (d) => (d['x-service'].limits.requestBodyBytes = 'big'), 'x-service', 'limits.requestBodyBytes must be a whole number above 0, not "big"'],

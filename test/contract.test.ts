@@ -96,6 +96,13 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     delete (body as Partial<OpenAPIV3.RequestBodyObject>).content
   }, /operation createPet: must require an application\/json body \(it takes none\)/)
   refused((d) => void (getPetOf(d)['x-successor'] = 7), /operation getPet: x-successor must be an operationId, not 7/)
+  refused((d) => void (getPetOf(d)['x-successor-parameters'] = { id: '$request.body#/id' }), /operation getPet: x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. \{id: \$request.path.petId\}/)
+  refused((d) => void (getPetOf(d)['x-successor-parameters'] = []), /operation getPet: x-successor-parameters must map/)
+  refused((d) => void (getPetOf(d)['x-successor-parameters'] = { id: 7 }), /operation getPet: x-successor-parameters must map/)
+  refused((d) => void delete getPetOf(d)['x-successor'], /operation getPet: x-successor-parameters needs x-successor$/m)
+  const unknownParameters = (d: OpenAPIV3.Document) => void (getPetOf(d)['x-successor-parameters'] = { name: '$request.query.petId' })
+  refused(unknownParameters, /^openapi.yaml: operation getPet: x-successor-parameters names name, which is no query parameter of listPets$/m)
+  refused(unknownParameters, /^openapi.yaml: operation getPet: x-successor-parameters gives name the query parameter petId, which getPet does not have$/m)
   refused((d) => {
     const created = (d as unknown as { webhooks: Record<string, { post: Record<string, unknown> }> }).webhooks['pet.created']!.post
     Object.assign(created, { deprecated: true, 'x-deprecated-at': '2026-11-21', 'x-sunset': '2031-06-01', 'x-successor-reason': 'none yet' })
@@ -112,7 +119,8 @@ t.test('a deprecated operation documents the headers the server sends, and says 
   const refused = (edit: (document: Spec) => void, ...messages: string[]) =>
     t.throws(() => editedContract(edit as never), { message: new RegExp(messages.map((message) => `^openapi.yaml: ${escaped(message)}$`).join('\n')) }, messages.join('\n'))
   const getPet = (d: Spec) => d.paths['/pets/{petId}'].get
-  const lifecycle = '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"'
+  // (the successor's URL as the model makes it for the check: every parameter of the request 1)
+  const lifecycle = '</v1/pets?id=1>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"'
   // a shared response, answered by operations that are not deprecated too, documents them as optional
   refused(
     (d) => {

@@ -4,6 +4,8 @@ import { parse } from 'yaml'
 import { basename, join } from 'node:path'
 import { bundledSpec, specPaths } from '../src/contract/load.js'
 import { generatedDir } from '../src/core/paths.js'
+import type { OpenAPIV3 } from 'openapi-types'
+import { pageDocument, pageTitle } from '../src/docs/page-document.js'
 import { build, call, newest, servedContracts } from './helpers/app.js'
 
 t.test('the spec of each version is published without a key: the YAML byte for byte, the same document as JSON', async (t) => {
@@ -42,7 +44,7 @@ t.test('each version publishes its own document, byte for byte, and its own docu
     const page = await call(t, app, { url: `${base}/docs/`, key: null })
     t.equal(page.status, 200, `${base}/docs/`)
     const initializer = await call(t, app, { url: `${base}/docs/static/swagger-initializer.js`, key: null })
-    t.match(initializer.body, `"urls":[{"url":"${base}/openapi.json"`, 'the page shows its own version')
+    t.match(initializer.body, `"urls":[{"url":"${base}/docs/json","name":"Pet Store Service — version ${base.slice(2)}"}]`, 'the page shows its own version, named so in the definition menu')
   }
 })
 
@@ -54,7 +56,7 @@ t.test('the documentation page is served without a key and tries requests agains
     t.equal(page.status, 200, url)
     t.match(page.headers['content-type'], /^text\/html/)
     t.match(page.body, /swagger-ui/i)
-    t.match(page.body, `<title>${newest.document.info.title}</title>`, 'titled as the spec is (info.title)')
+    t.match(page.body, `<title>${newest.document.info.title} — version ${newest.version[0]}</title>`, 'titled as the spec is (info.title), with its version')
     const csp = String(page.headers['content-security-policy'])
     t.match(csp, /(^|; )default-src 'self';/, 'a Content-Security-Policy: only what the page itself serves')
     t.match(csp, /frame-ancestors 'none';/, 'and never in a frame')
@@ -64,10 +66,45 @@ t.test('the documentation page is served without a key and tries requests agains
   }
   const initializer = await call(t, app, { url: `${docs}static/swagger-initializer.js`, key: null })
   t.match(initializer.body, /"showExtensions":true/, 'x-stability and x-sunset show on the page')
-  t.match(initializer.body, `"urls":[{"url":"${json}","name":"${newest.document.info.title}"}]`, 'the page shows the published spec')
+  t.match(initializer.body, `"urls":[{"url":"${docs}json","name":"${pageTitle(newest)}"}]`, "the page shows its copy of the published spec")
+  t.notMatch(initializer.body, json, 'not the published one, which is linked from it')
   const asset = await call(t, app, { url: `${docs}static/swagger-ui-bundle.js`, key: null })
   t.equal(asset.status, 200)
   const missing = await call(t, app, { url: `${docs}static/no-such-file.js`, key: null })
   t.equal(missing.status, 404)
   t.equal(missing.json.code, 'not_found')
+})
+
+t.test("each page's document: titled with its version, the other versions linked, this server first, no optional parameter prefilled", async (t) => {
+  const app = await build(t)
+  const [v1, v2] = servedContracts as [typeof newest, typeof newest]
+  const pages = new Map<string, OpenAPIV3.Document>()
+  for (const contract of servedContracts) pages.set(contract.basePath, (await call(t, app, { url: `${contract.service.paths.docs}json`, key: null })).json)
+  const one = pages.get('/v1')!
+  const two = pages.get('/v2')!
+  t.equal(two.info.title, 'Pet Store Service — version 2')
+  t.equal(one.info.title, 'Pet Store Service — version 1')
+  t.match(two.info.description, /^\*\*This page shows version 2 \(the newest\)\*\* of the API, whose published document is \[\/v2\/openapi\.yaml\]\(\/v2\/openapi\.yaml\) \(\[JSON\]\(\/v2\/openapi\.json\)\)\. Other versions served here: \[version 1\]\(\/v1\/docs\/\)\.\n\n/)
+  t.match(one.info.description, /^\*\*This page shows version 1\*\* [^\n]* Other versions served here: \[version 2 \(the newest\)\]\(\/v2\/docs\/\)\.\n\n/)
+  t.ok(two.info.description!.endsWith(v2.document.info.description!), 'then the document\'s own description')
+  t.strictSame(two.servers, [{ url: '/v2', description: 'This server' }, ...v2.document.servers!], 'Try it out calls this server first')
+
+  const parameters = (document: OpenAPIV3.Document, path: string) => (document.paths[path]!.get!.parameters as OpenAPIV3.ParameterObject[])
+  for (const parameter of parameters(two, '/pets')) {
+    t.equal(parameter.required, false)
+    t.notOk('$ref' in parameter, `${parameter.name}: written out`)
+    t.equal(parameter.example, undefined)
+    t.equal((parameter.schema as OpenAPIV3.SchemaObject).example, undefined, `${parameter.name}: no example to fill it with`)
+  }
+  t.strictSame(parameters(two, '/pets').map(({ name }) => name), ['limit', 'id', 'status', 'categoryId', 'after'])
+  t.equal((parameters(two, '/pets')[0]!.schema as OpenAPIV3.SchemaObject).default, 20, 'a default stays')
+  t.strictSame(parameters(one, '/pets/{petId}'), v1.document.paths['/pets/{petId}']!.get!.parameters, 'a required parameter keeps its example')
+  t.equal((v2.document.components!.schemas!.PetId as OpenAPIV3.SchemaObject).example, 1, 'the published document keeps its examples')
+  t.strictSame((await call(t, app, { url: v2.service.paths.json, key: null })).json, v2.document, 'and is published as written')
+
+  // a parameter written with content, not schema, keeps its content
+  const document = structuredClone(v2.document)
+  document.paths['/pets']!.get!.parameters = [{ name: 'filter', in: 'query', example: '{}', content: { 'application/json': { schema: { type: 'object' } } } }]
+  t.strictSame(pageDocument({ ...v2, document }, [v2]).paths['/pets']!.get!.parameters, [{ name: 'filter', in: 'query', content: { 'application/json': { schema: { type: 'object' } } } }])
+  t.notMatch(pageDocument(v2, [v2]).info.description, 'Other versions', 'served alone, it links no other')
 })

@@ -21,6 +21,16 @@ const storedKeys = (file: string) => {
   }
 }
 
+/** The roles of the one key stored. */
+const storedRoles = (file: string) => {
+  const db = new SQLite(file, { readonly: true })
+  try {
+    return (db.prepare('select roles from api_keys').get() as { roles: string }).roles.split(' ')
+  } finally {
+    db.close()
+  }
+}
+
 /** Stops a server with SIGTERM; resolves to all it wrote on stdout. */
 async function stop(server: RunningProcess): Promise<string> {
   server.child.kill('SIGTERM')
@@ -54,6 +64,10 @@ t.test('a first start without API_KEYS creates one key and shows it once, with a
   t.equal(url, `${server.url}${loadContracts().at(-1)!.urlOf('listPets')}`, 'listPets of the newest version')
   const response = await fetch(url!, { headers: { [header!]: value! }, signal: AbortSignal.timeout(10_000) })
   t.equal(response.status, 200, 'the key works')
+  const { roles } = loadContracts().at(-1)!
+  t.strictSame(storedRoles(file), [...roles.firstKey], "it holds the first key's roles (x-roles): the default ones, and those marked firstKey")
+  t.ok(roles.firstKey.includes('categories:write') && !roles.defaults.includes('categories:write'), 'categories:write among them, which no other key holds by default')
+  t.notOk(roles.firstKey.some((role) => roles.staff.includes(role)), 'and no staff role')
 
   const second = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: '' })
   t.notMatch(second.stdout(), /pet_|curl/, 'a second start on the same store shows no key')

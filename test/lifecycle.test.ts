@@ -5,7 +5,7 @@ import { loadContract } from '../src/contract/load.js'
 import { type OperationDefinition } from '../src/contract/model.js'
 import { deref } from '../src/contract/pointer.js'
 import { lifecycleHeaders, retirement } from '../src/http/lifecycle-headers.js'
-import { build, call } from './helpers/app.js'
+import { build, call, testKey } from './helpers/app.js'
 import { editedContract } from './helpers/spec.js'
 
 const getPet = loadContract().operations.get('getPet')!
@@ -30,20 +30,40 @@ t.test('every response of the deprecated getPet carries Deprecation, Sunset and 
   const expected = {
     deprecation: `@${Date.parse(`${definition['x-deprecated-at']}T00:00:00Z`) / 1000}`,
     sunset: 'Thu, 05 Dec 2030 00:00:00 GMT',
-    link: '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"',
   }
   t.equal(definition['x-sunset'], '2030-12-05', 'removal on 5 December 2030')
-  for (const [url, key, status] of [
-    ['/v1/pets/1', undefined, 200],
-    ['/v1/pets/2', undefined, 404],
-    ['/v1/pets/x', undefined, 400],
-    ['/v1/pets/1', null, 401],
+  // the successor's Link is the request that reads the same pet (x-successor-parameters)
+  const link = (id: string) => `</v1/pets?id=${id}>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"`
+  for (const [url, key, status, id] of [
+    ['/v1/pets/1', undefined, 200, '1'],
+    ['/v1/pets/2', undefined, 404, '2'],
+    ['/v1/pets/x', undefined, 400, 'x'],
+    ['/v1/pets/a%26b', undefined, 400, 'a%26b'],
+    ['/v1/pets/1', null, 401, '1'],
+    ['/v1/pets/%E0', undefined, 400, '%25E0'],
   ] as const) {
     const response = await call(t, app, { url, ...(key === null && { key }) })
     t.equal(response.status, status)
-    t.match(response.headers, expected, `${url} ${status}`)
+    t.match(response.headers, { ...expected, link: link(id) }, `${url} ${status}`)
   }
   t.ok(Date.parse(expected.sunset) > Number(expected.deprecation.slice(1)) * 1000, 'Sunset is later than Deprecation')
+})
+
+t.test("getPet's successor, followed over real HTTP as its Link says, reads that one pet", async (t) => {
+  const app = await build(t)
+  const origin = await app.listen({ host: '127.0.0.1', port: 0 })
+  const headers = { authorization: `Bearer ${testKey}`, 'content-type': 'application/json' }
+  for (const name of ['Rex', 'Tom', 'Kit']) await fetch(`${origin}/v1/pets`, { method: 'POST', headers, body: JSON.stringify({ name, categoryId: 1 }) })
+  const old = await fetch(`${origin}/v1/pets/2`, { headers })
+  t.equal(old.status, 200)
+  const successor = /<([^>]+)>; rel="successor-version"/.exec(old.headers.get('link')!)?.[1]
+  t.equal(successor, '/v1/pets?id=2', 'the Link names listPets with the pet\'s id')
+  const followed = await fetch(new URL(successor!, origin), { headers })
+  t.equal(followed.status, 200)
+  t.strictSame(await followed.json(), [await old.json()], 'its page is that one pet, as getPet showed it')
+  const none = await fetch(new URL(/<([^>]+)>; rel="successor-version"/.exec((await fetch(`${origin}/v1/pets/9`, { headers })).headers.get('link')!)![1]!, origin), { headers })
+  t.strictSame(await none.json(), [], "and a pet there is not, getPet's 404, is an empty page")
+  t.match(getPet.definition.description, 'GET /v2/pets?id={petId}', 'the description names where version 2 reads one pet')
 })
 
 t.test('operations that are not deprecated carry no lifecycle headers', async (t) => {
@@ -69,7 +89,7 @@ function documentHeaders(document: OpenAPIV3.Document, id: string, headers: Reco
 }
 
 t.test('lifecycle markers are read from the spec: editing the YAML changes the headers, no code involved', async (t) => {
-  const moved = withOperation('getPet', ({ 'x-successor': _, ...definition }) => ({ ...definition, 'x-sunset': '2031-01-31', 'x-successor-reason': 'listPets reads pets' }))
+  const moved = withOperation('getPet', ({ 'x-successor': _, 'x-successor-parameters': _parameters, ...definition }) => ({ ...definition, 'x-sunset': '2031-01-31', 'x-successor-reason': 'listPets reads pets' }))
   const app = await build(t, { contract: moved })
   const pet = await call(t, app, { url: '/v1/pets/1' })
   t.equal(pet.headers.sunset, 'Fri, 31 Jan 2031 00:00:00 GMT')
@@ -164,9 +184,9 @@ t.test('from its sunset on, getPet answers 410 gone, after authentication, its h
   const after = await call(t, app, { url: '/v1/pets/1' })
   t.comment(`HTTP ${after.status}\n${Object.entries(after.headers).map(([name, value]) => `${name}: ${value}`).join('\n')}\n\n${after.body}`)
   t.equal(after.status, 410, 'at the instant of the sunset: 410')
-  t.strictSame(after.json, { code: 'gone', message: 'getPet was removed on 2030-12-05 (its sunset): use listPets, GET /v1/pets', status: 410 })
+  t.strictSame(after.json, { code: 'gone', message: 'getPet was removed on 2030-12-05 (its sunset): use listPets, GET /v1/pets?id=1', status: 410 })
   t.equal(after.headers.sunset, 'Thu, 05 Dec 2030 00:00:00 GMT')
-  t.equal(after.headers.link, '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"')
+  t.equal(after.headers.link, '</v1/pets?id=1>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"')
   t.ok(after.headers.deprecation)
   t.equal(handled, 1, 'the handler was not called')
   t.equal((await call(t, app, { url: '/v1/pets/1', key: null })).status, 401, 'without a key: 401 first')
@@ -196,16 +216,16 @@ t.test('brownouts declared in the spec: 410 within each interval, 200 around the
     const response = await call(t, app, { url: '/v1/pets/1' })
     t.equal(response.status, status, at)
     if (at === '2030-11-01T14:00:00Z') {
-      t.equal(response.json.message, 'getPet is unavailable until 2030-11-01T15:00:00Z, a brownout before its removal on 2030-12-05: use listPets, GET /v1/pets')
+      t.equal(response.json.message, 'getPet is unavailable until 2030-11-01T15:00:00Z, a brownout before its removal on 2030-12-05: use listPets, GET /v1/pets?id=1')
     }
   }
 })
 
 t.test('a stable operation gets no lifecycle headers; a deprecated one without a successor is gone without naming one', async (t) => {
-  const stable = withOperation('getPet', ({ deprecated, 'x-deprecated-at': _at, 'x-sunset': _sunset, 'x-successor': _successor, ...definition }) => definition)
+  const stable = withOperation('getPet', ({ deprecated, 'x-deprecated-at': _at, 'x-sunset': _sunset, 'x-successor': _successor, 'x-successor-parameters': _parameters, ...definition }) => definition)
   t.equal(lifecycleHeaders(stable.operations.get('getPet')!, stable), undefined)
   t.equal(retirement(stable.operations.get('getPet')!, stable), undefined, 'never gone')
-  const noSuccessor = withOperation('getPet', ({ 'x-successor': _, ...definition }) => ({ ...definition, 'x-successor-reason': 'none is needed' }))
+  const noSuccessor = withOperation('getPet', ({ 'x-successor': _, 'x-successor-parameters': _parameters, ...definition }) => ({ ...definition, 'x-successor-reason': 'none is needed' }))
   t.equal(retirement(noSuccessor.operations.get('getPet')!, noSuccessor)!(Date.parse('2031-01-01T00:00:00Z'))!.message, 'getPet was removed on 2030-12-05 (its sunset)')
 })
 

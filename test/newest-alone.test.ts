@@ -64,7 +64,8 @@ t.test(`${newest.file} alone: its document, documentation page and changelog; no
   t.equal(page.status, 200)
   t.match(page.headers['content-type'], /^text\/html/)
   const initializer = await call(t, app, { url: `${paths.docs}static/swagger-initializer.js`, key: null })
-  t.match(initializer.body, `"urls":[{"url":"${paths.json}","name":"${newest.document.info.title}"}]`, 'the page shows its document, and only it')
+  t.match(initializer.body, `"urls":[{"url":"${paths.docs}json","name":"${newest.document.info.title} — version ${newest.version[0]}"}]`, 'the page shows its document, and only it')
+  t.notMatch((await call(t, app, { url: `${paths.docs}json`, key: null })).json.info.description, 'Other versions', 'and links no version that is not served')
   t.equal((await call(t, app, { url: paths.changelog, key: null })).status, 200)
 
   const root = await call(t, app, { url: '/', key: null })

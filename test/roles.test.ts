@@ -130,6 +130,14 @@ t.test('a spec whose roles cannot be enforced is refused at startup, saying why'
     /role pets:read of bearerAuth must say whether it is given by default/,
   )
   t.throws(
+    () =>
+      edited((document) => {
+        const scheme = document.components!.securitySchemes!.bearerAuth as unknown as { 'x-roles': Record<string, object> }
+        scheme['x-roles']['categories:write'] = { ...scheme['x-roles']['categories:write'], firstKey: 'yes' }
+      }),
+    /role categories:write of bearerAuth: firstKey is true or false, not "yes"/,
+  )
+  t.throws(
     () => edited((document) => void delete (document.components!.securitySchemes!.bearerAuth as { 'x-roles'?: unknown })['x-roles']),
     refusal("operation listPets: needs pets:read, which bearerAuth's x-roles does not list"),
     'a spec without a catalogue names roles no key can hold',

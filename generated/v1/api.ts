@@ -9,8 +9,10 @@ export interface paths {
         };
         /**
          * List pets
-         * @description Returns a page of pets in ascending `id` order, optionally only those with
-         *     a given `status`. Follow the `Link` header (`rel="next"`) for the next page.
+         * @description Returns a page of pets in ascending `id` order, optionally only the pet with a
+         *     given `id` (one pet, as `getPet` reads it: `GET /pets?id=7`) or those with a given
+         *     `status`; the filters combine. Follow the `Link` header (`rel="next"`) for the next
+         *     page.
          */
         get: operations["listPets"];
         put?: never;
@@ -39,9 +41,12 @@ export interface paths {
          * @description Returns one pet.
          *
          *     **Deprecated** since 2026-11-21; this operation will be removed on
-         *     2030-12-05. Use `GET /pets` (listPets) with the `status` filter instead.
-         *     Every response of this operation carries the `Deprecation`, `Sunset` and
-         *     `Link` headers.
+         *     2030-12-05. Use `GET /pets?id={petId}` (listPets with the `id` filter)
+         *     instead: its page holds that one pet, or none. Every response of this
+         *     operation carries the `Deprecation`, `Sunset` and `Link` headers; the `Link`
+         *     with `rel="successor-version"` is that request (`</v1/pets?id=7>` for
+         *     `GET /v1/pets/7`). Version 2 reads one pet the same way, `GET /v2/pets?id={petId}`
+         *     (it has no `getPet`).
          */
         get: operations["getPet"];
         put?: never;
@@ -1263,6 +1268,8 @@ export interface components {
         IdempotencyKey: string;
         /** @description Keep only pets with this availability status. */
         StatusFilter: components["schemas"]["PetStatus"];
+        /** @description Keep only the pet with this id, in decimal digits (read one pet so). */
+        PetIdFilter: components["schemas"]["PetId"];
         /** @description Identifier of the pet, in decimal digits. */
         PetId: components["schemas"]["PetId"];
         /** @description Identifier of the webhook subscription, in decimal digits. */
@@ -1448,6 +1455,8 @@ export interface operations {
             query?: {
                 /** @description Maximum number of items returned, in decimal digits. */
                 limit?: components["parameters"]["Limit"];
+                /** @description Keep only the pet with this id, in decimal digits (read one pet so). */
+                id?: components["parameters"]["PetIdFilter"];
                 /** @description Keep only pets with this availability status. */
                 status?: components["parameters"]["StatusFilter"];
                 /**

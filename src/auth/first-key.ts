@@ -5,12 +5,14 @@ const firstKeyName = 'first start'
 
 /**
  * A first start (no API_KEYS, no key in the store yet) issues one key and shows it once, with a
- * request that uses it, so that `npm start` alone gives a working setup. The key goes to stdout
+ * request that uses it, so that `npm start` alone gives a working setup: the key may add the
+ * categories version 2's pets need (the README's walk-through). The key goes to stdout
  * as plain text, never through the logger: logs are kept and shipped, and must hold no key.
  * `url` is where the server listens.
  */
 export async function issueFirstKey(app: FastifyInstance, url: string): Promise<void> {
-  const issued = await app.storage.keys.issueFirst(firstKeyName, app.contract.roles.defaults)
+  // (the default roles, and those the owner needs to fill an empty store: `firstKey` in x-roles)
+  const issued = await app.storage.keys.issueFirst(firstKeyName, app.contract.roles.firstKey)
   if (issued === undefined) return
   const { record, key } = issued
   app.log.info({ keyId: record.id, prefix: record.prefix }, 'issued the first API key, shown once on stdout')

@@ -34,9 +34,19 @@ export interface Deprecation {
   sunset?: Date
   /** `x-successor`: the operationId that replaces it */
   successor?: string
+  /** `x-successor-parameters`: the successor's query parameters, by name, each given the value
+   * of one of the deprecated operation's parameters (`$request.path.petId`, as OpenAPI's Link
+   * Object writes it), so that its Link leads to the request that does the same */
+  successorParameters?: Readonly<Record<string, ParameterSource>>
   /** `x-successor-reason`: why none does */
   successorReason?: string
   brownouts: readonly Brownout[]
+}
+
+/** A parameter of a request, by where it is sent and its name. */
+export interface ParameterSource {
+  in: 'path' | 'query'
+  name: string
 }
 
 export interface Lifecycle {
@@ -74,7 +84,23 @@ function levelOf(definition: Record<string, unknown>, at: readonly (string | num
   return 'stable'
 }
 
-const deprecationMarkers = ['x-deprecated-at', 'x-sunset', 'x-successor', 'x-successor-reason', 'x-brownouts'] as const
+const deprecationMarkers = ['x-deprecated-at', 'x-sunset', 'x-successor', 'x-successor-parameters', 'x-successor-reason', 'x-brownouts'] as const
+
+/** A runtime expression of OpenAPI's Link Object that names a parameter of the request. */
+const parameterExpression = /^\$request\.(path|query)\.([A-Za-z0-9_.-]+)$/
+
+/** `x-successor-parameters`: `{name: '$request.path.petId'}`, each name a query parameter of the
+ * successor; undefined when absent or malformed (reported). */
+function successorParametersOf(value: unknown, at: readonly (string | number)[], where: string, problems: Problems): Record<string, ParameterSource> | undefined {
+  if (value === undefined) return undefined
+  const entries = typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.entries(value) : []
+  const read = entries.map(([name, expression]) => [name, typeof expression === 'string' ? parameterExpression.exec(expression) : null] as const)
+  if (entries.length === 0 || read.some(([, match]) => match === null)) {
+    problems.add('lifecycle', at, where, "x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. {id: $request.path.petId}")
+    return undefined
+  }
+  return Object.fromEntries(read.map(([name, match]) => [name, { in: match![1] as ParameterSource['in'], name: match![2]! }]))
+}
 
 /**
  * The lifecycle of an operation (or event) `definition`, at `at` in the document, `where` for
@@ -120,7 +146,9 @@ export function readLifecycle(
   }
   const successor = definition['x-successor']
   const successorReason = definition['x-successor-reason']
+  const successorParameters = successorParametersOf(definition['x-successor-parameters'], [...at, 'x-successor-parameters'], where, problems)
   if (successor !== undefined && typeof successor !== 'string') problems.add('lifecycle', [...at, 'x-successor'], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`)
+  if (successorParameters !== undefined && successor === undefined) problems.add('lifecycle', [...at, 'x-successor-parameters'], where, 'x-successor-parameters needs x-successor')
   if (successor === undefined && (typeof successorReason !== 'string' || successorReason.trim() === '')) {
     problems.add('lifecycle', at, where, 'a deprecated operation names its x-successor (an operationId), or says in x-successor-reason why there is none')
   }
@@ -128,6 +156,7 @@ export function readLifecycle(
     ...(deprecatedAt !== undefined && { at: deprecatedAt }),
     ...(sunset !== undefined && { sunset }),
     ...(typeof successor === 'string' && { successor }),
+    ...(successorParameters !== undefined && { successorParameters }),
     ...(typeof successorReason === 'string' && { successorReason }),
     brownouts: brownoutsOf(definition['x-brownouts'], sunset, [...at, 'x-brownouts'], where, problems),
   }
@@ -158,7 +187,7 @@ function brownoutsOf(value: unknown, sunset: Date | undefined, at: readonly (str
 }
 
 /** The `Link` every answer of a deprecated operation carries (RFC 8288): its successor, at its
- * URL (`/v1/pets`), when it names one, and the documentation page `docs`. The server sends it,
+ * URL (`/v1/pets?id=7`, Contract's successorUrl), when it names one, and the documentation page `docs`. The server sends it,
  * and the contract model holds each response's documented Link to it. */
 export function lifecycleLink(docs: string, successorUrl: string | undefined): string {
   const page = `<${docs}>; rel="deprecation"; type="text/html"`

@@ -88,6 +88,19 @@ export interface Contract {
   /** where an operation is served: its path under the base path, with the values of its path
    * parameters (`urlOf('getPet', { petId: 7 })` is `/v1/pets/7`) */
   urlOf(operationId: string, params?: Record<string, string | number>): string
+  /** the values of an operation's path parameters in a request path (`/v1/pets/7` of getPet:
+   * `{petId: '7'}`), decoded; undefined when the path is not the operation's */
+  pathParamsOf(operation: Operation, requestPath: string): Record<string, string> | undefined
+  /** where a deprecated operation's successor does what it did: the successor's URL, its
+   * `x-successor-parameters` given the request's values (`/v1/pets?id=7` for getPet's
+   * `/v1/pets/7`; one the request lacks is left out); undefined when it names no successor */
+  successorUrl(operation: Operation, request?: RequestValues): string | undefined
+}
+
+/** What a request sent, as a router reads it: its path parameters and its query. */
+export interface RequestValues {
+  params?: unknown
+  query?: unknown
 }
 
 const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -104,7 +117,8 @@ export function readContract(document: OpenAPIV3.Document, { file = 'openapi.yam
   const operations = readOperations(document, roles, service, problems)
   const events = readEvents(document, roles, problems)
   checkSuccessors(operations, problems)
-  checkLifecycleLinks(document, operations, basePath, service.paths.docs, problems)
+  const successorUrl = successorUrls(basePath, operations)
+  checkLifecycleLinks(document, operations, basePath, service.paths.docs, successorUrl, problems)
   const at = pathsOf(basePath, operations)
   const contract: Contract = {
     file,
@@ -129,6 +143,8 @@ export function readContract(document: OpenAPIV3.Document, { file = 'openapi.yam
       })
       return `${basePath}${path}`
     },
+    pathParamsOf: (operation, requestPath) => pathParams(basePath, operation, requestPath),
+    successorUrl,
   }
   return { contract, problems: problems.found }
 }
@@ -277,12 +293,13 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
  * deprecated operation that documents a Link admits the one the server sends: that Link, and on
  * a paged operation's successes that Link after a next page's.
  */
-function checkLifecycleLinks(document: OpenAPIV3.Document, operations: ReadonlyMap<string, Operation>, basePath: string, docs: string, problems: Problems) {
-  for (const { id, path, pointer, definition, lifecycle, parameters } of operations.values()) {
+function checkLifecycleLinks(document: OpenAPIV3.Document, operations: ReadonlyMap<string, Operation>, basePath: string, docs: string, successorUrl: Contract['successorUrl'], problems: Problems) {
+  for (const operation of operations.values()) {
+    const { id, path, pointer, definition, lifecycle, parameters } = operation
     if (lifecycle.deprecation === undefined) continue
-    const { successor } = lifecycle.deprecation
-    const successorPath = successor === undefined ? undefined : operations.get(successor)?.path
-    const link = lifecycleLink(docs, successorPath && `${basePath}${successorPath}`)
+    // (its successor's URL as a request with every parameter `1` makes it)
+    const ones = Object.fromEntries(parameters.map(({ name }) => [name, '1']))
+    const link = lifecycleLink(docs, successorUrl(operation, { params: ones, query: ones }))
     const paged = parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after')
     // (a next page's link as pageOf writes it, its path parameters filled in)
     const next = `<${basePath}${path.replace(/\{[^}]+\}/g, '1')}?limit=1&after=1>; rel="next"`
@@ -323,13 +340,55 @@ function checkStabilityDocumented(document: OpenAPIV3.Document, definition: Oper
   }
 }
 
-/** A successor is an operation of the same document. */
+/** A successor is an operation of the same document; what its parameters are given
+ * (`x-successor-parameters`) are query parameters of it, from parameters of the operation. */
 function checkSuccessors(operations: ReadonlyMap<string, Operation>, problems: Problems) {
-  for (const { id, lifecycle, pointer } of operations.values()) {
+  for (const { id, lifecycle, pointer, parameters } of operations.values()) {
     const successor = lifecycle.deprecation?.successor
-    if (successor !== undefined && !operations.has(successor)) {
+    if (successor === undefined) continue
+    const successorOperation = operations.get(successor)
+    if (successorOperation === undefined) {
       problems.add('lifecycle', [...keysOf(pointer), 'x-successor'], `operation ${id}`, `x-successor ${successor} names no operation of this document`)
+      continue
     }
+    const has = (list: readonly OpenAPIV3.ParameterObject[], where: string, name: string) => list.some((parameter) => parameter.in === where && parameter.name === name)
+    for (const [name, source] of Object.entries(lifecycle.deprecation!.successorParameters ?? {})) {
+      const at = [...keysOf(pointer), 'x-successor-parameters', name]
+      if (!has(successorOperation.parameters, 'query', name)) problems.add('lifecycle', at, `operation ${id}`, `x-successor-parameters names ${name}, which is no query parameter of ${successor}`)
+      if (!has(parameters, source.in, source.name)) problems.add('lifecycle', at, `operation ${id}`, `x-successor-parameters gives ${name} the ${source.in} parameter ${source.name}, which ${id} does not have`)
+    }
+  }
+}
+
+/** Contract's successorUrl, over the operations of a document served under `basePath`. */
+function successorUrls(basePath: string, operations: ReadonlyMap<string, Operation>): Contract['successorUrl'] {
+  return ({ lifecycle }, request = {}) => {
+    const successor = lifecycle.deprecation?.successor
+    const target = successor === undefined ? undefined : operations.get(successor)
+    if (target === undefined) return undefined
+    const values = { path: request.params, query: request.query } as Record<string, Record<string, unknown> | undefined>
+    const query = Object.entries(lifecycle.deprecation!.successorParameters ?? {}).flatMap(([name, source]) => {
+      const value = values[source.in]?.[source.name]
+      return value === undefined ? [] : [`${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`]
+    })
+    return `${basePath}${target.path}${query.length === 0 ? '' : `?${query.join('&')}`}`
+  }
+}
+
+/** Operation's path parameters in a request path under `basePath`, decoded (as sent, where that
+ * is not percent-encoding). */
+function pathParams(basePath: string, { path }: Operation, requestPath: string): Record<string, string> | undefined {
+  const names = [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => name!)
+  const match = new RegExp(`^${basePath}${path.replace(/\{[^}]+\}/g, '([^/]+)')}$`).exec(requestPath)
+  if (match === null) return undefined
+  return Object.fromEntries(names.map((name, i) => [name, decoded(match[i + 1]!)]))
+}
+
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
   }
 }
 

@@ -10,6 +10,9 @@ export interface Role {
   description: string
   /** given to a key issued without naming its roles */
   default: boolean
+  /** given to the key a first start creates too (`categories:write`: its owner fills an empty
+   * catalogue), beside the default roles */
+  firstKey?: boolean
   /** store staff: sees and moves every client's orders, not only its own */
   seesEveryOrder?: boolean
 }
@@ -25,6 +28,8 @@ export interface RoleCatalogue {
   roles: ReadonlyMap<string, Role>
   /** the roles a key holds when none are named */
   defaults: readonly string[]
+  /** the roles of the key a first start creates: the defaults and those marked `firstKey` */
+  firstKey: readonly string[]
   /** the roles that see every client's orders (staff) */
   staff: readonly string[]
   /** the names of `roles` that are not in the catalogue */
@@ -42,10 +47,14 @@ export function readCatalogue(document: { components?: { securitySchemes?: Recor
     if (typeof role?.default !== 'boolean') {
       problems.add('roles', ['components', 'securitySchemes', bearerScheme, 'x-roles', name], `role ${name}`, `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`)
     }
+    if (role?.firstKey !== undefined && typeof role.firstKey !== 'boolean') {
+      problems.add('roles', ['components', 'securitySchemes', bearerScheme, 'x-roles', name, 'firstKey'], `role ${name}`, `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`)
+    }
   }
   return {
     roles,
     defaults: [...roles].filter(([, role]) => role?.default === true).map(([name]) => name),
+    firstKey: [...roles].filter(([, role]) => role?.default === true || role?.firstKey === true).map(([name]) => name),
     staff: [...roles].filter(([, role]) => role?.seesEveryOrder === true).map(([name]) => name),
     unknown: (names) => names.filter((name) => !roles.has(name)),
   }

@@ -32,9 +32,9 @@ export function servedTogether(contracts: readonly Contract[]): readonly Contrac
     if (lacking.length > 0) {
       problems.push({ rule: 'roles', path: ['components', 'securitySchemes', bearerScheme, 'x-roles'], where, message: `x-roles has ${lacking.join(', ')}, which ${newest.file} lacks: a key holds the roles of the newest document` })
     }
-    const keyRoles = ({ roles: { defaults, staff } }: Contract) => JSON.stringify([defaults, staff])
+    const keyRoles = ({ roles: { defaults, firstKey, staff } }: Contract) => JSON.stringify([defaults, firstKey, staff])
     if (keyRoles(contract) !== keyRoles(newest)) {
-      problems.push({ rule: 'roles', path: ['components', 'securitySchemes', bearerScheme, 'x-roles'], where, message: `x-roles gives other default or staff roles than ${newest.file}: a key holds the same roles in every version` })
+      problems.push({ rule: 'roles', path: ['components', 'securitySchemes', bearerScheme, 'x-roles'], where, message: `x-roles gives other default, first key's or staff roles than ${newest.file}: a key holds the same roles in every version` })
     }
     for (const type of contract.events.keys()) {
       if (newest.events.has(type) && JSON.stringify(contract.rolesOfEvent(type)) !== JSON.stringify(newest.rolesOfEvent(type))) {

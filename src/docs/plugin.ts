@@ -3,14 +3,16 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Contract } from '../contract/model.js'
+import { pageDocument, pageTitle } from './page-document.js'
 
 /**
  * The published contract, open to all: `openapi.yaml` byte for byte, the same document as JSON,
- * and a documentation page, titled as the spec is, that shows that same published document
- * (`urls`: Swagger UI would show its own copy, at ./json), with deprecation and stability
- * markers (`showExtensions`); and the changelog of its releases, as Markdown.
+ * and a documentation page titled with its version, which shows the page's copy of that
+ * document (page-document.ts: the versions linked, "Try it out" on this server with no optional
+ * parameter filled in), with deprecation and stability markers (`showExtensions`); and the
+ * changelog of its releases, as Markdown. `served`: every version served, oldest first.
  */
-async function docsPlugin(app: FastifyInstance, { contract, changelog }: { contract: Contract; changelog: string }) {
+async function docsPlugin(app: FastifyInstance, { contract, served, changelog }: { contract: Contract; served: readonly Contract[]; changelog: string }) {
   await app.register(swagger, { mode: 'static', specification: { document: contract.document } })
   const json = JSON.stringify(app.swagger())
 
@@ -27,15 +29,17 @@ async function docsPlugin(app: FastifyInstance, { contract, changelog }: { contr
     reply.type('text/markdown; charset=utf-8').send(changelog)
   })
 
-  const title = contract.document.info.title
+  const title = pageTitle(contract)
+  const page = pageDocument(contract, served)
+  const routePrefix = published.docs.replace(/\/$/, '')
   await app.register(swaggerUi, {
-    routePrefix: published.docs.replace(/\/$/, ''),
+    routePrefix,
     theme: { title },
+    // the page's document is Swagger UI's own (at ./json), made once
+    transformSpecification: () => page,
+    transformSpecificationClone: false,
     uiConfig: {
-      urls: [{ url: published.json, name: title }],
-      // "Try it out" offers this server first (see thisServerFirst); Swagger UI needs its
-      // plugin that downloads the spec named again, beside it
-      plugins: [downloadUrl, thisServerFirst],
+      urls: [{ url: `${routePrefix}/json`, name: title }],
       deepLinking: true,
       showExtensions: true,
       showCommonExtensions: true,
@@ -50,29 +54,6 @@ async function docsPlugin(app: FastifyInstance, { contract, changelog }: { contr
     uiHooks: { onRequest: denyFraming },
   })
 }
-
-// The plugins below run in the page, not here: Swagger UI writes their source into the page's
-// script, where they can reach nothing of this module. test/docs-browser.test.ts runs them.
-/* c8 ignore start */
-declare const SwaggerUIBundle: { plugins: { DownloadUrl: (system: unknown) => object } }
-
-/** Swagger UI's own plugin that downloads the spec, which naming plugins would drop. */
-function downloadUrl(system: unknown) {
-  return SwaggerUIBundle.plugins.DownloadUrl(system)
-}
-
-/** "Try it out" calls this server first (the one that serves the page: its CSP lets the page
- * call no other), at the path the spec is published under (`/v1`), then the published servers. */
-function thisServerFirst() {
-  type Update = (spec: { servers?: unknown[] }) => unknown
-  const wrap = (update: Update, system: { specSelectors: { url(): string } }) => (spec: { servers?: unknown[] }) => {
-    const specUrl = system.specSelectors.url()
-    const url = specUrl.slice(0, specUrl.lastIndexOf('/'))
-    return update({ ...spec, servers: [{ url, description: 'This server' }, ...(spec.servers ?? [])] })
-  }
-  return { statePlugins: { spec: { wrapActions: { updateJsonSpec: wrap } } } }
-}
-/* c8 ignore stop */
 
 /** A <style> element the Swagger UI bundle adds at run time, which the library's policy
  * forgets (the browser test names the hash when the bundle changes). */

@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import type { Contract } from '../contract/model.js'
+import { movedFrom } from '../contract/moved.js'
 import { ApiError, StorageUnavailable } from '../core/errors.js'
 import { bodyStillArriving, closeAfterAnswer } from './linger.js'
 
@@ -118,7 +119,8 @@ export function errorHandler(error: FastifyError | ApiError, request: FastifyReq
 
 /** No route: a path no served contract has is a 404; a path one has, asked with another
  * method, a 405 that names the methods it takes (RFC 9110). The root, where a person is likely
- * to look first, is a 404 that says where each version of the API and its documentation are. */
+ * to look first, is a 404 that says where each version of the API and its documentation are; a
+ * path an older version has and a newer one dropped, a 404 that says how the newer does it. */
 export function notFoundHandler(contracts: readonly Contract[]) {
   const each = (read: (contract: Contract) => string) => contracts.map(read).join(' and ')
   const atRoot = `: the API is under ${each(({ basePath }) => basePath)}; its documentation is at ${each(({ service }) => service.paths.docs)} and its contract at ${each(({ service }) => service.paths.yaml)}`
@@ -127,7 +129,7 @@ export function notFoundHandler(contracts: readonly Contract[]) {
     const allowed = methodsAt(contracts, path)?.join(', ')
     const error = allowed
       ? new ApiError('method_not_allowed', `${request.method} is not served at ${path}; it takes ${allowed}`, { Allow: allowed })
-      : new ApiError('not_found', `No route ${request.method} ${path}${path === '/' ? atRoot : ''}`)
+      : new ApiError('not_found', `No route ${request.method} ${path}${path === '/' ? atRoot : (movedFrom(contracts, request.method, path, request.query) ?? '')}`)
     return errorHandler(error, request, reply)
   }
 }

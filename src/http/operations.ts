@@ -69,7 +69,7 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
       // (an operation that needs no key has no principal to count)
       if (called !== undefined && request.principal !== '') called(request.principal)
       // past its sunset, an authenticated request of the operation is answered 410, unread
-      const gone = retired?.(clock())
+      const gone = retired?.(clock(), request)
       if (gone !== undefined) return done(gone)
       if (integers !== undefined) integers(request)
       if (takesBody) grantContinue(request, reply)
@@ -77,7 +77,7 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     }
     const admit: onRequestHookHandler = (request, reply, done) => {
       request.apiVersion = major
-      if (headers !== undefined) reply.headers(headers)
+      if (headers !== undefined) reply.headers(headers(request))
       const guarded = guard(request, reply)
       if (guarded instanceof Promise) guarded.then(() => admitted(request, reply, done), done)
       else admitted(request, reply, done)
@@ -87,7 +87,7 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     const tag = tagging(operation, major)
     if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
   }
-  const handlerOf = (operationId: string) => answering(served[operationId]!, lifecycleHeaders(contract.operations.get(operationId)!, contract)?.Link)
+  const handlerOf = (operationId: string) => answering(served[operationId]!, contract.operations.get(operationId)!.lifecycle.deprecation !== undefined)
   await contractRoutes(app, { contract, handlerOf, onRoute })
 }
 
@@ -96,14 +96,14 @@ type GenericHandler = (request: FastifyRequest, reply: FastifyReply, respond: ty
 
 /** A route handler that sends what an operation's handler answers: its status, headers and
  * body, or its refusal through the error handler. At once when the handler answers at once.
- * `lifecycleLink`: the Link of a deprecated operation, set on the reply as the request came in;
- * an answer's own Link (a next page) goes first, then it: one field, a list (RFC 8288). */
-function answering(handler: GenericHandler, lifecycleLink: string | undefined) {
+ * `deprecated`: a deprecated operation's Link is set on the reply as the request came in; an
+ * answer's own Link (a next page) goes first, then it: one field, a list (RFC 8288). */
+function answering(handler: GenericHandler, deprecated: boolean) {
   const send = (answer: GenericAnswer, reply: FastifyReply) => {
     if (answer instanceof ApiError) throw answer
     if (answer.headers !== undefined) {
       const link = answer.headers.Link
-      reply.headers(lifecycleLink !== undefined && link !== undefined ? { ...answer.headers, Link: `${link}, ${lifecycleLink}` } : answer.headers)
+      reply.headers(deprecated && link !== undefined ? { ...answer.headers, Link: `${link}, ${reply.getHeader('Link')}` } : answer.headers)
     }
     reply.code(answer.status)
     // (a body-less answer, the 204, is sent here: a handler that returns nothing sends nothing)
