@@ -113,6 +113,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
       guardOf: app.access.guardOf,
       clock: options.clock ?? Date.now,
       callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),
+      revision: storage.revision,
     })
   }
   return app

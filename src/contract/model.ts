@@ -37,6 +37,8 @@ export interface Operation {
   integerParameters: Readonly<Record<Location, readonly string[]>>
   /** whether it takes a (JSON) request body */
   takesBody: boolean
+  /** whether it answers a page of a list (keyset paging, src/http/pagination.ts): it takes `after` */
+  paged: boolean
   /** the conditional requests it answers (RFC 9110 section 13), as its definition declares them */
   conditional: Conditional
 }
@@ -179,6 +181,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems),
+        paged: parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after'),
         conditional: readConditional(document, definition, parameters, at, where, problems),
       })
     }
@@ -278,12 +281,11 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
  * a paged operation's successes that Link after a next page's.
  */
 function checkLifecycleLinks(document: OpenAPIV3.Document, operations: ReadonlyMap<string, Operation>, basePath: string, docs: string, problems: Problems) {
-  for (const { id, path, pointer, definition, lifecycle, parameters } of operations.values()) {
+  for (const { id, path, pointer, definition, lifecycle, paged } of operations.values()) {
     if (lifecycle.deprecation === undefined) continue
     const { successor } = lifecycle.deprecation
     const successorPath = successor === undefined ? undefined : operations.get(successor)?.path
     const link = lifecycleLink(docs, successorPath && `${basePath}${successorPath}`)
-    const paged = parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after')
     // (a next page's link as pageOf writes it, its path parameters filled in)
     const next = `<${basePath}${path.replace(/\{[^}]+\}/g, '1')}?limit=1&after=1>; rel="next"`
     for (const [status, response] of Object.entries(definition.responses ?? {})) {

@@ -3,6 +3,7 @@ import { OperatorError } from '../core/errors.js'
 import { nameKey } from '../core/names.js'
 import type { Database, Dialect } from './database.js'
 import { keysChannel } from './key-changes.js'
+import { revisedTables, revisionShards } from './revision.js'
 
 /**
  * The schema's history, oldest first. A released migration is never edited: a change is a new
@@ -283,6 +284,40 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         // the ids that pets name and no category has: kept from now on
         await sql`insert into categories (id, created_at)
           select distinct category_id, ${sql.lit(Date.now())} from pets where not exists (select 1 from categories where categories.id = pets.category_id)`.execute(db)
+      },
+    },
+    '0013_store_revision': {
+      // The store's revision (storage/revision.ts): a counter that each change of the tables API
+      // reads show adds to, in the change's own transaction, by trigger, so that no write
+      // (the service's, or an operator's by hand) leaves it behind. A table made anew later (as
+      // SQLite alters tables) needs its triggers made anew.
+      async up(db) {
+        await db.schema
+          .createTable('store_revision')
+          .addColumn('shard', 'integer', (c) => c.primaryKey())
+          .addColumn('revision', 'bigint', (c) => c.notNull())
+          .execute()
+        const tables = Object.entries(revisedTables)
+        if (dialect === 'postgres') {
+          await sql`insert into store_revision (shard, revision) select shard, 0 from generate_series(0, ${sql.lit(revisionShards - 1)}) shard`.execute(db)
+          // once per statement: a statement that changes many rows takes its row's lock once
+          await sql`create function petstore_revise() returns trigger language plpgsql as $$
+            begin update store_revision set revision = revision + 1 where shard = pg_backend_pid() % ${sql.lit(revisionShards)}; return null; end $$`.execute(db)
+          for (const [table, columns] of tables) {
+            const updates = columns === undefined ? 'update' : `update of ${columns.join(', ')}`
+            await sql`create trigger ${sql.id(`${table}_revise`)} after insert or delete or truncate or ${sql.raw(updates)} on ${sql.table(table)}
+              for each statement execute function petstore_revise()`.execute(db)
+          }
+        } else {
+          await sql`insert into store_revision (shard, revision) values (0, 0)`.execute(db)
+          // (SQLite's triggers are per row)
+          for (const [table, columns] of tables) {
+            for (const event of ['insert', 'delete', columns === undefined ? 'update' : `update of ${columns.join(', ')}`]) {
+              await sql`create trigger ${sql.id(`${table}_revise_${event.split(' ')[0]}`)} after ${sql.raw(event)} on ${sql.table(table)}
+                begin update store_revision set revision = revision + 1; end`.execute(db)
+            }
+          }
+        }
       },
     },
   }
