@@ -137,7 +137,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   const pools =
     options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? (options.orderWritesWanted ? poolSize(options, 3 * logSettings.length) : 2) : undefined
   if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
-  if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', 'petstore_bench', options.pets, pools))
+  if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', `petstore_bench_${process.pid}`, options.pets, pools))
   const rows: Row[] = []
   if (mainRuns) {
     for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
