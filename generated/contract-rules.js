@@ -291,6 +291,7 @@ function readOperations(document, catalogue, service, problems) {
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems),
+        paged: parameters.some((parameter) => parameter.in === "query" && parameter.name === "after"),
         conditional: readConditional(document, definition, parameters, at, where, problems)
       });
     }
@@ -359,12 +360,11 @@ function checkRetirementDocumented(document, definition, at, where, problems) {
   }
 }
 function checkLifecycleLinks(document, operations, basePath, docs, problems) {
-  for (const { id, path, pointer, definition, lifecycle, parameters } of operations.values()) {
+  for (const { id, path, pointer, definition, lifecycle, paged } of operations.values()) {
     if (lifecycle.deprecation === void 0) continue;
     const { successor } = lifecycle.deprecation;
     const successorPath = successor === void 0 ? void 0 : operations.get(successor)?.path;
     const link = lifecycleLink(docs, successorPath && `${basePath}${successorPath}`);
-    const paged = parameters.some((parameter) => parameter.in === "query" && parameter.name === "after");
     const next = `<${basePath}${path.replace(/\{[^}]+\}/g, "1")}?limit=1&after=1>; rel="next"`;
     for (const [status, response] of Object.entries(definition.responses ?? {})) {
       const header = deref(document, response).headers?.Link;
