@@ -57,7 +57,7 @@ import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
-import { fmt, mainTable, type Row, type ScaleRow, scaleTable } from './report.js'
+import { fmt, mainTable, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
@@ -142,6 +142,8 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   if (mainRuns) {
     for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
     console.log(`\n${mainTable(rows, options)}`)
+    const revalidation = revalidationTable(rows)
+    if (revalidation !== undefined) console.log(`\n${revalidation}`)
   }
 
   if (!options.skipped.has('checks')) {
