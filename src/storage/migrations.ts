@@ -293,7 +293,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
       async up(db) {
         await db.schema
           .createTable('store_revision')
-          .addColumn('shard', 'integer', (c) => c.primaryKey())
+          .addColumn('writer', 'integer', (c) => c.primaryKey())
           .addColumn('revision', 'bigint', (c) => c.notNull())
           .execute()
         // The tables whose rows API reads show, and the columns of each whose change they show
@@ -308,22 +308,26 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           webhook_subscriptions: undefined,
           webhook_deliveries: ['subscription_id', 'event_id', 'status', 'attempts', 'next_attempt_at', 'give_up_at', 'last_status', 'last_error', 'created_at', 'finished_at'],
         } satisfies Record<string, string[] | undefined>)
-        // PostgreSQL: a writer adds to the row of its connection (its backend's pid modulo the
-        // rows), so writers at once on other connections take no lock in common; SQLite has one
-        // writer at a time, and one row.
-        const shards = 16
+        // PostgreSQL: a writer adds to the row of its own connection (its backend's pid, made by
+        // the first write), which no other transaction at the same time touches: writers at once
+        // take no lock in common, so none waits for another's commit, and no two can deadlock
+        // over the counter (were two to share a row, one holding it could wait for a row the
+        // other locked first). A reader sums the rows. SQLite has one writer at a time, and one row.
         if (dialect === 'postgres') {
-          await sql`insert into store_revision (shard, revision) select shard, 0 from generate_series(0, ${sql.lit(shards - 1)}) shard`.execute(db)
-          // once per statement: a statement that changes many rows takes its row's lock once
+          // once per statement: a statement that changes many rows adds one
           await sql`create function petstore_revise() returns trigger language plpgsql as $$
-            begin update store_revision set revision = revision + 1 where shard = pg_backend_pid() % ${sql.lit(shards)}; return null; end $$`.execute(db)
+            begin
+              insert into store_revision (writer, revision) values (pg_backend_pid(), 1)
+                on conflict (writer) do update set revision = store_revision.revision + 1;
+              return null;
+            end $$`.execute(db)
           for (const [table, columns] of tables) {
             const updates = columns === undefined ? 'update' : `update of ${columns.join(', ')}`
             await sql`create trigger ${sql.id(`${table}_revise`)} after insert or delete or truncate or ${sql.raw(updates)} on ${sql.table(table)}
               for each statement execute function petstore_revise()`.execute(db)
           }
         } else {
-          await sql`insert into store_revision (shard, revision) values (0, 0)`.execute(db)
+          await sql`insert into store_revision (writer, revision) values (0, 0)`.execute(db)
           // (SQLite's triggers are per row)
           for (const [table, columns] of tables) {
             for (const event of ['insert', 'delete', columns === undefined ? 'update' : `update of ${columns.join(', ')}`]) {
