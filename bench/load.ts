@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events'
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
-import { authorization, type Target } from './servers.js'
+import { authorization, get, type Target } from './servers.js'
 
 export interface Scenario {
   name: string
@@ -14,6 +14,8 @@ export interface Scenario {
   setupRequest?: autocannon.Request['setupRequest']
   /** request headers beside the key's */
   headers?: Record<string, string>
+  /** a revalidation: each request sends the ETag a GET of the path gave just before the load */
+  revalidate?: boolean
 }
 
 export interface Measurement {
@@ -83,8 +85,16 @@ function requestOf(scenario: Scenario): autocannon.Request {
   return request
 }
 
+/** A revalidating scenario with its If-None-Match: the tag `target` gives its path now, with its key. */
+async function tagged(target: Target, scenario: Scenario): Promise<Scenario> {
+  if (scenario.revalidate !== true) return scenario
+  const { headers } = await get(`${target.url}${scenario.path}`, { headers: authorization(target.key) })
+  return { ...scenario, headers: { ...scenario.headers, 'if-none-match': String(headers.etag) } }
+}
+
 /** Drives `scenarios` (in turn, per connection) against `target` for `duration` seconds. */
-export function load(target: Target, scenarios: Scenario[], duration: number, connections: number): Promise<Measurement> {
+export async function load(target: Target, scenarios: Scenario[], duration: number, connections: number): Promise<Measurement> {
+  const requests = (await Promise.all(scenarios.map((scenario) => tagged(target, scenario)))).map(requestOf)
   return new Promise((resolve, reject) => {
     const latencies: number[] = []
     const cpuBefore = cpuSeconds(target.child.pid)
@@ -94,7 +104,7 @@ export function load(target: Target, scenarios: Scenario[], duration: number, co
         connections,
         duration,
         headers: { ...authorization(target.key), 'content-type': 'application/json' },
-        requests: scenarios.map(requestOf),
+        requests,
       },
       (error, result) => {
         if (error) return reject(error)

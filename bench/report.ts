@@ -92,3 +92,18 @@ export function scaleTable(rows: ScaleRow[], plan: { pets: number; scalePets: nu
   }
   return lines.join('\n')
 }
+
+/** listPets' page revalidated (304) against its 200, in the service's CPU per answer: where both ran. */
+export function revalidationTable(rows: Row[]): string | undefined {
+  const lines: string[] = []
+  for (const revalidated of rows.filter((row) => row.scenario.startsWith('listPets 304'))) {
+    const read = rows.find((row) => row.scenario === revalidated.scenario.replace('304 ', '') && row.store === revalidated.store && row.key === revalidated.key)
+    if (read === undefined) continue
+    for (const logs of ['on', 'off'] as const) {
+      const [ok, notModified] = [read.measured[logs].project.cpuUs, revalidated.measured[logs].project.cpuUs]
+      lines.push(`| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(notModified / ok, 2)} |`)
+    }
+  }
+  if (lines.length === 0) return undefined
+  return ['### Revalidating a page: a 304 against its 200', '', 'CPU µs per answer of the service, listPets limit=20 with status.', '', '| store | key | logs | 200 | 304 | 304 / 200 |', '|---|---|---|---:|---:|---:|', ...lines].join('\n')
+}

@@ -61,7 +61,7 @@ import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
-import { fmt, mainTable, type Row, readsBelowPeer, type ScaleRow, scaleTable } from './report.js'
+import { fmt, mainTable, readsBelowPeer, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
@@ -141,13 +141,15 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   const pools =
     options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? (options.orderWritesWanted ? poolSize(options, 3 * logSettings.length) : 2) : undefined
   if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
-  if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', 'petstore_bench', options.pets, pools))
+  if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', `petstore_bench_${process.pid}`, options.pets, pools))
   const rows: Row[] = []
   if (mainRuns) {
     for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
     console.log(`\n${mainTable(rows, options)}`)
     const reads = readsBelowPeer(rows)
     if (reads !== '') console.log(`\n${reads}`)
+    const revalidation = revalidationTable(rows)
+    if (revalidation !== undefined) console.log(`\n${revalidation}`)
   }
 
   if (!options.skipped.has('checks')) {

@@ -9,8 +9,8 @@ export const petScenarios = (pets: number): Scenario[] => [
   { name: 'listPets limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold' },
   // version 2: each pet with its category (most of them created, some named by version 1 only)
   { name: 'listPets@v2 limit=20, status', method: 'GET', path: '/v2/pets?limit=20&status=sold' },
-  // the same page revalidated: If-None-Match `*` matches whatever the page holds, as its own tag would
-  { name: 'listPets 304 limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold', headers: { 'if-none-match': '*' } },
+  // the same page revalidated: If-None-Match the tag its 200 gave
+  { name: 'listPets 304 limit=20, status', method: 'GET', path: '/v1/pets?limit=20&status=sold', revalidate: true },
   { name: 'createPet', method: 'POST', path: '/v1/pets', body: newPetBody },
 ]
 
@@ -97,8 +97,10 @@ export async function sameAnswers(project: Target, peer: Target, store: Store): 
     const normal = (body: string) => body.replace(/"(id|petId)":\d+/g, '"$1":0').replace(/"placedAt":"[^"]+"/, '"placedAt":""')
     if (ours.status !== theirs.status) differences.push(`${name}: status ${ours.status} vs ${theirs.status}`)
     if (normal(ours.body) !== normal(theirs.body)) differences.push(`${name}: body ${ours.body.slice(0, 80)} vs ${theirs.body.slice(0, 80)}`)
+    // (a tag is each server's own: a page's is of the service's store revision, not of its bytes)
+    const shown = (headers: Record<string, unknown>, header: string) => (header === 'etag' && headers.etag !== undefined ? 'a tag' : String(headers[header]))
     for (const header of headerNames) {
-      if (String(ours.headers[header]) !== String(theirs.headers[header])) {
+      if (shown(ours.headers, header) !== shown(theirs.headers, header)) {
         differences.push(`${name}: ${header} ${String(ours.headers[header])} vs ${String(theirs.headers[header])}`)
       }
     }

@@ -312,6 +312,7 @@ function readOperations(document, catalogue, service, problems) {
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems),
+        paged: parameters.some((parameter) => parameter.in === "query" && parameter.name === "after"),
         conditional: readConditional(document, definition, parameters, at, where, problems)
       });
     }
@@ -381,11 +382,10 @@ function checkRetirementDocumented(document, definition, at, where, problems) {
 }
 function checkLifecycleLinks(document, operations, basePath, docs, successorUrl, problems) {
   for (const operation of operations.values()) {
-    const { id, path, pointer, definition, lifecycle, parameters } = operation;
+    const { id, path, pointer, definition, lifecycle, parameters, paged } = operation;
     if (lifecycle.deprecation === void 0) continue;
     const ones = Object.fromEntries(parameters.map(({ name }) => [name, "1"]));
     const link = lifecycleLink(docs, successorUrl(operation, { params: ones, query: ones }));
-    const paged = parameters.some((parameter) => parameter.in === "query" && parameter.name === "after");
     const next = `<${basePath}${path.replace(/\{[^}]+\}/g, "1")}?limit=1&after=1>; rel="next"`;
     for (const [status, response] of Object.entries(definition.responses ?? {})) {
       const header = deref(document, response).headers?.Link;

@@ -113,6 +113,8 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
       guardOf: app.access.guardOf,
       clock: options.clock ?? Date.now,
       callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),
+      // (asked of app.storage each time: a test may interleave a write with it)
+      revision: () => app.storage.revision(),
     })
   }
   return app

@@ -10,6 +10,7 @@ import fp from 'fastify-plugin'
 import { type KeyRepository, keyRepository } from './auth/keys.js'
 import { type CategoryRepository, categoryColumns, categoryRepository } from './categories/repository.js'
 import { configSchema } from './core/config.js'
+import type { MaybePromise } from './core/maybe-async.js'
 import { openOutbox } from './events/outbox.js'
 import { type UsageRepository, usageRepository } from './ops/usage.js'
 import { idempotencyWindowMs } from './orders/idempotency.js'
@@ -18,6 +19,7 @@ import { type PetRepository, petColumns, petRepository } from './pets/repository
 import type { DatabaseOptions } from './storage/database.js'
 import { openMigrated, type StorageStats } from './storage/index.js'
 import { registerStorageMetrics } from './storage/metrics.js'
+import { storeRevision } from './storage/revision.js'
 import type { Stored } from './storage/schema-check.js'
 import { type DeliveryQueue, deliveryQueue } from './webhooks/deliveries.js'
 import { type WebhookRepository, webhookColumns, webhookRepository } from './webhooks/repository.js'
@@ -41,6 +43,8 @@ export interface Storage {
   deliveries: DeliveryQueue
   /** who calls the deprecated and non-stable operations */
   usage: UsageRepository
+  /** the store's revision now: it changes with every change an API read shows (storage/revision.ts) */
+  revision(): MaybePromise<string>
   /** what it is and where, without credentials */
   description: string
   /** resolves when the database answers a trivial statement (readiness) */
@@ -90,6 +94,7 @@ export async function openStorage(url: string, options: StorageOptions): Promise
     webhooks: webhookRepository(sql, dialect, outbox, retryPeriodMs),
     deliveries: deliveryQueue(sql, dialect),
     usage,
+    revision: storeRevision(sql, dialect),
     description,
     ping: async () => void (await sql.row('select 1')),
     stats: () => ({ pool: database.poolStats?.(), commits: pets.commitStats?.() }),

@@ -5,14 +5,20 @@
  * changed, and updateOrder's If-Match is judged in the change's transaction (412: nothing
  * changed). Every answer is checked against the contract by call().
  */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
+import pg from 'pg'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
 import { readContract } from '../src/contract/model.js'
 import { matchHolds, noneMatchHolds } from '../src/http/conditional.js'
+import { openStorage } from '../src/repositories.js'
+import { connect } from '../src/storage/index.js'
 import { aCategory, api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
-import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 
 /** Store staff: sees and moves every order. */
 const staffKey = `staff-key-5c1e08:${[...newest.roles.defaults, 'orders:admin'].join('+')}`
@@ -23,6 +29,14 @@ const stores: [string, Store][] = [
   ['SQLite', async () => ({})],
   ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
 ]
+
+/** A new store of the kind `name`, as a URL another connection can open too. */
+async function storeUrl(t: Test, name: string): Promise<string> {
+  if (name === 'PostgreSQL') return freshPostgres(t)
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-revision-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  return `sqlite:${join(dir, 'pets.db')}`
+}
 
 const server = async (t: Test, store: Store) => build(t, { ...(await store(t)), API_KEYS: [testKey, staffKey] })
 
@@ -176,6 +190,148 @@ function conditionalOn(name: string, store: Store) {
       t.equal((await read(t, app, orderUrl, undefined, staff)).json.status, winner, 'the order is as the winner made it')
       t.equal((await read(t, app, `${api}/pets?id=${petId}`)).json[0].status, winner === 'delivered' ? 'sold' : 'available', 'and so is its pet')
     }
+  })
+
+  t.test(`${name}: a page's tag is of the store's revision: each change a page shows gives every page a new tag, and no 304 follows it`, async (t) => {
+    const app = await server(t, store)
+    const [v1, v2] = servedContracts
+    const pages = [v1!.urlOf('listPets'), `${v2!.urlOf('listPets')}?limit=5&status=available`, v2!.urlOf('listCategories'), v2!.urlOf('listOrders')]
+    const tags = () => Promise.all(pages.map(async (url) => String((await read(t, app, url, undefined, staff)).headers.etag)))
+    let petId = 0
+    let orderId = 0
+    const writes: [string, () => Promise<unknown>][] = [
+      ['a category added', () => aCategory(app, 'Fish')],
+      ['a pet added', async () => (petId = await aPet(t, app))],
+      ['an order placed', async () => (orderId = (await call(t, app, { method: 'POST', url: v2!.urlOf('placeOrder'), payload: { petId } })).json.id)],
+      ['an order moved', () => call(t, app, { method: 'PATCH', url: v2!.urlOf('updateOrder', { orderId }), payload: { status: 'delivered' }, key: staff })],
+      ['a pet added through version 1', () => call(t, app, { method: 'POST', url: v1!.urlOf('createPet'), payload: { name: 'Old', categoryId: 1 } })],
+    ]
+    let before = await tags()
+    t.strictSame(await tags(), before, 'reads change no tag')
+    t.equal(new Set(before).size, pages.length, 'each page its own tag')
+    for (const [what, write] of writes) {
+      await write()
+      const after = await tags()
+      for (const [i, url] of pages.entries()) {
+        t.not(after[i], before[i], `${what}: ${url} has a new tag`)
+        t.equal((await read(t, app, url, before[i], staff)).status, 200, `${what}: ${url} with the tag before it is a 200`)
+        t.equal((await read(t, app, url, after[i], staff)).status, 304, `${what}: ${url} with the tag after it is a 304`)
+      }
+      before = after
+    }
+    const owners = await read(t, app, v2!.urlOf('listOrders'))
+    t.not(owners.headers.etag, before[3], "the key's view is part of the tag: the owner's list and staff's, at one revision, have two")
+    t.equal((await read(t, app, v2!.urlOf('listOrders'), before[3])).status, 200, "staff's tag is no 304 for the owner")
+  })
+
+  t.test(`${name}: the revision is read before the page: a change committed between the two reads makes the tag older than the page, and the next request a 200`, async (t) => {
+    const app = await server(t, store)
+    const categoryId = await aCategory(app)
+    await aPet(t, app)
+    const { storage } = app
+    const revision = storage.revision
+    let between: (() => Promise<unknown>) | undefined
+    // (a real write, committed after the revision is read and before the handler reads the page)
+    storage.revision = async () => {
+      const now = await revision()
+      const write = between
+      between = undefined
+      if (write !== undefined) await write()
+      return now
+    }
+    t.teardown(() => void (storage.revision = revision))
+    between = () => storage.pets.create({ name: 'Between', categoryId, status: 'available' })
+    const url = servedContracts[1]!.urlOf('listPets')
+    const first = await read(t, app, url)
+    t.equal(first.json.length, 2, 'the page shows the change made between the reads')
+    const next = await read(t, app, url, String(first.headers.etag))
+    t.equal(next.status, 200, 'so its tag, of the revision before, is stale: a 200, never a 304 over a page it did not show')
+    t.equal(next.body, first.body, 'the same page')
+    t.not(next.headers.etag, first.headers.etag, 'with the tag of the revision it shows')
+    t.equal((await read(t, app, url, String(next.headers.etag))).status, 304, 'which is a 304 then')
+  })
+
+  t.test(`${name}: the store's revision grows in the transaction of every change of a table reads show, by anyone, and with nothing else`, async (t) => {
+    const url = await storeUrl(t, name)
+    const storage = await openStorage(url, { poolSize: 2 })
+    t.teardown(() => storage.close())
+    const { sql } = await connect(url, { poolSize: 2 }).then((database) => (t.teardown(() => database.close()), database))
+    const id = async (text: string, params: unknown[]) => (await sql.row<{ id: number }>(`${text} returning id`, params))!.id
+    const revised = async (what: string, change: () => unknown, grows = true) => {
+      const before = BigInt(await storage.revision())
+      await change()
+      const after = BigInt(await storage.revision())
+      if (grows) t.ok(after > before, `${what}: the revision grows`)
+      else t.equal(after, before, `${what}: the revision stays`)
+    }
+    await revised('a category added', () => sql.run("insert into categories (id, name, name_fold, created_at) values (900, 'Fish', 'fish', 0)"))
+    await revised('a category renamed', () => sql.run("update categories set name = 'Fishes', name_fold = 'fishes' where id = 900"))
+    let petId = 0
+    await revised('a pet added', async () => (petId = await id("insert into pets (name, category_id, status) values ('Rex', 900, 'available')", [])))
+    await revised('a pet renamed', () => sql.run("update pets set name = 'Max' where id = $1", [petId]))
+    let orderId = 0
+    await revised('an order placed', async () => (orderId = await id("insert into orders (pet_id, status, placed_at, owner) values ($1, 'placed', 0, 'key:1')", [petId])))
+    await revised('an order moved', () => sql.run("update orders set status = 'delivered' where id = $1", [orderId]))
+    let subscriptionId = 0
+    await revised('a subscription made', async () => (subscriptionId = await id("insert into webhook_subscriptions (owner, url, events, secret, created_at) values ('key:1', 'https://example.com/', '[]', 's', 0)", [])))
+    await revised('a subscription disabled', () => sql.run("update webhook_subscriptions set status = 'disabled' where id = $1", [subscriptionId]))
+    let eventId = 0
+    await revised('an event recorded (the outbox: no read shows it but through a delivery)', async () => (eventId = await id("insert into webhook_events (type, occurred_at, fields) values ('pet.created', 0, '{}')", [])), false)
+    let deliveryId = 0
+    const delivery = "insert into webhook_deliveries (subscription_id, event_id, status, attempts, give_up_at, created_at) values ($1, $2, 'pending', 0, 0, 0)"
+    await revised('a delivery queued', async () => (deliveryId = await id(delivery, [subscriptionId, eventId])))
+    await revised('a delivery claimed (its lease, which no read shows)', () => sql.run("update webhook_deliveries set lease_owner = 'me', lease_until = 1 where id = $1", [deliveryId]), false)
+    await revised('a delivery attempted', () => sql.run("update webhook_deliveries set attempts = 1, last_status = 500 where id = $1", [deliveryId]))
+    await revised('a delivery forgotten', () => sql.run('delete from webhook_deliveries where id = $1', [deliveryId]))
+    await revised('a subscription deleted', () => sql.run('delete from webhook_subscriptions where id = $1', [subscriptionId]))
+    await revised('an order removed', () => sql.run('delete from orders where id = $1', [orderId]))
+    await revised('a pet removed', () => sql.run('delete from pets where id = $1', [petId]))
+    await revised('a category removed', () => sql.run('delete from categories where id = 900'))
+    await revised('a key issued', () => storage.keys.issue('other', ['pets:read']), false)
+    await revised('an Idempotency-Key kept', () => sql.run("insert into idempotency_keys (principal, idempotency_key, fingerprint, created_at) values ('key:1', 'k', 'f', 0)"), false)
+    await revised(
+      'a change rolled back',
+      () => sql.transaction(async (tx) => {
+        await tx.run("insert into pets (name, category_id, status) values ('Gone', 1, 'available')")
+        throw new Error('rolled back')
+      }).catch((error: Error) => t.equal(error.message, 'rolled back')),
+      false,
+    )
+  })
+}
+
+if (!postgresMissing) {
+  t.test('PostgreSQL: writers at once take no lock in common for the revision, and each is counted', async (t) => {
+    const url = await freshPostgres(t)
+    const storage = await openStorage(url, { poolSize: 2 })
+    t.teardown(() => storage.close())
+    const before = BigInt(await storage.revision())
+    const [a, b] = [new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url })]
+    for (const client of [a, b]) await client.connect()
+    t.teardown(() => Promise.all([a.end(), b.end()]))
+    const add = "insert into pets (name, category_id, status) values ('Rex', 1, 'available')"
+    await a.query('begin')
+    await a.query(add)
+    await b.query('begin')
+    // (were b to wait for a's row of the revision, this would fail)
+    await b.query("set local lock_timeout = '1s'")
+    await b.query(add)
+    t.equal(BigInt(await storage.revision()), before, 'uncommitted: no reader sees the revision move')
+    await a.query('commit')
+    await b.query('commit')
+    t.equal(BigInt(await storage.revision()), before + 2n, 'both counted once committed')
+
+    const app = await build(t, { DATABASE_URL: url, DATABASE_POOL_SIZE: 4 })
+    const page = String((await read(t, app, `${api}/pets`)).headers.etag)
+    const categoryId = await aCategory(app)
+    const made = await Promise.all(
+      Array.from({ length: 40 }, () => call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId } }).then(({ status }) => status)),
+    )
+    t.strictSame(new Set(made), new Set([201]), '40 creates at once, every one made')
+    t.ok(BigInt(await storage.revision()) >= before + 2n + 41n, 'each counted')
+    const { rows } = await query(url, 'select count(*)::int as shards from store_revision')
+    t.ok(rows[0].shards > 2, `spread over ${rows[0].shards} rows of the revision, one per connection that wrote`)
+    t.equal((await read(t, app, `${api}/pets`, page)).status, 200, 'the page changed: a 200')
   })
 }
 

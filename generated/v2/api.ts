@@ -1487,8 +1487,11 @@ export interface components {
         CacheControlRevalidate: "private, no-cache";
         /**
          * @description The entity tag of the representation this answer carries (RFC 9110, section 8.8.3): a
-         *     strong validator, a quoted string of at most 64 characters, the same for as long as
-         *     the representation is the same and another once it changes. It is of the version of
+         *     strong validator, a quoted string of at most 64 characters, another once the
+         *     representation changes. One object's (a pet, an order) stays the same for as long as
+         *     the object is the same; a page of a list's is of the store as a whole, known before the
+         *     page is read, and changes with any change that some list shows, even one outside this
+         *     page (the next request is then a `200` with the same body and a new tag). It is of the version of
          *     the API the request was made through (a pet read through `/v1` and through `/v2` has
          *     two tags) and of the API key's view (an order list of staff and of a client differ).
          *     Send it back in `If-None-Match` to read again only what changed (`304` otherwise),

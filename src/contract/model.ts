@@ -37,6 +37,8 @@ export interface Operation {
   integerParameters: Readonly<Record<Location, readonly string[]>>
   /** whether it takes a (JSON) request body */
   takesBody: boolean
+  /** whether it answers a page of a list (keyset paging, src/http/pagination.ts): it takes `after` */
+  paged: boolean
   /** the conditional requests it answers (RFC 9110 section 13), as its definition declares them */
   conditional: Conditional
 }
@@ -195,6 +197,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
         parameters,
         integerParameters: integersOf(document, parameters),
         takesBody: checkJsonOnly(document, definition, at, where, problems),
+        paged: parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after'),
         conditional: readConditional(document, definition, parameters, at, where, problems),
       })
     }
@@ -295,12 +298,11 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
  */
 function checkLifecycleLinks(document: OpenAPIV3.Document, operations: ReadonlyMap<string, Operation>, basePath: string, docs: string, successorUrl: Contract['successorUrl'], problems: Problems) {
   for (const operation of operations.values()) {
-    const { id, path, pointer, definition, lifecycle, parameters } = operation
+    const { id, path, pointer, definition, lifecycle, parameters, paged } = operation
     if (lifecycle.deprecation === undefined) continue
     // (its successor's URL as a request with every parameter `1` makes it)
     const ones = Object.fromEntries(parameters.map(({ name }) => [name, '1']))
     const link = lifecycleLink(docs, successorUrl(operation, { params: ones, query: ones }))
-    const paged = parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after')
     // (a next page's link as pageOf writes it, its path parameters filled in)
     const next = `<${basePath}${path.replace(/\{[^}]+\}/g, '1')}?limit=1&after=1>; rel="next"`
     for (const [status, response] of Object.entries(definition.responses ?? {})) {

@@ -4,8 +4,16 @@
  * definition declares it (the contract model's `conditional`).
  */
 import { hash } from 'node:crypto'
-import type { FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify'
-import type { Operation } from '../contract/model.js'
+import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
+import type { Contract, Operation } from '../contract/model.js'
+import type { MaybePromise } from '../core/maybe-async.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the tag of the answer, where it was known before the answer was made ('' where not) */
+    knownTag: string
+  }
+}
 
 /** What a tagged answer says of caching: the client may keep it, no shared cache may, and it
  * is checked with the server (If-None-Match) before each use (RFC 9111 sections 5.2.2.4, 5.2.2.7). */
@@ -62,15 +70,15 @@ export function ifMatchOf(request: FastifyRequest, reply: FastifyReply): ((curre
 /**
  * The hook that tags an operation's 200 (its ETag) and, where it takes If-None-Match (a read),
  * says `Cache-Control: private, no-cache` and answers 304 without the body when the tag matches;
- * undefined for an operation whose 200 carries no tag. A tag already set (by a cheaper way, before the body
- * was made) is kept.
+ * undefined for an operation whose 200 carries no tag. A tag known before the body was made
+ * (revisionTagging's) is the one sent.
  */
 export function tagging({ conditional }: Operation, major: number): onSendHookHandler | undefined {
   if (!conditional.tagged) return undefined
   const { ifNoneMatch } = conditional
   return (request, reply, payload, done) => {
     if (reply.statusCode !== 200) return done(null, payload)
-    const tag = (reply.getHeader('etag') as string | undefined) ?? entityTag(major, payload as string)
+    const tag = request.knownTag || entityTag(major, payload as string)
     reply.header('ETag', tag)
     // (a read's answer may be kept, and revalidated; a change's, whose tag is for If-Match, is not kept)
     if (!ifNoneMatch) return done(null, payload)
@@ -81,5 +89,44 @@ export function tagging({ conditional }: Operation, major: number): onSendHookHa
     // HEAD's, which sends no body anyway, its Content-Length as the 200's, which section 8.6 allows)
     reply.code(304).removeHeader('content-type')
     done(null, request.method === 'HEAD' ? payload : null)
+  }
+}
+
+/**
+ * A page's tag known before the page is read (where the operation is a paged read): a hash of
+ * what decides the page, which is the version's document (the shapes it shows), the operation,
+ * the request's URL (path and query: the filter, the limit, the cursor), the key's view (its
+ * principal and roles: whose orders, whose deliveries) and the store's revision read BEFORE the
+ * page. A change committed between the two reads makes the tag older than the page, never newer:
+ * the client's next request is a 200, never a 304 over a changed page. A matching If-None-Match
+ * is answered 304 here, before the handler runs: no page read, nothing serialized. Otherwise the
+ * 200 carries this tag (tagging, above). `*` is left to the handler (a page that is not there,
+ * a 404, has no representation to match it).
+ *
+ * Single objects keep the tag of their bytes (entityTag): one row read by its key costs little
+ * more than the revision, a webhook subscription shows what the clock changes, and an order's
+ * tag is what updateOrder's If-Match compares, in its transaction, with the order as it is.
+ */
+export function revisionTagging(operation: Operation, contract: Contract, revision: () => MaybePromise<string>): preHandlerHookHandler | undefined {
+  if (!(operation.conditional.ifNoneMatch && operation.paged && operation.roles !== undefined)) return undefined
+  const major = contract.version[0]
+  const decided = `${hash('sha1', contract.source, 'base64url')}\n${operation.id}\n`
+  const tagOf = (request: FastifyRequest, now: string) =>
+    `"v${major}-${hash('sha1', `${decided}${request.url}\n${request.principal}\n${[...request.roles].sort().join(' ')}\n${now}`, 'base64url')}"`
+  return (request, reply, done) => {
+    const answer = (now: string) => {
+      const tag = tagOf(request, now)
+      const field = request.headers['if-none-match']
+      if (field === undefined || field.trim() === '*' || !noneMatchHolds(field, tag)) {
+        request.knownTag = tag
+        return done()
+      }
+      // (what tagging sends with a 304: the tag and the caching fields)
+      reply.code(304).header('ETag', tag).header('Cache-Control', revalidate).send()
+    }
+    // (a store that fails throws, or rejects: Fastify's error handler answers it, a 503)
+    const now = revision()
+    if (now instanceof Promise) now.then(answer, done)
+    else answer(now)
   }
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import { tagging } from './conditional.js'
+import { revisionTagging, tagging } from './conditional.js'
 import { contractRoutes } from './contract-routes.js'
 import { answer, type OperationHandlers } from './handlers.js'
 import { strictIntegers } from './integers.js'
@@ -43,6 +43,8 @@ export interface OperationsOptions {
   /** what counts the authenticated calls of an operation, by principal: for one that has a
    * lifecycle to watch (deprecated, experimental, beta), else undefined */
   callsOf: (operation: Operation) => ((principal: string) => void) | undefined
+  /** the store's revision now (Storage.revision): what a page's tag is known by before the page is read */
+  revision: () => MaybePromise<string>
 }
 
 /**
@@ -51,7 +53,7 @@ export interface OperationsOptions {
  * headers its lifecycle calls for, its retirement, the strict reading of its integer
  * parameters, and the conditional requests it answers (conditional.ts).
  */
-export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf }: OperationsOptions) {
+export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf, revision }: OperationsOptions) {
   const major = contract.version[0]
   const served = handlers as unknown as Record<string, GenericHandler>
   const onRoute = (route: RouteOptions, operation: Operation) => {
@@ -86,6 +88,9 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     // (its 200 tagged, and answered 304 to a matching If-None-Match, where its definition says so)
     const tag = tagging(operation, major)
     if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
+    // (a page's tag known before it is read, and its 304 answered before the handler runs)
+    const known = revisionTagging(operation, contract, revision)
+    if (known !== undefined) route.preHandler = [known, ...[route.preHandler ?? []].flat()]
   }
   const handlerOf = (operationId: string) => answering(served[operationId]!, contract.operations.get(operationId)!.lifecycle.deprecation !== undefined)
   await contractRoutes(app, { contract, handlerOf, onRoute })

@@ -30,6 +30,7 @@ async function httpPlugin(app: FastifyInstance, { bodyIdleTimeoutMs, ...limits }
   app.decorate('connections', openConnections(app.server))
   app.decorate('reportUnavailable', unavailableLog(app.log))
   app.decorateRequest('apiVersion', 0)
+  app.decorateRequest('knownTag', '')
   requestHooks(app, app.contracts)
 
   app.removeAllContentTypeParsers()

@@ -285,6 +285,59 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           select distinct category_id, ${sql.lit(Date.now())} from pets where not exists (select 1 from categories where categories.id = pets.category_id)`.execute(db)
       },
     },
+    '0013_store_revision': {
+      // The store's revision (storage/revision.ts): a counter that each change of the tables API
+      // reads show adds to, in the change's own transaction, by trigger, so that no write
+      // (the service's, or an operator's by hand) leaves it behind. A table made anew later (as
+      // SQLite alters tables) needs its triggers made anew.
+      async up(db) {
+        await db.schema
+          .createTable('store_revision')
+          .addColumn('writer', 'integer', (c) => c.primaryKey())
+          .addColumn('revision', 'bigint', (c) => c.notNull())
+          .execute()
+        // The tables whose rows API reads show, and the columns of each whose change they show
+        // (all where undefined). Not the internal ones: outbox events (a delivery shows its event,
+        // written with it and never changed), usage, rate limits, keys (a key's view is the tag's
+        // own part), Idempotency-Keys; nor a delivery's lease, which no read shows and which
+        // changes at every claim.
+        const tables = Object.entries({
+          pets: undefined,
+          categories: undefined,
+          orders: undefined,
+          webhook_subscriptions: undefined,
+          webhook_deliveries: ['subscription_id', 'event_id', 'status', 'attempts', 'next_attempt_at', 'give_up_at', 'last_status', 'last_error', 'created_at', 'finished_at'],
+        } satisfies Record<string, string[] | undefined>)
+        // PostgreSQL: a writer adds to the row of its own connection (its backend's pid, made by
+        // the first write), which no other transaction at the same time touches: writers at once
+        // take no lock in common, so none waits for another's commit, and no two can deadlock
+        // over the counter (were two to share a row, one holding it could wait for a row the
+        // other locked first). A reader sums the rows. SQLite has one writer at a time, and one row.
+        if (dialect === 'postgres') {
+          // once per statement: a statement that changes many rows adds one
+          await sql`create function petstore_revise() returns trigger language plpgsql as $$
+            begin
+              insert into store_revision (writer, revision) values (pg_backend_pid(), 1)
+                on conflict (writer) do update set revision = store_revision.revision + 1;
+              return null;
+            end $$`.execute(db)
+          for (const [table, columns] of tables) {
+            const updates = columns === undefined ? 'update' : `update of ${columns.join(', ')}`
+            await sql`create trigger ${sql.id(`${table}_revise`)} after insert or delete or truncate or ${sql.raw(updates)} on ${sql.table(table)}
+              for each statement execute function petstore_revise()`.execute(db)
+          }
+        } else {
+          await sql`insert into store_revision (writer, revision) values (0, 0)`.execute(db)
+          // (SQLite's triggers are per row)
+          for (const [table, columns] of tables) {
+            for (const event of ['insert', 'delete', columns === undefined ? 'update' : `update of ${columns.join(', ')}`]) {
+              await sql`create trigger ${sql.id(`${table}_revise_${event.split(' ')[0]}`)} after ${sql.raw(event)} on ${sql.table(table)}
+                begin update store_revision set revision = revision + 1; end`.execute(db)
+            }
+          }
+        }
+      },
+    },
   }
 }
 
