@@ -96,9 +96,9 @@ t.test("each page's document: titled with its version, the other versions linked
     t.equal(parameter.example, undefined)
     t.equal((parameter.schema as OpenAPIV3.SchemaObject).example, undefined, `${parameter.name}: no example to fill it with`)
   }
-  t.strictSame(parameters(two, '/pets').map(({ name }) => name), ['limit', 'id', 'status', 'categoryId', 'after'])
+  t.strictSame(parameters(two, '/pets').map(({ name }) => name), ['limit', 'id', 'status', 'categoryId', 'after', 'If-None-Match'])
   t.equal((parameters(two, '/pets')[0]!.schema as OpenAPIV3.SchemaObject).default, 20, 'a default stays')
-  t.strictSame(parameters(one, '/pets/{petId}'), v1.document.paths['/pets/{petId}']!.get!.parameters, 'a required parameter keeps its example')
+  t.strictSame(parameters(one, '/pets/{petId}')[0], v1.document.paths['/pets/{petId}']!.get!.parameters![0], 'a required parameter (petId) keeps its example')
   t.equal((v2.document.components!.schemas!.PetId as OpenAPIV3.SchemaObject).example, 1, 'the published document keeps its examples')
   t.strictSame((await call(t, app, { url: v2.service.paths.json, key: null })).json, v2.document, 'and is published as written')
 
