@@ -243,6 +243,6 @@ t.test('the changelog is served without a key, as Markdown, and the spec links i
 })
 
 t.test('goneAt: an operation without a deprecation, or a deprecation without its sunset, is never gone', async (t) => {
-  t.equal(goneAt('listPets', { level: 'stable' }, Date.now(), ''), undefined)
-  t.equal(goneAt('getPet', { level: 'stable', deprecation: { brownouts: [] } }, Date.now(), ''), undefined)
+  t.equal(goneAt('listPets', { level: 'stable' }, Date.now(), () => ''), undefined)
+  t.equal(goneAt('getPet', { level: 'stable', deprecation: { brownouts: [] } }, Date.now(), () => ''), undefined)
 })

@@ -196,13 +196,13 @@ export function lifecycleLink(docs: string, successorUrl: string | undefined): s
 
 /** When a deprecated operation is gone at an instant (ms since the epoch): why, in words, or
  * undefined while it still works. From its sunset (00:00 UTC) on, and within its brownouts. */
-export function goneAt(operationId: string, { deprecation }: Lifecycle, now: number, successorText: string): string | undefined {
+export function goneAt(operationId: string, { deprecation }: Lifecycle, now: number, successorText: () => string): string | undefined {
   if (deprecation?.sunset === undefined) return undefined
   // (asked at every request of a deprecated operation: the day is written only when it is gone)
   const sunsetDay = () => deprecation.sunset!.toISOString().slice(0, 10)
-  if (now >= deprecation.sunset.getTime()) return `${operationId} was removed on ${sunsetDay()} (its sunset)${successorText}`
+  if (now >= deprecation.sunset.getTime()) return `${operationId} was removed on ${sunsetDay()} (its sunset)${successorText()}`
   for (const { start, end, endText } of deprecation.brownouts) {
-    if (now >= start && now < end) return `${operationId} is unavailable until ${endText}, a brownout before its removal on ${sunsetDay()}${successorText}`
+    if (now >= start && now < end) return `${operationId} is unavailable until ${endText}, a brownout before its removal on ${sunsetDay()}${successorText()}`
   }
   return undefined
 }

@@ -364,16 +364,28 @@ function checkSuccessors(operations: ReadonlyMap<string, Operation>, problems: P
 
 /** Contract's successorUrl, over the operations of a document served under `basePath`. */
 function successorUrls(basePath: string, operations: ReadonlyMap<string, Operation>): Contract['successorUrl'] {
-  return ({ lifecycle }, request = {}) => {
+  // (asked at every answer of a deprecated operation: what the document decides is read once)
+  const built = new Map<Operation, (request: RequestValues) => string | undefined>()
+  const builderOf = ({ lifecycle }: Operation) => {
     const successor = lifecycle.deprecation?.successor
     const target = successor === undefined ? undefined : operations.get(successor)
-    if (target === undefined) return undefined
-    const values = { path: request.params, query: request.query } as Record<string, Record<string, unknown> | undefined>
-    const query = Object.entries(lifecycle.deprecation!.successorParameters ?? {}).flatMap(([name, source]) => {
-      const value = values[source.in]?.[source.name]
-      return value === undefined ? [] : [`${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`]
-    })
-    return `${basePath}${target.path}${query.length === 0 ? '' : `?${query.join('&')}`}`
+    if (target === undefined) return () => undefined
+    const url = `${basePath}${target.path}`
+    const parameters = Object.entries(lifecycle.deprecation!.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }))
+    return ({ params, query }: RequestValues) => {
+      const values = { path: params, query } as Record<string, Record<string, unknown> | undefined>
+      const search: string[] = []
+      for (const parameter of parameters) {
+        const value = values[parameter.in]?.[parameter.name]
+        if (value !== undefined) search.push(`${parameter.query}=${encodeURIComponent(String(value))}`)
+      }
+      return search.length === 0 ? url : `${url}?${search.join('&')}`
+    }
+  }
+  return (operation, request = {}) => {
+    let build = built.get(operation)
+    if (build === undefined) built.set(operation, (build = builderOf(operation)))
+    return build(request)
   }
 }
 

@@ -38,7 +38,8 @@ export function retirement(operation: Operation, contract: Contract): Retirement
   const successorId = operation.lifecycle.deprecation.successor
   const successor = successorId === undefined ? undefined : contract.operations.get(successorId)!
   return (now, request) => {
-    const successorText = successor === undefined ? '' : `: use ${successorId}, ${successor.method} ${contract.successorUrl(operation, request)}`
+    // (asked at every request: the successor's request is written only when it is gone)
+    const successorText = () => (successor === undefined ? '' : `: use ${successorId}, ${successor.method} ${contract.successorUrl(operation, request)}`)
     const why = goneAt(operation.id, operation.lifecycle, now, successorText)
     return why === undefined ? undefined : new ApiError('gone', why)
   }
