@@ -46,6 +46,10 @@ t.test('every response of the deprecated getPet carries Deprecation, Sunset and 
     t.equal(response.status, status)
     t.match(response.headers, { ...expected, link: link(id) }, `${url} ${status}`)
   }
+  // (a value no request could be valid with, as long as a client likes, is left out: the Link keeps its bound)
+  const long = await call(t, app, { url: `/v1/pets/${'1'.repeat(101)}` })
+  t.equal(long.status, 400)
+  t.equal(long.headers.link, '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"', 'a value of 101 characters: the successor without it')
   t.ok(Date.parse(expected.sunset) > Number(expected.deprecation.slice(1)) * 1000, 'Sunset is later than Deprecation')
 })
 

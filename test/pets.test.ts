@@ -184,7 +184,8 @@ t.test('version 1: getPet answers 404 not_found for an unknown id and 400 for an
 
 t.test('unknown paths are 404 not_found; a known path with another method is 405 with Allow', async (t) => {
   const app = await build(t)
-  for (const url of ['/v9/pets', `${api}/pets/1`, `${api}/pets/1/owner`, `${api}/cats`, '/docs']) {
+  // (a path an older version serves, as /v2/pets/1 is version 1's getPet, says more: test/moved.test.ts)
+  for (const url of ['/v9/pets', `${api}/pets/1/owner`, `${api}/cats`, '/docs']) {
     const response = await call(t, app, { url })
     t.strictSame(response.json, { code: 'not_found', message: `No route GET ${url}`, status: 404 }, url)
   }

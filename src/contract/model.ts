@@ -362,6 +362,9 @@ function checkSuccessors(operations: ReadonlyMap<string, Operation>, problems: P
   }
 }
 
+/** The longest value a successor's URL carries, encoded: more than any id or filter takes. */
+const successorValueLength = 100
+
 /** Contract's successorUrl, over the operations of a document served under `basePath`. */
 function successorUrls(basePath: string, operations: ReadonlyMap<string, Operation>): Contract['successorUrl'] {
   // (asked at every answer of a deprecated operation: what the document decides is read once)
@@ -377,7 +380,9 @@ function successorUrls(basePath: string, operations: ReadonlyMap<string, Operati
       const search: string[] = []
       for (const parameter of parameters) {
         const value = values[parameter.in]?.[parameter.name]
-        if (value !== undefined) search.push(`${parameter.query}=${encodeURIComponent(String(value))}`)
+        const encoded = value === undefined ? '' : encodeURIComponent(String(value))
+        // (a value no valid request has, as long as a client likes, is left out: the Link stays short)
+        if (encoded !== '' && encoded.length <= successorValueLength) search.push(`${parameter.query}=${encoded}`)
       }
       return search.length === 0 ? url : `${url}?${search.join('&')}`
     }

@@ -284,8 +284,9 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   /** Deliveries held past their retry period end when it does (once a second: they wait for no
    * attempt, and a second is nothing to a period of hours). */
   const ender = setInterval(() => {
-    ending ??= queue
-      .endHeld(circuit.failures, heldPastRetryPeriod)
+    // (begun in a promise: on SQLite a locked file throws as the statement runs)
+    ending ??= Promise.resolve()
+      .then(() => queue.endHeld(circuit.failures, heldPastRetryPeriod))
       .then((ended) => {
         for (let i = 0; i < ended; i++) metrics.finished('failed')
       })
