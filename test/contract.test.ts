@@ -88,6 +88,10 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     const found = d.paths['/pets/{petId}']!.get!.responses['200'] as OpenAPIV3.ResponseObject
     delete found.headers!.Sunset
   }, /operation getPet: response 200 does not document Sunset/)
+  refused((d) => {
+    const found = d.paths['/pets/{petId}']!.get!.responses['200'] as OpenAPIV3.ResponseObject
+    delete found.headers
+  }, /operation getPet: response 200 does not document Deprecation, Sunset, Link/)
   refused((d) => void ((d as { 'x-service'?: unknown })['x-service'] = { limits: { requestBodyBytes: 0 } }), /x-service: limits.requestBodyBytes must be a whole number above 0, not 0/)
   refused((d) => void delete (d as Partial<OpenAPIV3.Document>).info, /^openapi.yaml: info.version: info.version undefined is not a version MAJOR.MINOR.PATCH$/m)
   refused((d) => void (d.info.version = 'one'), /^openapi.yaml: info.version: info.version "one" is not a version MAJOR.MINOR.PATCH$/m)

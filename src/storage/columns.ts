@@ -65,9 +65,8 @@ export interface Mapping<T> extends ColumnNames {
   read(values: unknown[]): T
   /** `insert ... returning list`, as a Select: the written properties are $1, $2…, and
    * `extra` columns the API does not show (an owner, say) follow them; with `onlyIf`, a
-   * condition, the row is inserted (and returned) only when it holds; with `unlessTaken`, a
-   * unique column, not when another row holds its value (then nothing is returned) */
-  insert(extra?: readonly string[], onlyIf?: string, unlessTaken?: string): Select<T>
+   * condition, the row is inserted (and returned) only when it holds */
+  insert(extra?: readonly string[], onlyIf?: string): Select<T>
   /** the parameters of `insert` for `row`, before those of the extra columns */
   values(row: Written<T>): unknown[]
 }
@@ -95,12 +94,11 @@ export function mapping<T extends { id: number }, Computed extends keyof T = nev
   return {
     ...names,
     read,
-    insert(extra = [], onlyIf, unlessTaken) {
+    insert(extra = [], onlyIf) {
       const into = [...written.map(([, column]) => nameOf(column)), ...extra]
       const values = into.map((_, i) => `$${i + 1}`).join(', ')
       const rows = onlyIf === undefined ? `values (${values})` : `select ${values} where ${onlyIf}`
-      const conflict = unlessTaken === undefined ? '' : ` on conflict (${unlessTaken}) do nothing`
-      return select(`insert into ${table} (${into.join(', ')}) ${rows}${conflict} returning ${list}`, read)
+      return select(`insert into ${table} (${into.join(', ')}) ${rows} returning ${list}`, read)
     },
     values: (row) =>
       written.map(([key, column]) => {
