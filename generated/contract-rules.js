@@ -433,17 +433,30 @@ function checkSuccessors(operations, problems) {
     }
   }
 }
+var successorValueLength = 100;
 function successorUrls(basePath, operations) {
-  return ({ lifecycle }, request = {}) => {
+  const built = /* @__PURE__ */ new Map();
+  const builderOf = ({ lifecycle }) => {
     const successor = lifecycle.deprecation?.successor;
     const target = successor === void 0 ? void 0 : operations.get(successor);
-    if (target === void 0) return void 0;
-    const values = { path: request.params, query: request.query };
-    const query = Object.entries(lifecycle.deprecation.successorParameters ?? {}).flatMap(([name, source]) => {
-      const value = values[source.in]?.[source.name];
-      return value === void 0 ? [] : [`${encodeURIComponent(name)}=${encodeURIComponent(String(value))}`];
-    });
-    return `${basePath}${target.path}${query.length === 0 ? "" : `?${query.join("&")}`}`;
+    if (target === void 0) return () => void 0;
+    const url = `${basePath}${target.path}`;
+    const parameters = Object.entries(lifecycle.deprecation.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }));
+    return ({ params, query }) => {
+      const values = { path: params, query };
+      const search = [];
+      for (const parameter of parameters) {
+        const value = values[parameter.in]?.[parameter.name];
+        const encoded = value === void 0 ? "" : encodeURIComponent(String(value));
+        if (encoded !== "" && encoded.length <= successorValueLength) search.push(`${parameter.query}=${encoded}`);
+      }
+      return search.length === 0 ? url : `${url}?${search.join("&")}`;
+    };
+  };
+  return (operation, request = {}) => {
+    let build = built.get(operation);
+    if (build === void 0) built.set(operation, build = builderOf(operation));
+    return build(request);
   };
 }
 function pathParams(basePath, { path }, requestPath) {
