@@ -25,7 +25,7 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
-import { keysOf } from '../src/contract/pointer.js'
+import { keysOf, resolvePointer } from '../src/contract/pointer.js'
 import { compareVersions, majorOfSpecFile, parseVersion } from '../src/contract/version.js'
 import { bundledSpec, bundleText, specPaths } from '../src/contract/load.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
@@ -111,12 +111,18 @@ const releasesIn = (released: string) =>
     .filter((name) => parseVersion(name) !== undefined)
     .sort(compare)
 
-/** The release a released `version` came after, of those in `released`: the last below it of its
- * major or an older one; none for the first release. */
-const releaseBefore = (version: string, released: string): string | undefined =>
-  releasesIn(released)
-    .filter((name) => parseVersion(name)![0] <= majorOf(version) && compare(name, version) < 0)
-    .at(-1)
+/** The releases made before a released `version`, of those in `released`: the entries below its
+ * own in `changelog` (newest first), as a later release of an older major (1.3.0 after 2.0.0) came
+ * after it though its number is lower. */
+const releasedBefore = (version: string, released: string, changelog: string): string[] => {
+  const listed = [...changelog.matchAll(/^## (\d+\.\d+\.\d+) \(/gm)].map((heading) => heading[1]!)
+  const below = new Set(listed.slice(listed.indexOf(version) + 1))
+  return releasesIn(released).filter((name) => below.has(name))
+}
+
+/** The release a released `version` came after: the last of its major before it, or for the first
+ * of a major the last of an older one, as `release` chose it; none for the first release. */
+const releaseBefore = (version: string, before: readonly string[]): string | undefined => before.filter((name) => parseVersion(name)![0] <= majorOf(version)).at(-1)
 
 export interface EntryOptions {
   version: string
@@ -151,11 +157,22 @@ export async function releaseEntry({ version, date, previous, current, allowed, 
     current,
     compatible: compatibleLines(changes, current, previous),
     allowed,
-    reviewed: [...new Set(reviewedLines(changes, accepted))],
+    reviewed: byReason(reviewedLines(changes, accepted)),
     // (within a major, the gate lets a new refusal through: listed apart, never as compatible)
     ...(firstOfMajor ? { breaking: lines() } : { refusals: lines('response-added') }),
     ...(correction !== undefined && { correction }),
   })
+}
+
+/** `GET /a: why` and `GET /b: why`, as one line `GET /a, GET /b: why`. */
+function byReason(lines: readonly string[]): string[] {
+  const wheres = new Map<string, Set<string>>()
+  for (const line of lines) {
+    const at = line.indexOf(': ')
+    const reason = line.slice(at + 2)
+    wheres.set(reason, (wheres.get(reason) ?? new Set()).add(line.slice(0, at)))
+  }
+  return [...wheres].map(([reason, where]) => `${[...where].join(', ')}: ${reason}`)
 }
 
 export interface CorrectionOptions {
@@ -181,14 +198,15 @@ export async function correct({ version, note, released = releasedDir, changelog
   if (heading === null) return { ok: false, lines: [`${relative(projectRoot, changelog)} has no entry of ${version} to correct`] }
   if (note.trim() === '' || note.includes('\n')) return { ok: false, lines: ['--correct takes one line: what the entry missed before'] }
   const date = heading[1]!
-  const last = releaseBefore(version, released)
+  const before = releasedBefore(version, released, text)
+  const last = releaseBefore(version, before)
   const previous = last === undefined ? {} : parse(readFileSync(join(released, `${last}.yaml`), 'utf8'))
   // what the gate let through when it was released: the releases before it, on its day
-  const before = mkdtempSync(join(tmpdir(), 'petstore-correct-'))
+  const then = mkdtempSync(join(tmpdir(), 'petstore-correct-'))
   try {
-    for (const name of releasesIn(released).filter((name) => compare(name, version) < 0)) writeFileSync(join(before, `${name}.yaml`), readFileSync(join(released, `${name}.yaml`)))
+    for (const name of before) writeFileSync(join(then, `${name}.yaml`), readFileSync(join(released, `${name}.yaml`)))
     // (the first release had nothing to be judged against)
-    const gate = last === undefined ? undefined : await checkBreaking({ spec: releasedFile, released: before, accepted, now: new Date(`${date}T00:00:00Z`) })
+    const gate = last === undefined ? undefined : await checkBreaking({ spec: releasedFile, released: then, accepted, now: new Date(`${date}T00:00:00Z`) })
     const written = await releaseEntry({
       version,
       date,
@@ -205,7 +223,7 @@ export async function correct({ version, note, released = releasedDir, changelog
     writeFileSync(changelog, `${text.slice(0, start)}${written}${end === text.length ? '' : '\n'}${text.slice(end)}`)
     return { ok: true, lines: [`corrected the entry of ${version} in ${relative(projectRoot, changelog)}, from ${[...(last === undefined ? [] : [join(released, `${last}.yaml`)]), releasedFile].map((file) => relative(projectRoot, file)).join(' and ')}`] }
   } finally {
-    rmSync(before, { recursive: true, force: true })
+    rmSync(then, { recursive: true, force: true })
   }
 }
 
@@ -234,24 +252,63 @@ function documentOf(major: number): string {
 /** The documents served with `spec`: the served ones, `spec` in place of the one of its name. */
 export const servedBeside = (spec: string) => specPaths.map((path) => (basename(path) === basename(spec) ? spec : path))
 
+/** What a client never sees change: an example, and the order the examples run in (the docs
+ * page's and the examples test's). The changelog leaves them out. */
+const documentationOnly = (parts: readonly string[]) =>
+  parts[0] === 'x-examples-order' || parts.some((key, i) => (key === 'example' || key === 'examples') && parts[i - 1] !== 'properties')
+
 /**
- * The compatible changes (rated minor), one line per operation and kind, each place by its part:
- * `GET /pets: added parameter \`id\` (query), response 200 body \`category\``. An operation or
- * event added is the entry's "Added". `current` and `previous` name the parameters and the items
- * of named lists (tags).
+ * The compatible changes (rated minor), one line per kind and operation, each place by its part:
+ * `GET /pets: added parameter \`id\` (query), response 200 header ETag`. A header added to several
+ * answers is named once with their statuses, and operations that changed alike share a line. An
+ * operation or event added is the entry's "Added"; examples are left out. `current` and
+ * `previous` name the parameters and the items of named lists (tags).
  */
 export function compatibleLines(changes: readonly Change[], current?: Record<string, any>, previous?: Record<string, any>): string[] {
-  const grouped = new Map<string, Set<string>>()
+  const grouped = new Map<string, { where: string; kind: string; whats: string[] }>()
   for (const change of changes) {
     if (change.impact !== 'minor') continue
     const parts = keysOf(change.path)
     const inOperation = parts[0] === 'paths' || parts[0] === 'webhooks'
-    if (inOperation && parts.length <= 3) continue
-    const what = inOperation ? partOf(change.path, current, previous)! : (namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!))
-    const key = `${whereOf(change.path)}: ${change.kind}`
-    grouped.set(key, (grouped.get(key) ?? new Set()).add(what))
+    if ((inOperation && parts.length <= 3) || documentationOnly(parts)) continue
+    const whats = inOperation ? partsOf(change, current, previous) : [namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!)]
+    const key = `${whereOf(change.path)}\0${change.kind}`
+    const group = grouped.get(key) ?? { where: whereOf(change.path), kind: change.kind, whats: [] }
+    group.whats.push(...whats)
+    grouped.set(key, group)
   }
-  return [...grouped].map(([key, whats]) => `${key} ${[...whats].join(', ')}`)
+  // operations that changed alike, one line
+  const alike = new Map<string, string[]>()
+  for (const { where, kind, whats } of grouped.values()) {
+    const said = `${kind} ${withHeadersJoined([...new Set(whats)]).join(', ')}`
+    alike.set(said, [...(alike.get(said) ?? []), where])
+  }
+  return [...alike].map(([said, wheres]) => `${wheres.join(', ')}: ${said}`)
+}
+
+/** The parts a change names: a list of parameters added at once, each parameter by its name. */
+function partsOf(change: Change, current?: Record<string, any>, previous?: Record<string, any>): string[] {
+  const list = keysOf(change.path).at(-1) === 'parameters' ? resolvePointer(change.kind === 'removed' ? previous : current, change.path) : undefined
+  if (!Array.isArray(list) || list.length === 0) return [partOf(change.path, current, previous)!]
+  return list.map((_, i) => partOf(`${change.path}/${i}`, current, previous)!)
+}
+
+/** `response 400 header Link`, `response 401 header Link`, ...: `header Link on responses 400, 401`;
+ * headers on the same answers named together. Any other part as it is. */
+function withHeadersJoined(whats: readonly string[]): string[] {
+  const statuses = new Map<string, string[]>()
+  const others: string[] = []
+  for (const what of whats) {
+    const header = /^response (\S+) header (\S+)$/.exec(what)
+    if (header === null) others.push(what)
+    else statuses.set(header[2]!, [...(statuses.get(header[2]!) ?? []), header[1]!])
+  }
+  const headers = new Map<string, string[]>()
+  for (const [header, on] of statuses) {
+    const answers = on.length === 1 ? `response ${on[0]}` : `responses ${on.join(', ')}`
+    headers.set(answers, [...(headers.get(answers) ?? []), header])
+  }
+  return [...others, ...[...headers].map(([answers, names]) => `${names.length === 1 ? 'header' : 'headers'} ${names.join(', ')} on ${answers}`)]
 }
 
 /** An item of a list that has a name (a tag, a parameter), by its name: `tag orders`, not `tags/1`. */

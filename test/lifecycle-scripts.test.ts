@@ -50,7 +50,7 @@ t.test('compatible changes, one line per place and kind', async (t) => {
       change('#/externalDocs'),
       { ...change('#/info'), impact: 'patch' as const },
     ]),
-    ['GET /pets: added response 429, response 200 header RateLimit, response 200 body `tag`, parameter 2', 'externalDocs: added externalDocs'],
+    ['GET /pets: added response 429, response 200 body `tag`, parameter 2, header RateLimit on response 200', 'externalDocs: added externalDocs'],
   )
   const named = {
     paths: { '/pets': { get: { parameters: [{}, { $ref: '#/components/parameters/Id' }, { name: 'after', in: 'query' }] } } },
@@ -66,6 +66,38 @@ t.test('compatible changes, one line per place and kind', async (t) => {
     compatibleLines([change('#/paths/~1pets/get/parameters/1', 'removed'), change('#/paths/~1pets/get/parameters/0', 'removed')], { paths: { '/pets': { get: {} } } }, named),
     ['GET /pets: removed parameter `id` (query), parameter 0'],
     'a parameter the newer document lacks: by its name in the older; one neither names: by its place',
+  )
+  t.strictSame(
+    compatibleLines(
+      [
+        change('#/paths/~1pets/get/parameters'),
+        change('#/paths/~1pets/get/responses/400/headers/Sunset'),
+        change('#/paths/~1pets/get/responses/400/headers/Link'),
+        change('#/paths/~1pets/get/responses/401/headers/Sunset'),
+        change('#/paths/~1pets/get/responses/401/headers/Link'),
+        change('#/paths/~1pets/get/responses/200/headers/ETag'),
+        change('#/paths/~1pets/get/parameters', 'removed'),
+        change('#/paths/~1orders/get/responses/200/headers/ETag'),
+        change('#/webhooks/pet.created/post/requestBody/content/application~1json/examples'),
+        change('#/paths/~1pets/post/responses/201/content/application~1json/example'),
+        change('#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/example'),
+        change('#/x-examples-order'),
+      ],
+      named,
+      { paths: { '/pets': { get: { parameters: [] } } } },
+    ),
+    [
+      'GET /pets: added parameter 0, parameter `id` (query), parameter `after` (query), headers Sunset, Link on responses 400, 401, header ETag on response 200',
+      'GET /pets: removed parameters',
+      'GET /orders: added header ETag on response 200',
+      'POST /pets: added response 201 body `example`',
+    ],
+    'a list of parameters by each name; a header once with its answers; examples and their order left out (a property named example kept)',
+  )
+  t.strictSame(
+    compatibleLines([change('#/paths/~1a/get/responses/304'), change('#/paths/~1b/get/responses/304'), change('#/paths/~1b/get/responses/412'), change('#/paths/~1c/get/responses/304')]),
+    ['GET /a, GET /c: added response 304', 'GET /b: added response 304, response 412'],
+    'operations that changed alike share a line',
   )
 })
 

@@ -146,7 +146,7 @@ t.test('a breaking difference the gate found that no change covers stops the sta
   const without = (name: string) => changes.filter((change) => change.name !== name)
   const noCategories = (t.throws(() => deriveVersions([v1, v2], without('category-object'), recorded)) as Error).message
   t.match(noCategories, /openapi-v2.yaml against openapi.yaml: GET \/pets, response 200 body `category`: Property `categoryId` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/)
-  t.match(noCategories, /POST \/pets, response 422: Response 422 was added: a request version 1\.2\.0 took may be refused\. \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /)
+  t.match(noCategories, /POST \/pets, response 422: Response 422 was added: a request version 1\.\d+\.\d+ took may be refused\. \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /)
   const noGetPet = (t.throws(() => deriveVersions([v1, v2], without('get-pet'), recorded)) as Error).message
   t.match(noGetPet, /Path `\/pets\/\{petId\}` was removed\. \(path-removed at #\/paths\/~1pets~1\{petId\}\): no change of version 1 covers it: write servedBy: \{ getPet: /)
   t.match(noGetPet, /POST \/pets, response 201 header Location: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/)
