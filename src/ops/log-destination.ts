@@ -3,9 +3,16 @@ import { destination } from 'pino'
 /** What one write to the log may carry: everything that came during the write before it. */
 const writeBytes = 4 * 1024 * 1024
 
+/** Lines wait until this many bytes have come (then one write takes them all)... */
+const batchBytes = 16 * 1024
+/** ...or at most this long (ms). */
+const batchMs = 50
+
 /**
  * Where the server's log lines go (stdout by default), written without holding requests back
- * and in bounded memory. Each write takes all the lines that came while the previous one was
+ * and in bounded memory. Lines are written together: once 16 KiB have come, or 50 ms after the
+ * last write, whichever is first (one write a line cost a request some 10 µs of CPU, a fifth of
+ * what a log line costs it); each write takes all the lines that came while the one before was
  * under way. (sonic-boom's defaults write 16 KiB at a time, one write per turn of the event
  * loop: under load the access log fell behind by a megabyte a second, held in memory, its lines
  * written ever later. Larger writes of text cost it a pass over the whole pending text at every
@@ -14,7 +21,8 @@ const writeBytes = 4 * 1024 * 1024
  * rather than the process's memory growing without end. What is held is written at exit.
  */
 export function logDestination(bufferBytes: number, fd = 1) {
-  const bytes = destination({ dest: fd, contentMode: 'buffer', maxWrite: Math.min(writeBytes, bufferBytes), maxLength: bufferBytes })
+  const maxWrite = Math.min(writeBytes, bufferBytes)
+  const bytes = destination({ dest: fd, contentMode: 'buffer', maxWrite, maxLength: bufferBytes, minLength: Math.min(batchBytes, maxWrite / 2), periodicFlush: batchMs })
   return {
     write: (line: string) => void bytes.write(Buffer.from(line) as never),
     /** `listener` is called for each line dropped */
