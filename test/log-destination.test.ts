@@ -38,3 +38,14 @@ t.test('lines that come faster than one write can take are all written, whole an
   // sonic-boom's defaults take 16 KiB a write: some 250 writes for these 4 MB
   t.ok(writes <= 5, `in ${writes} writes: each takes what came during the one before`)
 })
+
+t.test('a line alone, with none after it, is written within the 50 ms tick', async (t) => {
+  const file = join(mkdtempSync(join(tmpdir(), 'petstore-log-')), 'log')
+  const log = logDestination(16 * 1024 * 1024, openSync(file, 'w'))
+  const line = `${JSON.stringify({ msg: 'alone' })}\n`
+  log.write(line)
+  const started = performance.now()
+  while (readFileSync(file, 'utf8') === '' && performance.now() - started < 2_000) await new Promise((resolve) => setTimeout(resolve, 5))
+  t.equal(readFileSync(file, 'utf8'), line)
+  t.ok(performance.now() - started < 500, `written after ${Math.round(performance.now() - started)} ms`)
+})

@@ -5,6 +5,21 @@ import type { Database, Dialect } from './database.js'
 import { keysChannel } from './key-changes.js'
 
 /**
+ * The tables whose rows API reads show, and the columns of each whose change they show (all
+ * where undefined): what the store's revision counts (migrations 0013 and 0014). Not the internal
+ * ones: outbox events (a delivery shows its event, written with it and never changed), usage,
+ * rate limits, keys (a key's view is the tag's own part), Idempotency-Keys; nor a delivery's
+ * lease, which no read shows and which changes at every claim.
+ */
+const revisedTables = {
+  pets: undefined,
+  categories: undefined,
+  orders: undefined,
+  webhook_subscriptions: undefined,
+  webhook_deliveries: ['subscription_id', 'event_id', 'status', 'attempts', 'next_attempt_at', 'give_up_at', 'last_status', 'last_error', 'created_at', 'finished_at'],
+} satisfies Record<string, string[] | undefined>
+
+/**
  * The schema's history, oldest first. A released migration is never edited: a change is a new
  * entry. Kysely applies the pending ones in one transaction while holding a lock (an advisory
  * lock on PostgreSQL; on SQLite the write lock that BEGIN IMMEDIATE takes, see database.ts), so
@@ -296,18 +311,7 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           .addColumn('writer', 'integer', (c) => c.primaryKey())
           .addColumn('revision', 'bigint', (c) => c.notNull())
           .execute()
-        // The tables whose rows API reads show, and the columns of each whose change they show
-        // (all where undefined). Not the internal ones: outbox events (a delivery shows its event,
-        // written with it and never changed), usage, rate limits, keys (a key's view is the tag's
-        // own part), Idempotency-Keys; nor a delivery's lease, which no read shows and which
-        // changes at every claim.
-        const tables = Object.entries({
-          pets: undefined,
-          categories: undefined,
-          orders: undefined,
-          webhook_subscriptions: undefined,
-          webhook_deliveries: ['subscription_id', 'event_id', 'status', 'attempts', 'next_attempt_at', 'give_up_at', 'last_status', 'last_error', 'created_at', 'finished_at'],
-        } satisfies Record<string, string[] | undefined>)
+        const tables = Object.entries(revisedTables)
         // PostgreSQL: a writer adds to the row of its own connection (its backend's pid, made by
         // the first write), which no other transaction at the same time touches: writers at once
         // take no lock in common, so none waits for another's commit, and no two can deadlock
@@ -335,6 +339,47 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
                 begin update store_revision set revision = revision + 1; end`.execute(db)
             }
           }
+        }
+      },
+    },
+    '0014_revision_of_changed_rows': {
+      // PostgreSQL fires a statement's trigger whatever the statement changed, nothing included:
+      // a periodic job's update that found nothing to do (the held deliveries', every few
+      // seconds) moved the revision, and with it every page's tag, so that a client polling a
+      // page was answered 200 where 304 was due. Each trigger now looks at the rows the statement
+      // changed (its transition tables), and for a table whose reads show some columns only,
+      // whether one of those changed. (SQLite's triggers are per row: they fire for rows changed.)
+      async up(db) {
+        if (dialect !== 'postgres') return
+        const revise = sql`insert into store_revision (writer, revision) values (pg_backend_pid(), 1)
+          on conflict (writer) do update set revision = store_revision.revision + 1;`
+        await sql`create function petstore_revise_changed() returns trigger language plpgsql as $$
+          begin
+            if exists (select 1 from changed) then ${revise} end if;
+            return null;
+          end $$`.execute(db)
+        for (const [table, columns] of Object.entries(revisedTables)) {
+          const named = (event: string) => sql.id(`${table}_revise_${event}`)
+          await sql`drop trigger ${sql.id(`${table}_revise`)} on ${sql.table(table)}`.execute(db)
+          await sql`create trigger ${named('insert')} after insert on ${sql.table(table)}
+            referencing new table as changed for each statement execute function petstore_revise_changed()`.execute(db)
+          await sql`create trigger ${named('delete')} after delete on ${sql.table(table)}
+            referencing old table as changed for each statement execute function petstore_revise_changed()`.execute(db)
+          await sql`create trigger ${named('truncate')} after truncate on ${sql.table(table)} for each statement execute function petstore_revise()`.execute(db)
+          if (columns === undefined) {
+            await sql`create trigger ${named('update')} after update on ${sql.table(table)}
+              referencing new table as changed for each statement execute function petstore_revise_changed()`.execute(db)
+            continue
+          }
+          // (a trigger with transition tables takes no column list: the function compares them)
+          const row = (alias: string) => sql.join(columns.map((column) => sql.ref(`${alias}.${column}`)))
+          await sql`create function ${named('update')}() returns trigger language plpgsql as $$
+            begin
+              if exists (select 1 from changed n join before_rows o on n.id = o.id where (${row('n')}) is distinct from (${row('o')})) then ${revise} end if;
+              return null;
+            end $$`.execute(db)
+          await sql`create trigger ${named('update')} after update on ${sql.table(table)}
+            referencing old table as before_rows new table as changed for each statement execute function ${named('update')}()`.execute(db)
         }
       },
     },
