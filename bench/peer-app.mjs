@@ -71,8 +71,9 @@ const protective = { 'X-Content-Type-Options': 'nosniff', 'Cache-Control': 'no-s
 const lifecycle = {
   Deprecation: '@1795219200',
   Sunset: 'Thu, 05 Dec 2030 00:00:00 GMT',
-  Link: '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"',
 }
+// its successor's request that reads the same pet
+const successorLink = (petId) => `</v1/pets?id=${petId}>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"`
 
 // the store orders are experimental (openapi.yaml: x-stability)
 const experimental = { 'API-Stability': 'experimental' }
@@ -210,8 +211,8 @@ export async function startPeer(store) {
         response: { 200: pet, '4xx': error },
       },
       onRequest: [
-        (_request, reply, done) => {
-          reply.headers(lifecycle)
+        (request, reply, done) => {
+          reply.headers(lifecycle).header('Link', successorLink(request.params.petId))
           done()
         },
         authenticate,
