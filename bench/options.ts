@@ -7,6 +7,8 @@ const orderWriteNames = ['placeOrder, Idempotency-Key', 'updateOrder']
 export const orderScenarioNames = ['getOrder', 'listOrders limit=20, status', ...orderWriteNames]
 export const scenarioNames = [...petScenarioNames, ...orderScenarioNames]
 const shortName = (name: string) => name.split(/[ ,]/)[0]!
+/** What --profile-scenario calls a pet scenario: its first word, `listPets-304` for the page revalidated. */
+export const profileName = (name: string) => name.replace(/^listPets 304 /, 'listPets-304 ').split(/[ ,]/)[0]!
 
 /** Phases that --skip can leave out. */
 const phases = ['main', 'checks', 'webhooks', 'start', 'rss'] as const
@@ -26,6 +28,8 @@ export interface BenchOptions {
   scale: boolean
   scalePets: number
   profile: boolean
+  /** the pet scenario profiled (--profile-scenario, by its profileName) */
+  profileScenario: string
   smoke: boolean
   keep: boolean
   /** load generator and servers on the same cores, as the scheduler likes (--shared-cores) */
@@ -78,6 +82,7 @@ const flagOptions = {
   scale: { type: 'boolean', default: false },
   'scale-pets': { type: 'string', default: '1000000' },
   profile: { type: 'boolean', default: false },
+  'profile-scenario': { type: 'string', default: 'getPet' },
   skip: { type: 'string', default: '' },
   smoke: { type: 'boolean', default: false },
   keep: { type: 'boolean', default: false },
@@ -109,6 +114,7 @@ export function readOptions(args: string[]): BenchOptions {
   for (const name of chosen) {
     if (!scenarioNames.some((full) => shortName(full) === name)) usage(`--scenarios takes ${scenarioNames.map(shortName).join(', ')}, not ${name}`)
   }
+  if (!petScenarioNames.some((name) => profileName(name) === flags['profile-scenario'])) usage(`--profile-scenario takes ${petScenarioNames.map(profileName).join(', ')}, not ${flags['profile-scenario']}`)
   const wantedScenario = (name: string) => chosen.includes(shortName(name))
   const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
   for (const phase of skipped) if (!(phases as readonly string[]).includes(phase)) usage(`--skip takes ${phases.join(', ')}, not ${phase}`)
@@ -125,6 +131,7 @@ export function readOptions(args: string[]): BenchOptions {
     scale: flags.scale,
     scalePets: Math.round(count('scale-pets', flags['scale-pets'], 1_000_000)),
     profile: flags.profile,
+    profileScenario: flags['profile-scenario'],
     smoke,
     keep: flags.keep,
     sharedCores: flags['shared-cores'],

@@ -3,18 +3,20 @@ import { mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { projectRoot } from '../src/core/paths.js'
 import { load, type Measurement, progress } from './load.js'
+import { profileName } from './options.js'
 import { fmt } from './report.js'
 import { petScenarios } from './scenarios.js'
 import { type Servers, stop } from './servers.js'
 import type { Store } from './stores.js'
 
-/** CPU profiles of getPet on `store`: service (env key, stored key) and peer, all without logs (the
- * access log would be most of either profile), each under load for the duration of a
- * measurement (at least 5 s), summarised by bench/profile-summary.mjs. */
-export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number }): Promise<string> {
+/** CPU profiles of a pet scenario (getPet unless --profile-scenario names another) on `store`:
+ * service (env key, stored key) and peer, all without logs (the access log would be most of
+ * either profile), each under load for the duration of a measurement (at least 5 s), summarised
+ * by bench/profile-summary.mjs. */
+export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number; profileScenario: string }): Promise<string> {
   const dir = join(workDir, 'profiles', store.name)
   const sections: string[] = []
-  const getPet = petScenarios(plan.pets)[0]!
+  const scenario = petScenarios(plan.pets).find(({ name }) => profileName(name) === plan.profileScenario)!
   for (const which of ['env', 'stored', 'peer'] as const) {
     const out = join(dir, which)
     mkdirSync(out, { recursive: true })
@@ -23,7 +25,7 @@ export async function profiles(servers: Servers, store: Store, workDir: string, 
       which === 'peer'
         ? await servers.peer('profile peer', store.url, 'off', nodeArgs)
         : await servers.project(`profile project, ${which} key`, store.url, which, store.storedKey, 'off', nodeArgs)
-    progress(`profile: ${target.name}, getPet`)
+    progress(`profile: ${target.name}, ${scenario.name}`)
     let measured: Measurement
     // the samples taken under load only, without the start-up (the profile's clock is this one)
     const micros = () => String(process.hrtime.bigint() / 1000n)
@@ -31,7 +33,7 @@ export async function profiles(servers: Servers, store: Store, workDir: string, 
     let to: string
     try {
       from = micros()
-      measured = await load(target, [getPet], Math.max(plan.duration, 5), plan.connections)
+      measured = await load(target, [scenario], Math.max(plan.duration, 5), plan.connections)
       to = micros()
     } finally {
       await stop(target)
