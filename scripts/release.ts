@@ -265,22 +265,25 @@ const documentationOnly = (parts: readonly string[]) =>
  * `previous` name the parameters and the items of named lists (tags).
  */
 export function compatibleLines(changes: readonly Change[], current?: Record<string, any>, previous?: Record<string, any>): string[] {
-  const grouped = new Map<string, { where: string; kind: string; whats: string[] }>()
+  type Group = { where: string; kind: string; whats: Set<string>; headers: Map<string, string[]> }
+  const grouped = new Map<string, Group>()
   for (const change of changes) {
     if (change.impact !== 'minor') continue
     const parts = keysOf(change.path)
     const inOperation = parts[0] === 'paths' || parts[0] === 'webhooks'
     if ((inOperation && parts.length <= 3) || documentationOnly(parts)) continue
-    const whats = inOperation ? partsOf(change, current, previous) : [namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!)]
     const key = `${whereOf(change.path)}\0${change.kind}`
-    const group = grouped.get(key) ?? { where: whereOf(change.path), kind: change.kind, whats: [] }
-    group.whats.push(...whats)
+    const group = grouped.get(key) ?? { where: whereOf(change.path), kind: change.kind, whats: new Set(), headers: new Map() }
     grouped.set(key, group)
+    // (a header of an answer: kept by name, its statuses gathered, to be named once)
+    const [, , , section, status, headers, header] = parts
+    if (inOperation && section === 'responses' && headers === 'headers' && parts.length === 7) group.headers.set(header!, [...(group.headers.get(header!) ?? []), status!])
+    else for (const what of inOperation ? partsOf(change, current, previous) : [namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!)]) group.whats.add(what)
   }
   // operations that changed alike, one line
   const alike = new Map<string, string[]>()
-  for (const { where, kind, whats } of grouped.values()) {
-    const said = `${kind} ${withHeadersJoined([...new Set(whats)]).join(', ')}`
+  for (const { where, kind, whats, headers } of grouped.values()) {
+    const said = `${kind} ${[...whats, ...headersOn(headers)].join(', ')}`
     alike.set(said, [...(alike.get(said) ?? []), where])
   }
   return [...alike].map(([said, wheres]) => `${wheres.join(', ')}: ${said}`)
@@ -293,22 +296,15 @@ function partsOf(change: Change, current?: Record<string, any>, previous?: Recor
   return list.map((_, i) => partOf(`${change.path}/${i}`, current, previous)!)
 }
 
-/** `response 400 header Link`, `response 401 header Link`, ...: `header Link on responses 400, 401`;
- * headers on the same answers named together. Any other part as it is. */
-function withHeadersJoined(whats: readonly string[]): string[] {
-  const statuses = new Map<string, string[]>()
-  const others: string[] = []
-  for (const what of whats) {
-    const header = /^response (\S+) header (\S+)$/.exec(what)
-    if (header === null) others.push(what)
-    else statuses.set(header[2]!, [...(statuses.get(header[2]!) ?? []), header[1]!])
-  }
+/** Headers by the statuses of the answers they were added to: `header Link on responses 400,
+ * 401`, headers on the same answers named together. */
+function headersOn(statuses: ReadonlyMap<string, string[]>): string[] {
   const headers = new Map<string, string[]>()
   for (const [header, on] of statuses) {
     const answers = on.length === 1 ? `response ${on[0]}` : `responses ${on.join(', ')}`
     headers.set(answers, [...(headers.get(answers) ?? []), header])
   }
-  return [...others, ...[...headers].map(([answers, names]) => `${names.length === 1 ? 'header' : 'headers'} ${names.join(', ')} on ${answers}`)]
+  return [...headers].map(([answers, names]) => `${names.length === 1 ? 'header' : 'headers'} ${names.join(', ')} on ${answers}`)
 }
 
 /** An item of a list that has a name (a tag, a parameter), by its name: `tag orders`, not `tags/1`. */

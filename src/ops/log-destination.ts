@@ -3,7 +3,8 @@ import { destination } from 'pino'
 /** What one write to the log may carry: everything that came during the write before it. */
 const writeBytes = 4 * 1024 * 1024
 
-/** Lines wait until this many bytes have come (then one write takes them all)... */
+/** Lines wait until this many bytes have come (then one write takes them all): below any
+ * write's size, as LOG_BUFFER_BYTES is at least 64 KiB... */
 const batchBytes = 16 * 1024
 /** ...or at most this long (ms). */
 const batchMs = 50
@@ -23,7 +24,7 @@ const batchMs = 50
  */
 export function logDestination(bufferBytes: number, fd = 1) {
   const maxWrite = Math.min(writeBytes, bufferBytes)
-  const bytes = destination({ dest: fd, contentMode: 'buffer', maxWrite, maxLength: bufferBytes, minLength: Math.min(batchBytes, maxWrite / 2), periodicFlush: batchMs })
+  const bytes = destination({ dest: fd, contentMode: 'buffer', maxWrite, maxLength: bufferBytes, minLength: batchBytes, periodicFlush: batchMs })
   return {
     write: (line: string) => void bytes.write(Buffer.from(line) as never),
     /** `listener` is called for each line dropped */
