@@ -216,9 +216,11 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
   const revision = operationsOf(document as unknown as Record<string, any>)
   const revised = new Map(revision.map((operation) => [operation.name, operation.lifecycle]))
   const findings: ReleaseFindings[] = []
-  for (const release of sameMajor) {
+  // (each comparison is a redocly process of its own: they run side by side)
+  const diffs = await Promise.all(sameMajor.map((release) => diff(release.file, bundled)))
+  for (const [index, release] of sameMajor.entries()) {
     const base = operations.get(release)!
-    const { breaking, allowed } = classify(await diff(release.file, bundled), acceptedChanges, {
+    const { breaking, allowed } = classify(diffs[index]!, acceptedChanges, {
       base,
       latest: latestOf,
       revision: revised,
