@@ -51,6 +51,7 @@ const run = fc.record({
   pets: fc.array(fc.constantFrom('available' as const, 'available' as const, 'pending' as const, 'sold' as const), { minLength: 1, maxLength: 5 }),
   groups: fc.array(fc.array(action, { minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 8 }),
 })
+type Run = typeof run extends fc.Arbitrary<infer Value> ? Value : never
 
 interface Pet {
   id: number
@@ -102,7 +103,7 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
   const count = (key: string) => seen.set(key, (seen.get(key) ?? 0) + 1)
 
   let runs = 0
-  const property = fc.asyncProperty(run, async ({ pets: initial, groups }) => {
+  const oneRun = async ({ pets: initial, groups }: Run) => {
     // pets and orders of this run, referred to by index; keys of this run's own
     const pets: number[] = []
     const orders: number[] = []
@@ -138,6 +139,14 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
     const theirOrders = (await all<Order>(t, app, `${api}/store/orders`)).filter((order) => pets.includes(order.petId))
     const problems = disagreements(mine, theirOrders, createdAs)
     if (problems.length > 0) throw new Error(problems.join('\n'))
+  }
+  // the run under way: the time limit ends the check without waiting for it, and it must end
+  // (its requests answered and checked) before the test and its app do
+  let underWay: Promise<unknown> = Promise.resolve()
+  const property = fc.asyncProperty(run, (actions) => {
+    const running = oneRun(actions)
+    underWay = running.catch(() => undefined)
+    return running
   })
   const started = Date.now()
   const details = await fc.check(property, {
@@ -145,6 +154,7 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
     ...(process.env.FC_SEED && { seed: Number(process.env.FC_SEED) }),
     plugins: [fc.interruptAfterTimeLimit(timeLimitMs)],
   })
+  await underWay
   t.comment(`${details.numRuns} runs in ${Date.now() - started} ms (seed ${details.seed}): ${[...seen].sort().map(([key, n]) => `${key}×${n}`).join(', ')}`)
   if (details.failed) return t.fail(fc.defaultReportMessage(details) ?? 'the property failed')
   t.ok(details.numRuns >= Math.min(numRuns, 10), `the pets and their orders agreed after each of ${details.numRuns} runs`)
