@@ -30,6 +30,8 @@ export interface BenchOptions {
   profile: boolean
   /** the pet scenario profiled (--profile-scenario, by its profileName) */
   profileScenario: string
+  /** whether the profiled servers write their access log (--profile-logs) */
+  profileLogs: 'on' | 'off'
   smoke: boolean
   keep: boolean
   /** load generator and servers on the same cores, as the scheduler likes (--shared-cores) */
@@ -83,6 +85,7 @@ const flagOptions = {
   'scale-pets': { type: 'string', default: '1000000' },
   profile: { type: 'boolean', default: false },
   'profile-scenario': { type: 'string', default: 'getPet' },
+  'profile-logs': { type: 'string', default: 'off' },
   skip: { type: 'string', default: '' },
   smoke: { type: 'boolean', default: false },
   keep: { type: 'boolean', default: false },
@@ -114,6 +117,7 @@ export function readOptions(args: string[]): BenchOptions {
   for (const name of chosen) {
     if (!scenarioNames.some((full) => shortName(full) === name)) usage(`--scenarios takes ${scenarioNames.map(shortName).join(', ')}, not ${name}`)
   }
+  if (flags['profile-logs'] !== 'on' && flags['profile-logs'] !== 'off') usage(`--profile-logs takes on or off, not ${flags['profile-logs']}`)
   if (!petScenarioNames.some((name) => profileName(name) === flags['profile-scenario'])) usage(`--profile-scenario takes ${petScenarioNames.map(profileName).join(', ')}, not ${flags['profile-scenario']}`)
   const wantedScenario = (name: string) => chosen.includes(shortName(name))
   const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
@@ -132,6 +136,7 @@ export function readOptions(args: string[]): BenchOptions {
     scalePets: Math.round(count('scale-pets', flags['scale-pets'], 1_000_000)),
     profile: flags.profile,
     profileScenario: flags['profile-scenario'],
+    profileLogs: flags['profile-logs'] as 'on' | 'off',
     smoke,
     keep: flags.keep,
     sharedCores: flags['shared-cores'],

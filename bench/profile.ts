@@ -10,10 +10,10 @@ import { type Servers, stop } from './servers.js'
 import type { Store } from './stores.js'
 
 /** CPU profiles of a pet scenario (getPet unless --profile-scenario names another) on `store`:
- * service (env key, stored key) and peer, all without logs (the access log would be most of
- * either profile), each under load for the duration of a measurement (at least 5 s), summarised
+ * service (env key, stored key) and peer, all without logs unless --profile-logs on (the access
+ * log would be much of either profile), each under load for the duration of a measurement (at least 5 s), summarised
  * by bench/profile-summary.mjs. */
-export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number; profileScenario: string }): Promise<string> {
+export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number; profileScenario: string; profileLogs: 'on' | 'off' }): Promise<string> {
   const dir = join(workDir, 'profiles', store.name)
   const sections: string[] = []
   const scenario = petScenarios(plan.pets).find(({ name }) => profileName(name) === plan.profileScenario)!
@@ -23,8 +23,8 @@ export async function profiles(servers: Servers, store: Store, workDir: string, 
     const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${out}`]
     const target =
       which === 'peer'
-        ? await servers.peer('profile peer', store.url, 'off', nodeArgs)
-        : await servers.project(`profile project, ${which} key`, store.url, which, store.storedKey, 'off', nodeArgs)
+        ? await servers.peer('profile peer', store.url, plan.profileLogs, nodeArgs)
+        : await servers.project(`profile project, ${which} key`, store.url, which, store.storedKey, plan.profileLogs, nodeArgs)
     progress(`profile: ${target.name}, ${scenario.name}`)
     let measured: Measurement
     // the samples taken under load only, without the start-up (the profile's clock is this one)

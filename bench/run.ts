@@ -39,6 +39,7 @@
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
  *   --profile           also CPU profiles of getPet on each store (service with each key, peer; logs off)
  *   --profile-scenario NAME  the scenario profiled instead: listPets, listPets@v2, listPets-304
+ *   --profile-logs on   profile with the access log written (off by default)
  *                       (the page revalidated, 304) or createPet
  *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up (unless --warm-up)
@@ -188,7 +189,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
 
   if (options.profile) {
     for (const store of storeList) {
-      console.log(`\n### CPU profile, ${options.profileScenario} on ${store.name}, logs off (self time)\n\n${await profiles(running, store, workDir, options)}`)
+      console.log(`\n### CPU profile, ${options.profileScenario} on ${store.name}, logs ${options.profileLogs} (self time)\n\n${await profiles(running, store, workDir, options)}`)
     }
   }
 
