@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import type { Logs } from './servers.js'
 
 /** The main scenarios, in the order of the table; --scenarios names them by their first word. */
 export const petScenarioNames = ['getPet', 'listPets limit=20, status', 'listPets@v2 limit=20, status', 'listPets 304 limit=20, status', 'createPet']
@@ -31,7 +32,7 @@ export interface BenchOptions {
   /** the pet scenario profiled (--profile-scenario, by its profileName) */
   profileScenario: string
   /** whether the profiled servers write their access log (--profile-logs) */
-  profileLogs: 'on' | 'off'
+  profileLogs: Logs
   smoke: boolean
   keep: boolean
   /** load generator and servers on the same cores, as the scheduler likes (--shared-cores) */
@@ -136,7 +137,7 @@ export function readOptions(args: string[]): BenchOptions {
     scalePets: Math.round(count('scale-pets', flags['scale-pets'], 1_000_000)),
     profile: flags.profile,
     profileScenario: flags['profile-scenario'],
-    profileLogs: flags['profile-logs'] as 'on' | 'off',
+    profileLogs: flags['profile-logs'] as Logs,
     smoke,
     keep: flags.keep,
     sharedCores: flags['shared-cores'],

@@ -6,14 +6,14 @@ import { load, type Measurement, progress } from './load.js'
 import { profileName } from './options.js'
 import { fmt } from './report.js'
 import { petScenarios } from './scenarios.js'
-import { type Servers, stop } from './servers.js'
+import { type Logs, type Servers, stop } from './servers.js'
 import type { Store } from './stores.js'
 
 /** CPU profiles of a pet scenario (getPet unless --profile-scenario names another) on `store`:
  * service (env key, stored key) and peer, all without logs unless --profile-logs on (the access
- * log would be much of either profile), each under load for the duration of a measurement (at least 5 s), summarised
- * by bench/profile-summary.mjs. */
-export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number; profileScenario: string; profileLogs: 'on' | 'off' }): Promise<string> {
+ * log would be much of either profile), each under load for the duration of a measurement (at
+ * least 5 s), summarised by bench/profile-summary.mjs. */
+export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number; profileScenario: string; profileLogs: Logs }): Promise<string> {
   const dir = join(workDir, 'profiles', store.name)
   const sections: string[] = []
   const scenario = petScenarios(plan.pets).find(({ name }) => profileName(name) === plan.profileScenario)!

@@ -39,8 +39,8 @@
  *   --scale             also the scale rows (seeds --scale-pets, default 1000000, per store)
  *   --profile           also CPU profiles of getPet on each store (service with each key, peer; logs off)
  *   --profile-scenario NAME  the scenario profiled instead: listPets, listPets@v2, listPets-304
- *   --profile-logs on   profile with the access log written (off by default)
  *                       (the page revalidated, 304) or createPet
+ *   --profile-logs on   profile with the access log written (off by default)
  *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up (unless --warm-up)
  *   --keep              keep the work directory (databases, logs, profiles)

@@ -58,24 +58,19 @@ export async function diff(base: string, revision: string): Promise<Change[]> {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-diff-'))
   try {
     const report = join(dir, 'diff.json')
+    // (a program of its own: this process's NODE_OPTIONS, a loader or a test runner's hooks, are not for it)
+    const { NODE_OPTIONS: _, ...env } = process.env
     // --fail-on none: the verdict is ours, from the report; an exit status other than 0 is
     // redocly failing to read a document
     await promisify(execFile)(process.execPath, [cli, 'diff', base, revision, '--format=json', '--fail-on=none', `--config=${diffConfig}`, `--output=${report}`], {
       cwd: projectRoot,
-      // (a program of its own: this process's NODE_OPTIONS, a loader or a test runner's hooks, are not for it)
-      env: { ...withoutNodeOptions(process.env), REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true' },
+      env: { ...env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true' },
       timeout: 60_000,
     })
     return (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
-}
-
-/** `env` without NODE_OPTIONS. */
-function withoutNodeOptions(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const { NODE_OPTIONS: _, ...rest } = env
-  return rest
 }
 
 /** `node` with every local `$ref` in it written out; a `$ref` inside what it names (a recursive

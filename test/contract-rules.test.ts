@@ -33,7 +33,6 @@ function written(t: Test, document: Spec): string {
   return file
 }
 
-
 // the day the gate judges on: before getPet's sunset
 const now = new Date('2027-01-01T00:00:00Z')
 
