@@ -9,6 +9,7 @@ import { loadContracts } from './contract/load.js'
 import type { Contract } from './contract/model.js'
 import { servedTogether } from './contract/served.js'
 import { changelogPath } from './core/paths.js'
+import { sharedRead } from './core/shared-read.js'
 import docs from './docs/plugin.js'
 import { generatedCompilers } from './http/compilers.js'
 import type { OperationHandlers } from './http/handlers.js'
@@ -106,6 +107,9 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(webhooks, { ...options, show: (type, fields, major) => versions.showEvent(type, petEvents[type]?.(fields) ?? fields, major) })
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
   const newest: OperationHandlers = { ...app.petOperations, ...app.categoryOperations, ...app.orderOperations, ...app.webhookOperations }
+  // (asked of app.storage each time: a test may interleave a write with it; one read serves
+  // every request of a turn that asks, see shared-read.ts)
+  const revision = sharedRead(() => app.storage.revision())
   for (const served of contracts) {
     await app.register(operations, {
       contract: served,
@@ -113,8 +117,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
       guardOf: app.access.guardOf,
       clock: options.clock ?? Date.now,
       callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),
-      // (asked of app.storage each time: a test may interleave a write with it)
-      revision: () => app.storage.revision(),
+      revision,
     })
   }
   return app

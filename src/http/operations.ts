@@ -1,7 +1,8 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify'
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import { endOfTurn } from '../core/shared-read.js'
 import { revisionTagging, tagging } from './conditional.js'
 import { contractRoutes } from './contract-routes.js'
 import { answer, type OperationHandlers } from './handlers.js'
@@ -88,13 +89,23 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     // (its 200 tagged, and answered 304 to a matching If-None-Match, where its definition says so)
     const tag = tagging(operation, major)
     if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
-    // (a page's tag known before it is read, and its 304 answered before the handler runs)
-    const known = revisionTagging(operation, contract, revision)
-    if (known !== undefined) route.preHandler = [known, ...[route.preHandler ?? []].flat()]
+    // (a page's tag known before it is read, and its 304 answered before the handler runs; the
+    // revision is read at the end of the turn, so a page is answered then, as any read is)
+    const waited = revisionTagging(operation, contract, revision) ?? (operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
+    if (waited !== undefined) route.preHandler = [waited, ...[route.preHandler ?? []].flat()]
   }
   const handlerOf = (operationId: string) => answering(served[operationId]!, contract.operations.get(operationId)!.lifecycle.deprecation !== undefined)
   await contractRoutes(app, { contract, handlerOf, onRoute })
 }
+
+/**
+ * The reads of a turn of the event loop are answered together, at its end, once every
+ * connection that was readable has been read: under load, each turn then takes in and answers
+ * tens of requests where it took in and answered a few, and the loop's own work (the wait for
+ * sockets, the timers) is shared by them (measured: docs/benchmarks.md). A request alone
+ * waits for the end of its turn: microseconds.
+ */
+const answeredAtEndOfTurn: preHandlerHookHandler = (_request, _reply, done) => void endOfTurn().then(() => done())
 
 type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> | undefined } | ApiError
 type GenericHandler = (request: FastifyRequest, reply: FastifyReply, respond: typeof answer) => MaybePromise<GenericAnswer>
