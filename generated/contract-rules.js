@@ -443,14 +443,13 @@ function successorUrls(basePath, operations) {
     const url = `${basePath}${target.path}`;
     const parameters = Object.entries(lifecycle.deprecation.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }));
     return ({ params, query }) => {
-      const values = { path: params, query };
-      const search = [];
+      let search = "";
       for (const parameter of parameters) {
-        const value = values[parameter.in]?.[parameter.name];
-        const encoded = value === void 0 ? "" : encodeURIComponent(String(value));
-        if (encoded !== "" && encoded.length <= successorValueLength) search.push(`${parameter.query}=${encoded}`);
+        const value = (parameter.in === "path" ? params : query)?.[parameter.name];
+        const encoded = value === void 0 ? "" : typeof value === "number" ? String(value) : encodeURIComponent(String(value));
+        if (encoded !== "" && encoded.length <= successorValueLength) search += `${search === "" ? "?" : "&"}${parameter.query}=${encoded}`;
       }
-      return search.length === 0 ? url : `${url}?${search.join("&")}`;
+      return url + search;
     };
   };
   return (operation, request = {}) => {
