@@ -443,13 +443,14 @@ function successorUrls(basePath, operations) {
     const url = `${basePath}${target.path}`;
     const parameters = Object.entries(lifecycle.deprecation.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }));
     return ({ params, query }) => {
-      let search = "";
+      const values = { path: params, query };
+      const search = [];
       for (const parameter of parameters) {
-        const value = (parameter.in === "path" ? params : query)?.[parameter.name];
-        const encoded = value === void 0 ? "" : typeof value === "number" ? String(value) : encodeURIComponent(String(value));
-        if (encoded !== "" && encoded.length <= successorValueLength) search += `${search === "" ? "?" : "&"}${parameter.query}=${encoded}`;
+        const value = values[parameter.in]?.[parameter.name];
+        const encoded = value === void 0 ? "" : encodeURIComponent(String(value));
+        if (encoded !== "" && encoded.length <= successorValueLength) search.push(`${parameter.query}=${encoded}`);
       }
-      return url + search;
+      return search.length === 0 ? url : `${url}?${search.join("&")}`;
     };
   };
   return (operation, request = {}) => {

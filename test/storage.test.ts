@@ -186,14 +186,21 @@ async function backends(url: string): Promise<number> {
   return rows[0].n
 }
 
-/** What a failover or an administrator does: ends every connection to the database. */
-async function terminateBackends(url: string): Promise<number> {
-  const { rowCount } = await query(
+/** What a failover or an administrator does: ends every connection to the database. The
+ * backends' pids. */
+async function terminateBackends(url: string): Promise<number[]> {
+  const { rows } = await query(
     url,
-    'select pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
+    'select pid, pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
     [new URL(url).pathname.slice(1)],
   )
-  return rowCount!
+  return rows.map(({ pid }: { pid: number }) => pid)
+}
+
+/** Whether every backend of `pids` has ended (the app may have opened new ones since). */
+async function allEnded(url: string, pids: readonly number[]): Promise<boolean> {
+  const { rows } = await query(url, 'select count(*)::int as n from pg_stat_activity where pid = any($1)', [pids])
+  return rows[0].n === 0
 }
 
 async function waitFor(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000) {
@@ -213,8 +220,10 @@ t.test('PostgreSQL ends the idle connections of a running app: no request fails'
   // two at once, so that the pool holds two connections
   await Promise.all([1, 2].map(() => call(t, app, { method: 'POST', url: `${api}/pets`, payload: rex })))
   t.equal(await backends(url), 3, 'two idle connections in the pool, and the read connection (opened by the check at start)')
-  t.equal(await terminateBackends(url), 4, 'the three, and the one listening for key revocations')
-  await waitFor(async () => (await backends(url)) === 0, 'the backends to end')
+  const terminated = await terminateBackends(url)
+  t.equal(terminated.length, 4, 'the three, and the one listening for key revocations')
+  // (the app's background jobs may open new connections meanwhile: those are not waited for)
+  await waitFor(() => allEnded(url, terminated), 'the backends to end')
   // Had an error event found no listener, this process (the tests' own) would have ended here.
   for (let i = 0; i < 5; i++) {
     const created = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: rex })
@@ -249,7 +258,7 @@ t.test('PostgreSQL ends the connections of an app under load: only the requests 
   let terminated = 0
   for (let round = 1; round <= 3; round++) {
     await waitFor(async () => created.length >= 60 * round, 'creates between terminations')
-    const ended = await terminateBackends(url)
+    const ended = (await terminateBackends(url)).length
     // the pool's, the read connection, and the one listening for key revocations
     t.ok(ended >= 1 && ended <= poolSize + 2, `round ${round}: at most DATABASE_POOL_SIZE + DATABASE_READ_CONNECTIONS connections, and the listener`)
     terminated += ended

@@ -376,15 +376,15 @@ function successorUrls(basePath: string, operations: ReadonlyMap<string, Operati
     const url = `${basePath}${target.path}`
     const parameters = Object.entries(lifecycle.deprecation!.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }))
     return ({ params, query }: RequestValues) => {
-      let search = ''
+      const values = { path: params, query } as Record<string, Record<string, unknown> | undefined>
+      const search: string[] = []
       for (const parameter of parameters) {
-        const value = ((parameter.in === 'path' ? params : query) as Record<string, unknown> | undefined)?.[parameter.name]
-        // (an integer, as the router has read it, needs no encoding)
-        const encoded = value === undefined ? '' : typeof value === 'number' ? String(value) : encodeURIComponent(String(value))
+        const value = values[parameter.in]?.[parameter.name]
+        const encoded = value === undefined ? '' : encodeURIComponent(String(value))
         // (a value no valid request has, as long as a client likes, is left out: the Link stays short)
-        if (encoded !== '' && encoded.length <= successorValueLength) search += `${search === '' ? '?' : '&'}${parameter.query}=${encoded}`
+        if (encoded !== '' && encoded.length <= successorValueLength) search.push(`${parameter.query}=${encoded}`)
       }
-      return url + search
+      return search.length === 0 ? url : `${url}?${search.join('&')}`
     }
   }
   return (operation, request = {}) => {

@@ -44,8 +44,9 @@ export interface OperationsOptions {
   /** what counts the authenticated calls of an operation, by principal: for one that has a
    * lifecycle to watch (deprecated, experimental, beta), else undefined */
   callsOf: (operation: Operation) => ((principal: string) => void) | undefined
-  /** the store's revision now (Storage.revision): what a page's tag is known by before the page is read */
-  revision: () => MaybePromise<string>
+  /** the store's revision now (Storage.revision, read at the end of the turn: shared-read.ts):
+   * what a page's tag is known by before the page is read */
+  revision: () => Promise<string>
 }
 
 /**
