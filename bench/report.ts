@@ -93,17 +93,39 @@ export function scaleTable(rows: ScaleRow[], plan: { pets: number; scalePets: nu
   return lines.join('\n')
 }
 
-/** listPets' page revalidated (304) against its 200, in the service's CPU per answer: where both ran. */
-export function revalidationTable(rows: Row[]): string | undefined {
+/**
+ * listPets' page revalidated (304) against its 200, in the service's CPU per answer: where both
+ * ran. With `plain` (the same revalidation answered by plain Fastify, bench/plain-304.mjs), also
+ * what a Fastify server pays for a 304 before any work of its own, and the service's 304 against it.
+ */
+export function revalidationTable(rows: Row[], plain?: Record<Logs, Measurement>): string | undefined {
   const lines: string[] = []
   for (const revalidated of rows.filter((row) => row.scenario.startsWith('listPets 304'))) {
     const read = rows.find((row) => row.scenario === revalidated.scenario.replace('304 ', '') && row.store === revalidated.store && row.key === revalidated.key)
     if (read === undefined) continue
     for (const logs of ['on', 'off'] as const) {
       const [ok, notModified] = [read.measured[logs].project.cpuUs, revalidated.measured[logs].project.cpuUs]
-      lines.push(`| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(notModified / ok, 2)} |`)
+      const plainCells = plain === undefined ? '' : ` ${fmt(plain[logs].cpuUs, 1)} | ${fmt(notModified / plain[logs].cpuUs, 2)} |`
+      lines.push(`| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(notModified / ok, 2)} |${plainCells}`)
     }
   }
   if (lines.length === 0) return undefined
-  return ['### Revalidating a page: a 304 against its 200', '', 'CPU µs per answer of the service, listPets limit=20 with status.', '', '| store | key | logs | 200 | 304 | 304 / 200 |', '|---|---|---|---:|---:|---:|', ...lines].join('\n')
+  const [plainHead, plainRule, plainNote] =
+    plain === undefined
+      ? ['', '', '']
+      : [
+          ' plain Fastify 304 | 304 / plain |',
+          '---:|---:|',
+          ' Plain Fastify: the same requests answered by one route that checks and reads nothing (bench/plain-304.mjs, ' +
+            `${fmt(plain.on.rps)} / ${fmt(plain.off.rps)} req/s logs on / off): what a Fastify server pays to answer a 304 before any work of its own.`,
+        ]
+  return [
+    '### Revalidating a page: a 304 against its 200',
+    '',
+    `CPU µs per answer of the service, listPets limit=20 with status.${plainNote}`,
+    '',
+    `| store | key | logs | 200 | 304 | 304 / 200 |${plainHead}`,
+    `|---|---|---|---:|---:|---:|${plainRule}`,
+    ...lines,
+  ].join('\n')
 }

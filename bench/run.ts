@@ -10,7 +10,9 @@
  * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
  * the access log on both sides (the default level, or --log-level) and with no log on either
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
- * interleaved rounds, each round on new server processes (warmed up first). Then the checks of
+ * interleaved rounds, each round on new server processes (warmed up first). Where listPets'
+ * page revalidated (304) is measured, the same requests answered by plain Fastify with one route
+ * that checks and reads nothing (bench/plain-304.mjs) too. Then the checks of
  * roles and of order ownership, each timed alone in this process (the same read or call without
  * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
@@ -115,6 +117,22 @@ async function sideBySide(options: BenchOptions, running: Servers, store: Store)
   }
 }
 
+/** The revalidation answered by plain Fastify (bench/plain-304.mjs), logs on and off, measured
+ * as the service is (rounds on new processes, warmed up): where the 304 scenario ran. */
+async function plainRevalidation(options: BenchOptions, running: Servers, rows: Row[]) {
+  const revalidation = petScenarios(options.pets).find((scenario) => scenario.revalidate === true)!
+  if (!rows.some((row) => row.scenario === revalidation.name)) return undefined
+  progress('the revalidation answered by plain Fastify')
+  const targets: Target[] = []
+  try {
+    for (const logs of logSettings) targets.push(await running.plain304(`plain Fastify, logs ${logs}`, logs))
+    const medians = (await compare('plain Fastify', targets, () => [revalidation], options, { freshEachRound: true })).get(revalidation.name)!
+    return { on: medians.get('plain Fastify, logs on')!, off: medians.get('plain Fastify, logs off')! }
+  } finally {
+    for (const target of targets) await stop(target)
+  }
+}
+
 async function main(options: BenchOptions, workDir: string, made: ReturnType<typeof stores>) {
   const envKey = `bench-env-${randomBytes(12).toString('hex')}`
   const running = servers({ workDir, envKey, logLevel: options.logLevel })
@@ -151,7 +169,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     console.log(`\n${mainTable(rows, options)}`)
     const reads = readsBelowPeer(rows)
     if (reads !== '') console.log(`\n${reads}`)
-    const revalidation = revalidationTable(rows)
+    const revalidation = revalidationTable(rows, await plainRevalidation(options, running, rows))
     if (revalidation !== undefined) console.log(`\n${revalidation}`)
   }
 

@@ -8,10 +8,10 @@ import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
 import { onServerCores } from './cores.js'
 
-/** A server under measurement: the service or a peer. */
+/** A server under measurement: the service, a peer, or plain Fastify answering a revalidation (plain-304.mjs). */
 export interface Target {
   name: string
-  kind: 'project' | 'peer'
+  kind: 'project' | 'peer' | 'plain'
   /** the key its requests carry */
   key: string
   url: string
@@ -158,6 +158,9 @@ export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey
         { DATABASE_URL: databaseUrl, API_KEYS: envKey, ...logLevelOf(logs, logLevel) },
         envKey,
       ),
+
+    /** Plain Fastify answering a revalidation of a constant page (bench/plain-304.mjs): no store, no key checked. */
+    plain304: (name: string, logs: Logs) => start(name, 'plain', ['bench/plain-304.mjs'], logLevelOf(logs, logLevel), envKey),
   }
 }
 
