@@ -86,6 +86,17 @@ class HttpError extends Error {
   }
 }
 
+/** Fastify's options for the access log the service writes: one line per request, at LOG_LEVEL
+ * (info by default), the key redacted. */
+export const accessLogged = () => ({
+  logger: {
+    level: process.env.LOG_LEVEL || 'info',
+    redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
+    serializers: { res: (reply) => ({ statusCode: reply.statusCode, method: reply.request.method, url: reply.request.url }) },
+  },
+  logController: new AccessLog(),
+})
+
 /**
  * Starts the peer on `store`: { find(id), list(limit, status, after), create(pet), close() },
  * each returning a value or a promise of one, with pets shaped as the API shows them; and for
@@ -99,12 +110,7 @@ export async function startPeer(store) {
   const expected = `Bearer ${key}`
 
   const app = Fastify({
-    logger: {
-      level: process.env.LOG_LEVEL || 'info',
-      redact: { paths: ['req.headers.authorization'], censor: '[redacted]' },
-      serializers: { res: (reply) => ({ statusCode: reply.statusCode, method: reply.request.method, url: reply.request.url }) },
-    },
-    logController: new AccessLog(),
+    ...accessLogged(),
     bodyLimit: 16 * 1024,
     // unknown properties are refused, as the service does, not dropped
     ajv: { customOptions: { removeAdditional: false } },

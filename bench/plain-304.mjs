@@ -5,13 +5,8 @@
 // one before any work of its own; the bench sets the service's 304 beside it.
 //
 // Environment: PORT, HOST (127.0.0.1), LOG_LEVEL (info).
-import Fastify, { LogController } from 'fastify'
-
-/** One access-log line per request ("request completed"), as the service writes it. */
-class AccessLog extends LogController {
-  incomingRequest() {}
-  routeNotFound() {}
-}
+import Fastify from 'fastify'
+import { accessLogged } from './peer-app.mjs'
 
 const page = '[]'
 const tag = '"v1-AAAAAAAAAAAAAAAAAAAAAAAAAAA"'
@@ -23,13 +18,7 @@ const headers = {
   ETag: tag,
 }
 
-const app = Fastify({
-  logger: {
-    level: process.env.LOG_LEVEL || 'info',
-    serializers: { res: (reply) => ({ statusCode: reply.statusCode, method: reply.request.method, url: reply.request.url }) },
-  },
-  logController: new AccessLog(),
-})
+const app = Fastify(accessLogged())
 app.get('/v1/pets', (request, reply) => {
   reply.headers(headers)
   if (request.headers['if-none-match'] === tag) return reply.code(304).send()
