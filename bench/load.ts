@@ -2,6 +2,7 @@ import type { EventEmitter } from 'node:events'
 import { readFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 import { authorization, get, type Target } from './servers.js'
+import { wrk } from './wrk.js'
 
 export interface Scenario {
   name: string
@@ -55,7 +56,12 @@ export interface LoadPlan {
   rounds: number
   /** seconds of warm-up per scenario and target, before the rounds */
   warmUp: number
+  /** what sends the load: autocannon (the default), or wrk (bench/wrk.ts), which keeps the
+   * server's core busy where autocannon cannot (the same GET each time only) */
+  driver?: Driver
 }
+
+export type Driver = 'autocannon' | 'wrk'
 
 /** How `compare` treats its servers between rounds. */
 export interface Processes {
@@ -92,9 +98,12 @@ async function tagged(target: Target, scenario: Scenario): Promise<Scenario> {
   return { ...scenario, headers: { ...scenario.headers, 'if-none-match': String(headers.etag) } }
 }
 
-/** Drives `scenarios` (in turn, per connection) against `target` for `duration` seconds. */
-export async function load(target: Target, scenarios: Scenario[], duration: number, connections: number): Promise<Measurement> {
-  const requests = (await Promise.all(scenarios.map((scenario) => tagged(target, scenario)))).map(requestOf)
+/** Drives `scenarios` (in turn, per connection) against `target` for `duration` seconds: with
+ * autocannon, or (one scenario) with wrk. */
+export async function load(target: Target, scenarios: Scenario[], duration: number, connections: number, driver: Driver = 'autocannon'): Promise<Measurement> {
+  const ready = await Promise.all(scenarios.map((scenario) => tagged(target, scenario)))
+  if (driver === 'wrk') return wrkLoad(target, ready, duration, connections)
+  const requests = ready.map(requestOf)
   return new Promise((resolve, reject) => {
     const latencies: number[] = []
     const cpuBefore = cpuSeconds(target.child.pid)
@@ -127,6 +136,21 @@ export async function load(target: Target, scenarios: Scenario[], duration: numb
   })
 }
 
+/** load's measure with wrk: its count, errors and latencies, the server's CPU read around it. */
+async function wrkLoad(target: Target, [scenario, ...others]: Scenario[], duration: number, connections: number): Promise<Measurement> {
+  if (scenario === undefined || others.length > 0) throw new Error('wrk drives one scenario at a time')
+  const cpuBefore = cpuSeconds(target.child.pid)
+  const counted = await wrk(target.url, scenario, { ...authorization(target.key), 'content-type': 'application/json' }, duration, connections)
+  return {
+    rps: counted.answered / counted.seconds,
+    p50: counted.p50,
+    p99: counted.p99,
+    errors: counted.errors,
+    answered: counted.answered,
+    cpuUs: ((cpuSeconds(target.child.pid) - cpuBefore) * 1e6) / counted.answered,
+  }
+}
+
 export const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
   const middle = Math.floor(sorted.length / 2)
@@ -146,24 +170,38 @@ export const medianOf = (list: Measurement[]): Measurement => ({
 /** Measurements by scenario name, then by target name. */
 export type Medians = Map<string, Map<string, Measurement>>
 
+/** Measurements by scenario name, then by target name: one per round, in the order of the rounds. */
+export type Rounds = Map<string, Map<string, Measurement[]>>
+
 /**
  * Each scenario against each target, `plan.rounds` times, interleaved (round by round, scenario
  * by scenario, the targets in an order that turns each round); every target has a warm-up first.
  * `scenariosOf` gives a target its scenarios: the same names for all, in the same order (their
- * paths may differ). Returns the medians, by scenario name and target name.
+ * paths may differ), or none at a place where a target has nothing to measure. Returns the
+ * medians, by scenario name and target name.
  */
-export async function compare(
+export async function compare(label: string, targets: Target[], scenariosOf: ScenariosOf, plan: LoadPlan, processes?: Processes): Promise<Medians> {
+  const rounds = await compareRounds(label, targets, scenariosOf, plan, processes)
+  return new Map([...rounds].map(([name, byTarget]) => [name, new Map([...byTarget].map(([target, list]) => [target, medianOf(list)]))]))
+}
+
+/** A target's scenarios, for compare: `undefined` at a place where it has none. */
+export type ScenariosOf = (target: Target) => (Scenario | undefined)[]
+
+/** compare's measurements, each round's: for figures of two measurements of one round (a
+ * ratio), which the machine's pace at that moment moves less than two medians. */
+export async function compareRounds(
   label: string,
   targets: Target[],
-  scenariosOf: (target: Target) => Scenario[],
+  scenariosOf: ScenariosOf,
   plan: LoadPlan,
   { freshEachRound }: Processes = { freshEachRound: false },
-): Promise<Medians> {
-  const names = scenariosOf(targets[0]!).map((scenario) => scenario.name)
-  const runs = new Map(names.map((name) => [name, new Map<string, Measurement[]>(targets.map((target) => [target.name, []]))]))
+): Promise<Rounds> {
+  const names = scenariosOf(targets[0]!).map((scenario) => scenario!.name)
+  const runs: Rounds = new Map(names.map((name) => [name, new Map<string, Measurement[]>()]))
   // (every process measured is warmed up alike: each scenario for plan.warmUp seconds)
   const warmUp = async (target: Target) => {
-    if (plan.warmUp > 0) for (const scenario of scenariosOf(target)) await load(target, [scenario], plan.warmUp, plan.connections)
+    if (plan.warmUp > 0) for (const scenario of scenariosOf(target)) if (scenario !== undefined) await load(target, [scenario], plan.warmUp, plan.connections, plan.driver)
   }
   for (const target of targets) await warmUp(target)
   for (let round = 0; round < plan.rounds; round++) {
@@ -176,13 +214,16 @@ export async function compare(
     for (const [s, name] of names.entries()) {
       const order = targets.map((_, i) => targets[(i + round) % targets.length]!)
       for (const target of order) {
-        const measured = await load(target, [scenariosOf(target)[s]!], plan.duration, plan.connections)
-        runs.get(name)!.get(target.name)!.push(measured)
+        const scenario = scenariosOf(target)[s]
+        if (scenario === undefined) continue
+        const measured = await load(target, [scenario], plan.duration, plan.connections, plan.driver)
+        const byTarget = runs.get(name)!
+        byTarget.set(target.name, [...(byTarget.get(target.name) ?? []), measured])
         progress(
           `  ${label} round ${round + 1}/${plan.rounds} ${name} ${target.name}: ${Math.round(measured.rps)} req/s, p99 ${measured.p99.toFixed(2)} ms, CPU ${measured.cpuUs.toFixed(1)} µs/req${measured.errors ? `, ${measured.errors} errors` : ''}`,
         )
       }
     }
   }
-  return new Map([...runs].map(([name, byTarget]) => [name, new Map([...byTarget].map(([target, list]) => [target, medianOf(list)]))]))
+  return runs
 }

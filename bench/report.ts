@@ -1,3 +1,4 @@
+import type { FullLoad } from './full-load.js'
 import type { Measurement } from './load.js'
 import { scenarioNames } from './options.js'
 import type { Logs } from './servers.js'
@@ -106,7 +107,7 @@ export function revalidationTable(rows: Row[], plain?: Record<Logs, Measurement>
     for (const logs of ['on', 'off'] as const) {
       const [ok, notModified] = [read.measured[logs].project.cpuUs, revalidated.measured[logs].project.cpuUs]
       const plainCells = plain === undefined ? '' : ` ${fmt(plain[logs].cpuUs, 1)} | ${fmt(notModified / plain[logs].cpuUs, 2)} |`
-      lines.push(`| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(notModified / ok, 2)} |${plainCells}`)
+      lines.push(`| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(notModified / ok, 2)} | ${busy(revalidated.measured[logs].project)} |${plainCells}`)
     }
   }
   if (lines.length === 0) return undefined
@@ -122,10 +123,36 @@ export function revalidationTable(rows: Row[], plain?: Record<Logs, Measurement>
   return [
     '### Revalidating a page: a 304 against its 200',
     '',
-    `CPU µs per answer of the service, listPets limit=20 with status.${plainNote}`,
+    `CPU µs per answer of the service, listPets limit=20 with status, at autocannon's pace (the main table's measurements). "304: core busy": the share of its core the server used while its 304s were measured; below 100%, it waited for requests, and each answer paid wake-ups that a busy server shares (the table at full load, below).${plainNote}`,
     '',
-    `| store | key | logs | 200 | 304 | 304 / 200 |${plainHead}`,
-    `|---|---|---|---:|---:|---:|${plainRule}`,
+    `| store | key | logs | 200 | 304 | 304 / 200 | 304: core busy |${plainHead}`,
+    `|---|---|---|---:|---:|---:|---:|${plainRule}`,
+    ...lines,
+  ].join('\n')
+}
+
+/** The share of its core a server used while measured: answers per second times CPU per answer. */
+const busy = (measured: Measurement) => `${fmt((measured.rps * measured.cpuUs) / 1e4)}%`
+
+/** listPets' page, 200 and 304, at full load (wrk; bench/full-load.ts): the service's CPU per
+ * answer, the 304 against its 200 and against plain Fastify's 304, round by round. */
+export function fullLoadTable(fullLoad: FullLoad, plan: { connections: number; duration: number; rounds: number }): string {
+  const heading = '### Revalidating a page at full load (wrk)'
+  if ('missing' in fullLoad) return `${heading}\n\nNot measured: ${fullLoad.missing}.`
+  const { rows, wrk } = fullLoad
+  const lines = rows.map(({ store, key, logs, ok, notModified, plain, notModifiedPerOk, notModifiedPerPlain }) => {
+    const cells = [fmt(ok.cpuUs, 1), busy(ok), fmt(notModified.cpuUs, 1), busy(notModified), fmt(notModifiedPerOk, 2), fmt(plain.cpuUs, 1), fmt(notModifiedPerPlain, 2)]
+    return `| ${store} | ${key} | ${logs} | ${cells.join(' | ')} |`
+  })
+  const errors = rows.reduce((sum, { ok, notModified, plain }) => sum + ok.errors + notModified.errors + plain.errors, 0)
+  return [
+    heading,
+    '',
+    `The same 200 and 304, and plain Fastify's 304 (bench/plain-304.mjs), in one set of rounds driven by ${wrk} (one thread, ${plan.connections} connections, on the load generator's core), which keeps the server's core busy where autocannon cannot. ` +
+      `CPU µs per answer, median of ${plan.rounds} round${plan.rounds === 1 ? '' : 's'} of ${Math.max(1, Math.round(plan.duration))} s on new processes; "busy": the share of its core the server used; the ratios: the median of each round's (the machine's pace moves between rounds more than within one). Errors: ${errors}.`,
+    '',
+    '| store | key | logs | 200 | busy | 304 | busy | 304 / 200 | plain Fastify 304 | 304 / plain |',
+    '|---|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...lines,
   ].join('\n')
 }

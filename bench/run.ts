@@ -12,7 +12,9 @@
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
  * interleaved rounds, each round on new server processes (warmed up first). Where listPets'
  * page revalidated (304) is measured, the same requests answered by plain Fastify with one route
- * that checks and reads nothing (bench/plain-304.mjs) too. Then the checks of
+ * that checks and reads nothing (bench/plain-304.mjs) too; then the page's 200 and 304 and plain
+ * Fastify's 304 again at full load, driven by wrk (bench/full-load.ts), which keeps the server's
+ * core busy where autocannon cannot (Debian's package wrk; without it, that table says so). Then the checks of
  * roles and of order ownership, each timed alone in this process (the same read or call without
  * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
@@ -66,7 +68,8 @@ import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
-import { fmt, mainTable, readsBelowPeer, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
+import { fullLoadRevalidation } from './full-load.js'
+import { fmt, fullLoadTable, mainTable, readsBelowPeer, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
@@ -171,6 +174,8 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     if (reads !== '') console.log(`\n${reads}`)
     const revalidation = revalidationTable(rows, await plainRevalidation(options, running, rows))
     if (revalidation !== undefined) console.log(`\n${revalidation}`)
+    const fullLoad = await fullLoadRevalidation(options, running, storeList, rows)
+    if (fullLoad !== undefined) console.log(`\n${fullLoadTable(fullLoad, options)}`)
   }
 
   if (!options.skipped.has('checks')) {

@@ -1,0 +1,78 @@
+import { execFile, execFileSync } from 'node:child_process'
+import type { Scenario } from './load.js'
+
+/**
+ * wrk (Debian's package `wrk`), a load generator in C: where autocannon, on its one core, cannot
+ * send requests as fast as the server answers them (a 304 costs the server about what a request
+ * costs autocannon), the server idles between them, and each answer then pays the wake-ups that
+ * a busy server shares among many. wrk sends several times faster on the same core, so that the
+ * server's core is kept busy and its CPU per answer is what an answer costs it.
+ */
+
+/** wrk's version line, or undefined when it is not installed. */
+export function wrkVersion(): string | undefined {
+  try {
+    // (`wrk -v` prints its version and usage, and exits 1)
+    execFileSync('wrk', ['-v'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+  } catch (error) {
+    const { stdout } = error as { stdout?: string }
+    return /^wrk \S+/.exec(stdout ?? '')?.[0]
+  }
+  return undefined
+}
+
+/** What one run of wrk counted. */
+export interface WrkResult {
+  /** 2xx and 3xx responses */
+  answered: number
+  /** seconds the run took, as wrk measured it */
+  seconds: number
+  /** responses that were neither 2xx nor 3xx, and socket errors (connect, read, write, timeout) */
+  errors: number
+  /** milliseconds, from wrk's latency distribution */
+  p50: number
+  p99: number
+}
+
+/** A latency as wrk prints it (`850.00us`, `12.00ms`, `1.02s`), in milliseconds. */
+function milliseconds(text: string): number {
+  const [, value, unit] = /^([\d.]+)(us|ms|s)$/.exec(text) ?? []
+  if (value === undefined) return Number.NaN
+  return Number(value) * (unit === 'us' ? 1e-3 : unit === 's' ? 1e3 : 1)
+}
+
+/** What wrk's report (with --latency) says. */
+export function wrkReport(report: string): WrkResult {
+  const done = /(\d+) requests in ([\d.]+)(ms|s)/.exec(report)
+  if (done === null) throw new Error(`wrk's report has no count of requests:\n${report}`)
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(report)
+  const refused = Number(/Non-2xx or 3xx responses: (\d+)/.exec(report)?.[1] ?? 0)
+  const at = (percent: string) => milliseconds(new RegExp(`^\\s+${percent}%\\s+(\\S+)$`, 'm').exec(report)?.[1] ?? '')
+  return {
+    answered: Number(done[1]) - refused,
+    seconds: Number(done[2]) / (done[3] === 'ms' ? 1000 : 1),
+    errors: refused + (socketErrors === null ? 0 : socketErrors.slice(1).reduce((sum, count) => sum + Number(count), 0)),
+    p50: at('50'),
+    p99: at('99'),
+  }
+}
+
+/** Runs wrk (one thread, on this process's core) with a GET scenario against `url` for
+ * `duration` seconds (whole seconds, at least one: wrk counts no less). */
+export function wrk(url: string, scenario: Scenario, headers: Record<string, string>, duration: number, connections: number): Promise<WrkResult> {
+  if (scenario.method !== 'GET' || scenario.body !== undefined || scenario.setupRequest !== undefined || scenario.randomIdUpTo !== undefined) {
+    throw new Error(`wrk drives only the same GET each time, not ${scenario.name}`)
+  }
+  const fields = Object.entries({ ...headers, ...scenario.headers }).flatMap(([name, value]) => ['-H', `${name}: ${value}`])
+  const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(duration))}s`, '--latency', ...fields, `${url}${scenario.path}`]
+  return new Promise((resolve, reject) => {
+    execFile('wrk', args, { encoding: 'utf8' }, (error, stdout) => {
+      if (error) return reject(error)
+      try {
+        resolve(wrkReport(stdout))
+      } catch (failure) {
+        reject(failure)
+      }
+    })
+  })
+}
