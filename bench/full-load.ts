@@ -1,5 +1,4 @@
 import { compareRounds, type LoadPlan, type Measurement, median, medianOf, progress } from './load.js'
-import type { Row } from './report.js'
 import { petScenarios } from './scenarios.js'
 import { type Logs, type Servers, stop, type Target } from './servers.js'
 import type { Store } from './stores.js'
@@ -39,7 +38,7 @@ const pairedRatio = (over: Measurement[], under: Measurement[]) => median(over.m
  * costs a server that is not waiting for requests. Rounds on new processes, warmed up, as the
  * main measurements. Where the 304 scenario ran in them (`rows`); undefined otherwise.
  */
-export async function fullLoadRevalidation(plan: LoadPlan & { pets: number }, running: Servers, stores: Store[], rows: Row[]): Promise<FullLoad | undefined> {
+export async function fullLoadRevalidation(plan: LoadPlan & { pets: number }, running: Servers, stores: Store[], rows: { scenario: string }[]): Promise<FullLoad | undefined> {
   const scenarios = petScenarios(plan.pets)
   const revalidation = scenarios.find((scenario) => scenario.revalidate === true)!
   const page = scenarios.find((scenario) => scenario.path === revalidation.path && scenario.revalidate !== true)!

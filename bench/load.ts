@@ -139,8 +139,12 @@ export async function load(target: Target, scenarios: Scenario[], duration: numb
 /** load's measure with wrk: its count, errors and latencies, the server's CPU read around it. */
 async function wrkLoad(target: Target, [scenario, ...others]: Scenario[], duration: number, connections: number): Promise<Measurement> {
   if (scenario === undefined || others.length > 0) throw new Error('wrk drives one scenario at a time')
+  if (scenario.method !== 'GET' || scenario.body !== undefined || scenario.setupRequest !== undefined || scenario.randomIdUpTo !== undefined) {
+    throw new Error(`wrk drives only the same GET each time, not ${scenario.name}`)
+  }
   const cpuBefore = cpuSeconds(target.child.pid)
-  const counted = await wrk(target.url, scenario, { ...authorization(target.key), 'content-type': 'application/json' }, duration, connections)
+  const headers = { ...authorization(target.key), 'content-type': 'application/json', ...scenario.headers }
+  const counted = await wrk(`${target.url}${scenario.path}`, headers, duration, connections)
   return {
     rps: counted.answered / counted.seconds,
     p50: counted.p50,
