@@ -210,3 +210,23 @@ t.test('PostgreSQL: two instances adding categories while version 1 names ids ah
   t.strictSame(categories.filter(({ id }) => namedBefore.includes(id)), [], 'no category has an id a pet named before it')
   t.equal(new Set(categories.map(({ id }) => id)).size, names.length, 'each its own id')
 })
+
+t.test('PostgreSQL: a create that loses its id to other writers again and again is told to retry, not held', { skip: postgresMissing }, async (t) => {
+  const url = await freshPostgres(t)
+  const app = await build(t, { DATABASE_URL: url, API_KEYS: [testKey, `${curator}:pets:read+categories:write`] })
+  const add = (name: string) => call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })
+  const other = await connection(t, url)
+  // every insert of this name finds its row gone, as when another writer took the id first
+  // (the name is then still free); the inserts are counted
+  await other.query('create table lost (at bigint)')
+  await other.query(`create function lose_id() returns trigger language plpgsql as $$
+    begin if new.name = 'Storm' then insert into lost values (0); return null; end if; return new; end $$`)
+  await other.query('create trigger lose_id before insert on categories for each row execute function lose_id()')
+
+  const refused = await add('Storm')
+  t.equal(refused.status, 503)
+  t.equal(refused.json.code, 'unavailable')
+  t.ok(Number(refused.headers['retry-after']) > 0, 'with Retry-After')
+  t.equal((await other.query('select count(*)::int as n from lost')).rows[0].n, 8, 'after 8 ids chosen, each lost')
+  t.strictSame((await add('Calm')).json, { id: 1, name: 'Calm' }, 'other names are added as before')
+})

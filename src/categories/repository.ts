@@ -1,4 +1,5 @@
 import type { components } from '../../generated/newest.js'
+import { StorageUnavailable } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import { nameKey } from '../core/names.js'
 import { mapping } from '../storage/columns.js'
@@ -58,11 +59,16 @@ const insertNew = select(
  * takes it, so it never shows pets named before it was added. */
 export const keepCategoryId = (id: string, at: string) => `insert into categories (id, created_at) values (${id}, ${at}) on conflict do nothing`
 
+/** How many ids a create chooses, each taken by another writer before its insert, before it
+ * answers 503 (try again): each loss is another create's success, so more than a few is a storm
+ * that a request should not wait out. */
+const idChoices = 8
+
 export function categoryRepository(sql: Sql): CategoryRepository {
   return {
     async create(name) {
       const fold = nameKey(name)
-      for (;;) {
+      for (let choice = 1; choice <= idChoices; choice++) {
         const created = await sql.one(insertNew, [name, fold, Date.now()])
         if (created !== undefined) return { created }
         // (a category is never deleted: when one holds the name, it is there)
@@ -71,6 +77,7 @@ export function categoryRepository(sql: Sql): CategoryRepository {
         // the id was taken between the choice and the insert (PostgreSQL, by another instance
         // or connection): choose again
       }
+      throw new StorageUnavailable(new Error(`adding a category lost its id to another writer ${idChoices} times in a row`))
     },
     list: ({ limit, after = 0 }) => sql.all(listPage, [after, limit]),
     find: (id) => sql.one(findOne, [id]),
