@@ -150,11 +150,17 @@ async function someoneWaits(holder: pg.Client) {
   throw new Error('no statement waits for the lock')
 }
 
-t.test('PostgreSQL: a pet and a category racing for one id, each way round', { skip: postgresMissing }, async (t) => {
+/** A new PostgreSQL database served by the app, a curator's add, and a connection of the
+ * test's own beside the app's (another writer). */
+async function besideAnotherWriter(t: Test) {
   const url = await freshPostgres(t)
   const app = await build(t, { DATABASE_URL: url, API_KEYS: [testKey, `${curator}:pets:read+categories:write`] })
   const add = (name: string) => call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })
-  const other = await connection(t, url)
+  return { app, add, other: await connection(t, url) }
+}
+
+t.test('PostgreSQL: a pet and a category racing for one id, each way round', { skip: postgresMissing }, async (t) => {
+  const { app, add, other } = await besideAnotherWriter(t)
 
   // a pet's transaction holds id 1 (what createPet writes, not yet committed) while a category
   // is added: the category waits, then takes 2
@@ -212,10 +218,7 @@ t.test('PostgreSQL: two instances adding categories while version 1 names ids ah
 })
 
 t.test('PostgreSQL: a create that loses its id to other writers again and again is told to retry, not held', { skip: postgresMissing }, async (t) => {
-  const url = await freshPostgres(t)
-  const app = await build(t, { DATABASE_URL: url, API_KEYS: [testKey, `${curator}:pets:read+categories:write`] })
-  const add = (name: string) => call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })
-  const other = await connection(t, url)
+  const { add, other } = await besideAnotherWriter(t)
   // every insert of this name finds its row gone, as when another writer took the id first
   // (the name is then still free); the inserts are counted
   await other.query('create table lost (at bigint)')
