@@ -1,4 +1,4 @@
-import { compareRounds, type LoadPlan, type Measurement, median, medianOf, progress } from './load.js'
+import { compareRounds, type LoadPlan, type Measurement, medianOf, pairedRatio, progress } from './load.js'
 import { petScenarios } from './scenarios.js'
 import { type Logs, type Servers, stop, type Target } from './servers.js'
 import type { Store } from './stores.js'
@@ -27,9 +27,6 @@ export type FullLoad = { rows: FullLoadRow[]; wrk: string } | { missing: string 
 
 const logSettings: Logs[] = ['on', 'off']
 const keyKinds = ['env', 'stored'] as const
-
-/** The median of the ratios of two lists' CPU per answer, taken place by place (round by round). */
-const pairedRatio = (over: Measurement[], under: Measurement[]) => median(over.map((measured, round) => measured.cpuUs / under[round]!.cpuUs))
 
 /**
  * listPets' page answered 200 and revalidated (304), on each store, by the service with each kind

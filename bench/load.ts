@@ -171,6 +171,10 @@ export const medianOf = (list: Measurement[]): Measurement => ({
   cpuUs: median(list.map((m) => m.cpuUs)),
 })
 
+/** The median of the ratios of two lists' CPU per answer, taken place by place (round by round):
+ * what the machine's pace, which moves between rounds, moves less than a ratio of two medians. */
+export const pairedRatio = (over: Measurement[], under: Measurement[]) => median(over.map((measured, round) => measured.cpuUs / under[round]!.cpuUs))
+
 /** Measurements by scenario name, then by target name. */
 export type Medians = Map<string, Map<string, Measurement>>
 

@@ -63,7 +63,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { projectRoot } from '../src/core/paths.js'
-import { compare, progress } from './load.js'
+import { compare, compareRounds, medianOf, progress } from './load.js'
 import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores, pinDatabase } from './cores.js'
@@ -105,14 +105,15 @@ async function sideBySide(options: BenchOptions, running: Servers, store: Store)
     }
     const differences = await sameAnswers(targets[0]!, targets[2]!, store)
     if (differences.length > 0) progress(`  WARNING: the peer answers differently:\n    ${differences.join('\n    ')}`)
-    const medians = await compare(store.name, targets, () => mainScenarios(options, store), options, { freshEachRound: true })
+    const rounds = await compareRounds(store.name, targets, () => mainScenarios(options, store), options, { freshEachRound: true })
     for (const [name, pool] of Object.entries({ placeOrder: store.orders?.place, updateOrder: store.orders?.update })) {
       if (pool && pool.next > pool.ids.length) progress(`  WARNING: the ${name} pool ran out (${pool.next} of ${pool.ids.length}): the rest were answered 409`)
     }
-    return [...medians].flatMap(([scenario, byTarget]) =>
+    return [...rounds].flatMap(([scenario, byTarget]) =>
       keyKinds.map((key) => {
-        const pair = (logs: Logs) => ({ project: byTarget.get(targetName('project', logs, key))!, peer: byTarget.get(targetName('peer', logs))! })
-        return { scenario, store: store.name, key: `${key} key`, measured: { on: pair('on'), off: pair('off') } }
+        const project = (logs: Logs) => byTarget.get(targetName('project', logs, key))!
+        const pair = (logs: Logs) => ({ project: medianOf(project(logs)), peer: medianOf(byTarget.get(targetName('peer', logs))!) })
+        return { scenario, store: store.name, key: `${key} key`, measured: { on: pair('on'), off: pair('off') }, projectRounds: { on: project('on'), off: project('off') } }
       }),
     )
   } finally {
