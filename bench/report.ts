@@ -126,7 +126,7 @@ export function revalidationTable(rows: Row[], plain?: Record<Logs, Measurement>
   return [
     '### Revalidating a page: a 304 against its 200',
     '',
-    `CPU µs per answer of the service, listPets limit=20 with status, at autocannon's pace (the main table's measurements); 304 / 200: the median of each round's. "304: core busy": the share of its core the server used while its 304s were measured; below 100%, it waited for requests, and each answer paid wake-ups that a busy server shares (the table at full load, below).${plainNote}`,
+    `CPU µs per answer of the service, listPets limit=20 with status, at autocannon's pace (the main table's measurements); 304 / 200: the median of each round's. "304: core busy": the share of its core the server used while its 304s were measured (autocannon, on its one core, sends 304s no faster than the server answers them: the table at full load, below, drives them with wrk).${plainNote}`,
     '',
     `| store | key | logs | 200 | 304 | 304 / 200 | 304: core busy |${plainHead}`,
     `|---|---|---|---:|---:|---:|---:|${plainRule}`,

@@ -1,12 +1,11 @@
 import { execFile, execFileSync } from 'node:child_process'
 
 /**
- * wrk (Debian's package `wrk`), a load generator in C: where autocannon, on its one core, cannot
- * send requests as fast as the server answers them (a 304 costs the server about what a request
- * costs autocannon), the server idles between them, and each answer then pays the wake-ups that
- * a busy server shares among many. wrk spends less than half autocannon's CPU per request (26
- * against 59 µs, both driving plain Fastify's 304 on this machine), so that the server's core is
- * kept busy and its CPU per answer is what an answer costs it.
+ * wrk (Debian's package `wrk`), a load generator in C: autocannon, on its one core, cannot send
+ * requests as fast as the server answers the cheapest of them (a 304 costs the server about what
+ * a request costs autocannon); wrk spends less than half autocannon's CPU per request (26 against
+ * 59 µs, both driving plain Fastify's 304 on this machine), and keeps requests waiting for the
+ * server: what each answer then costs is what it costs a server at full load.
  */
 
 /** wrk's version line, or undefined when it is not installed. */
