@@ -31,7 +31,7 @@ const keyKinds = ['env', 'stored'] as const
 /**
  * listPets' page answered 200 and revalidated (304), on each store, by the service with each kind
  * of key, and the 304 by plain Fastify (bench/plain-304.mjs), logs on and off, all in one set of
- * rounds, driven by wrk so that the server's core stays busy (bench/wrk.ts): what each answer
+ * rounds, driven by wrk so that requests wait for the server (bench/wrk.ts): what each answer
  * costs a server that is not waiting for requests. Rounds on new processes, warmed up, as the
  * main measurements. Where the 304 scenario ran in them (`rows`); undefined otherwise.
  */

@@ -56,8 +56,8 @@ export interface LoadPlan {
   rounds: number
   /** seconds of warm-up per scenario and target, before the rounds */
   warmUp: number
-  /** what sends the load: autocannon (the default), or wrk (bench/wrk.ts), which keeps the
-   * server's core busy where autocannon cannot (the same GET each time only) */
+  /** what sends the load: autocannon (the default), or wrk (bench/wrk.ts), which keeps requests
+   * waiting for the server where autocannon cannot (the same GET each time only) */
   driver?: Driver
 }
 

@@ -151,7 +151,7 @@ export function fullLoadTable(fullLoad: FullLoad, plan: { connections: number; d
   return [
     heading,
     '',
-    `The same 200 and 304, and plain Fastify's 304 (bench/plain-304.mjs), in one set of rounds driven by ${wrk} (one thread, ${plan.connections} connections, on the load generator's core), which keeps the server's core busy where autocannon cannot. ` +
+    `The same 200 and 304, and plain Fastify's 304 (bench/plain-304.mjs), in one set of rounds driven by ${wrk} (one thread, ${plan.connections} connections, on the load generator's core), which spends less than half autocannon's CPU per request and keeps requests waiting for the server. ` +
       `CPU µs per answer, median of ${plan.rounds} round${plan.rounds === 1 ? '' : 's'} of ${Math.max(1, Math.round(plan.duration))} s on new processes; "busy": the share of its core the server used; the ratios: the median of each round's (the machine's pace moves between rounds more than within one). Errors: ${errors}.`,
     '',
     '| store | key | logs | 200 | busy | 304 | busy | 304 / 200 | plain Fastify 304 | 304 / plain |',

@@ -13,8 +13,9 @@
  * interleaved rounds, each round on new server processes (warmed up first). Where listPets'
  * page revalidated (304) is measured, the same requests answered by plain Fastify with one route
  * that checks and reads nothing (bench/plain-304.mjs) too; then the page's 200 and 304 and plain
- * Fastify's 304 again at full load, driven by wrk (bench/full-load.ts), which keeps the server's
- * core busy where autocannon cannot (Debian's package wrk; without it, that table says so). Then the checks of
+ * Fastify's 304 again at full load, driven by wrk (bench/full-load.ts), which spends less than
+ * half autocannon's CPU per request and keeps requests waiting for the server (Debian's package
+ * wrk; without it, that table says so). Then the checks of
  * roles and of order ownership, each timed alone in this process (the same read or call without
  * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
