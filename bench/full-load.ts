@@ -1,6 +1,6 @@
 import { compareRounds, type LoadPlan, type Measurement, medianOf, pairedRatio, progress } from './load.js'
 import { petScenarios } from './scenarios.js'
-import { type Logs, type Servers, stop, type Target } from './servers.js'
+import { keyKinds, type Logs, logSettings, type Servers, stop, type Target } from './servers.js'
 import type { Store } from './stores.js'
 import { wrkVersion } from './wrk.js'
 
@@ -25,8 +25,6 @@ export interface FullLoadRow {
 /** The revalidation at full load, with wrk's version; or why it was not measured. */
 export type FullLoad = { rows: FullLoadRow[]; wrk: string } | { missing: string }
 
-const logSettings: Logs[] = ['on', 'off']
-const keyKinds = ['env', 'stored'] as const
 
 /**
  * listPets' page answered 200 and revalidated (304), on each store, by the service with each kind

@@ -73,13 +73,11 @@ import { fullLoadRevalidation } from './full-load.js'
 import { fmt, fullLoadTable, mainTable, readsBelowPeer, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
-import { type Logs, type Servers, servers, stop, type Target } from './servers.js'
+import { keyKinds, type Logs, logSettings, type Servers, servers, stop, type Target } from './servers.js'
 import { coldStarts, residentMemory } from './start-memory.js'
 import { postgresVersion, type Store, sqliteVersion, stores } from './stores.js'
 import { type WebhookRow, webhooks, webhookTable } from './webhooks.js'
 
-const logSettings: Logs[] = ['on', 'off']
-const keyKinds = ['env', 'stored'] as const
 
 /** Ids a pool must hold: the most that one measurement can use at an optimistic rate of writes,
  * for every measurement and warm-up of every target, and each connection's first request

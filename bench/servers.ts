@@ -24,6 +24,12 @@ export interface Target {
 /** Whether a server writes its access log: at the level the bench was given, or not at all. */
 export type Logs = 'on' | 'off'
 
+/** Every server measured with its access log and without. */
+export const logSettings: Logs[] = ['on', 'off']
+
+/** The service with a key of API_KEYS and with a stored key (its `project` servers, below). */
+export const keyKinds = ['env', 'stored'] as const
+
 /** Every child still running: killed if the bench ends early. */
 const children = new Set<ChildProcess>()
 process.on('exit', () => {
