@@ -17,6 +17,8 @@ declare module 'fastify' {
  * every operation may take: the key and the body's type. */
 const alwaysAllowed = ['Authorization', 'Content-Type']
 
+const noCors: FastifyCorsOptions = { origin: false }
+
 /** Response headers a page can read without being told (CORS-safelisted), and CORS's own. */
 const readableAnyway = new Set(['cache-control', 'content-language', 'content-length', 'content-type', 'expires', 'last-modified', 'pragma', 'vary'])
 
@@ -42,14 +44,15 @@ async function corsPlugin(app: FastifyInstance, { origins }: { origins: readonly
 
   const optionsFor = (request: FastifyRequest): FastifyCorsOptions => {
     const origin = request.headers.origin
+    // (most requests are not a browser's: no Origin, nothing to look up)
+    if (origin === undefined) return noCors
     const methods = methodsAt(request.url.split('?')[0]!)
     const preflightMethod = request.method === 'OPTIONS' ? request.headers['access-control-request-method'] : undefined
     const allowed =
-      origin !== undefined &&
       (anyOrigin || origins.includes(origin)) &&
       methods !== undefined &&
       (request.method !== 'OPTIONS' || (preflightMethod !== undefined && methods.includes(preflightMethod)))
-    if (!allowed) return { origin: false }
+    if (!allowed) return noCors
     return {
       origin: anyOrigin ? '*' : origin,
       methods,

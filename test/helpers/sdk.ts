@@ -111,8 +111,10 @@ export function binOf(name: string): string {
   return join(nodeModules, name, typeof bin === 'string' ? bin : Object.values(bin ?? {})[0]!)
 }
 
-/** Generation or a compile may take a while on a busy machine; none may hang. */
-const stepBound = 120_000
+/** Generation or a compile may take a while on a busy machine; none may hang. (A typecheck of
+ * the project copy in the walk-throughs took more than 120 s on two cores each shared with a
+ * busy loop, beside two other test files.) */
+const stepBound = 300_000
 
 export interface Step {
   code: number | null
