@@ -25,7 +25,6 @@ export interface FullLoadRow {
 /** The revalidation at full load, with wrk's version; or why it was not measured. */
 export type FullLoad = { rows: FullLoadRow[]; wrk: string } | { missing: string }
 
-
 /**
  * listPets' page answered 200 and revalidated (304), on each store, by the service with each kind
  * of key, and the 304 by plain Fastify (bench/plain-304.mjs), logs on and off, all in one set of

@@ -78,7 +78,6 @@ import { coldStarts, residentMemory } from './start-memory.js'
 import { postgresVersion, type Store, sqliteVersion, stores } from './stores.js'
 import { type WebhookRow, webhooks, webhookTable } from './webhooks.js'
 
-
 /** Ids a pool must hold: the most that one measurement can use at an optimistic rate of writes,
  * for every measurement and warm-up of every target, and each connection's first request
  * (which autocannon builds ahead). */

@@ -87,6 +87,10 @@ t.test('an origin not allowed, a method not served, a path not in the spec, a ba
   t.equal(get.status, 200, 'a request from another origin is served (the browser, not the server, keeps the answer from the page)')
   t.notOk('access-control-allow-origin' in get.headers)
   t.equal(get.headers.vary, 'Origin', 'and caches are told the answer depends on Origin')
+  const noOrigin = await call(t, app, { url: `${api}/pets` })
+  t.equal(noOrigin.status, 200, 'a request without Origin (no browser page) is served')
+  t.notOk('access-control-allow-origin' in noOrigin.headers, 'without CORS headers')
+  t.equal(noOrigin.headers.vary, 'Origin', 'and caches are told the answer depends on Origin')
 })
 
 t.test('an OPTIONS request with a body that is no preflight is refused before its body is read', async (t) => {

@@ -15,7 +15,7 @@ import { delimiter, dirname, join } from 'node:path'
 import t, { type Test } from 'tap'
 import { projectRoot } from '../src/core/paths.js'
 import { sleep } from './helpers/concurrency.js'
-import { within } from './helpers/processes.js'
+import { processBound, within } from './helpers/processes.js'
 
 /** Our environment less what npm and tap put in it for this test run: the commands must
  * behave as they do in a shell on a server. */
@@ -50,7 +50,7 @@ function npm(t: Test, cwd: string, args: string[], env: Record<string, string>):
   return { child, stdout: () => stdout, exited }
 }
 
-const npmRun = (t: Test, cwd: string, args: string[], env: Record<string, string> = {}) => within(120_000, npm(t, cwd, args, env).exited)
+const npmRun = (t: Test, cwd: string, args: string[], env: Record<string, string> = {}) => within(processBound, npm(t, cwd, args, env).exited)
 
 /** A copy of the project as `npm ci --omit=dev` leaves it. node_modules is copied as hard
  * links (seconds, not a minute; npm prune only removes files, so the project's own
@@ -93,7 +93,7 @@ t.before(async () => {
 /** `npm start` in the copy until it logs its URL (or ends: the URL is then undefined). */
 async function npmStart(t: Test, env: Record<string, string>) {
   const server = npm(t, dir, ['start'], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env })
-  const url = await within(120_000, (async () => {
+  const url = await within(processBound, (async () => {
     for (;;) {
       const found = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]
       if (found !== undefined || server.child.exitCode !== null) return found

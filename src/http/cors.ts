@@ -17,6 +17,7 @@ declare module 'fastify' {
  * every operation may take: the key and the body's type. */
 const alwaysAllowed = ['Authorization', 'Content-Type']
 
+/** What @fastify/cors is told for a request that gets no CORS headers (Vary: Origin still). */
 const noCors: FastifyCorsOptions = { origin: false }
 
 /** Response headers a page can read without being told (CORS-safelisted), and CORS's own. */

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type { Contract } from '../../src/contract/model.js'
 import { projectRoot } from '../../src/core/paths.js'
-import { within } from './processes.js'
+import { processBound, within } from './processes.js'
 
 export interface Generator {
   /** the folder of its client, and the name of its programs in test/fixtures/sdk/vN/ */
@@ -111,11 +111,6 @@ export function binOf(name: string): string {
   return join(nodeModules, name, typeof bin === 'string' ? bin : Object.values(bin ?? {})[0]!)
 }
 
-/** Generation or a compile may take a while on a busy machine; none may hang. (A typecheck of
- * the project copy in the walk-throughs took more than 120 s on two cores each shared with a
- * busy loop, beside two other test files.) */
-const stepBound = 300_000
-
 export interface Step {
   code: number | null
   stdout: string
@@ -138,7 +133,7 @@ export async function step(cwd: string, args: string[], env: Record<string, stri
   })
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk))
   try {
-    const [code] = (await within(stepBound, once(child, 'exit'))) as [number | null]
+    const [code] = (await within(processBound, once(child, 'exit'))) as [number | null]
     return { code, stdout, output, ms: Date.now() - started }
   } finally {
     child.kill('SIGKILL')
