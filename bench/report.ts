@@ -159,3 +159,16 @@ export function fullLoadTable(fullLoad: FullLoad, plan: { connections: number; d
     ...lines,
   ].join('\n')
 }
+
+/** The revalidation's bar (a 304 costs at most half its 200's CPU, at full load: where a 304's
+ * cost counts, how many polling clients a core answers): one line per cell above it, or one
+ * line saying none is. */
+export function revalidationsAboveHalf(fullLoad: FullLoad): string {
+  if ('missing' in fullLoad) return ''
+  const above = fullLoad.rows
+    .filter(({ notModifiedPerOk }) => !(notModifiedPerOk <= 0.5))
+    .map(({ store, key, logs, notModifiedPerOk }) => `- ${store}, ${key}, logs ${logs}: ${fmt(notModifiedPerOk, 2)} of its 200's CPU`)
+  return above.length === 0
+    ? "At full load every 304 cost at most half its 200's CPU per answer."
+    : `At full load, 304s above half their 200's CPU per answer (the bar: 0.50):\n\n${above.join('\n')}`
+}

@@ -70,7 +70,7 @@ import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './che
 import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
 import { fullLoadRevalidation } from './full-load.js'
-import { fmt, fullLoadTable, mainTable, readsBelowPeer, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
+import { fmt, fullLoadTable, mainTable, readsBelowPeer, revalidationsAboveHalf, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { keyKinds, type Logs, logSettings, type Servers, servers, stop, type Target } from './servers.js'
@@ -174,7 +174,11 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     const revalidation = revalidationTable(rows, await plainRevalidation(options, running, rows))
     if (revalidation !== undefined) console.log(`\n${revalidation}`)
     const fullLoad = await fullLoadRevalidation(options, running, storeList, rows)
-    if (fullLoad !== undefined) console.log(`\n${fullLoadTable(fullLoad, options)}`)
+    if (fullLoad !== undefined) {
+      console.log(`\n${fullLoadTable(fullLoad, options)}`)
+      const bar = revalidationsAboveHalf(fullLoad)
+      if (bar !== '') console.log(`\n${bar}`)
+    }
   }
 
   if (!options.skipped.has('checks')) {
