@@ -13,7 +13,8 @@
  * to another thread of the process) while its CPU per request stays the same, and only the
  * throughput then shows it. A process keeps its own speed for its life (two starts of one
  * server differ by up to a third), so every pair is on new processes, and the report gives the
- * median over the pairs with their least and greatest.
+ * median over the pairs with their least and greatest. The requests are sent by wrk where it is
+ * installed (bench/wrk.ts: their pace is the server's), else by autocannon.
  *
  * Options:
  *   --pairs N          pairs of new processes per scenario and log setting (5)
@@ -30,10 +31,11 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { projectRoot } from '../src/core/paths.js'
 import { pinCores } from './cores.js'
-import { load, median, progress } from './load.js'
+import { type Driver, load, median, progress } from './load.js'
 import { fmt } from './report.js'
 import { petScenarios } from './scenarios.js'
 import { answering, freePort, get, type Logs, logLevelOf, spawnNode, stop, type Target } from './servers.js'
+import { wrkVersion } from './wrk.js'
 
 const pets = 10_000
 const key = 'bench-against-key-0001'
@@ -105,18 +107,22 @@ const compared = ([mine, theirs]: [number[], number[]]): Compared => ({
   theirs: median(theirs),
 })
 
+/** What sends the requests: wrk where it is installed, whose requests wait for the server (bench/wrk.ts), else autocannon. */
+const wrk = wrkVersion()
+const driver: Driver = wrk === undefined ? 'autocannon' : 'wrk'
+
 /** One pair of new processes: CPU per request and requests per second, each compared. */
 async function pair(refRoot: string, workDir: string, scenario: (typeof scenarios)[number], logs: Logs): Promise<{ cpu: Compared; rps: Compared }> {
   const targets = [await started('this tree', projectRoot, workDir, logs), await started(ref!, refRoot, workDir, logs)]
   try {
-    for (const target of targets) await load(target, [scenario], 3, plan.connections)
+    for (const target of targets) await load(target, [scenario], 3, plan.connections, driver)
     const cpu: [number[], number[]] = [[], []]
     const rps: [number[], number[]] = [[], []]
     for (let slice = 0; slice < plan.slices; slice++) {
       // this tree first, then REF first: neither is always the one after the other
       const order = slice % 2 === 0 ? [0, 1] : [1, 0]
       for (const i of order) {
-        const measured = await load(targets[i]!, [scenario], plan.seconds, plan.connections)
+        const measured = await load(targets[i]!, [scenario], plan.seconds, plan.connections, driver)
         if (measured.errors > 0) throw new Error(`${targets[i]!.name}: ${measured.errors} errors on ${scenario.name}`)
         cpu[i]!.push(measured.cpuUs)
         rps[i]!.push(measured.rps)
@@ -154,7 +160,7 @@ async function main() {
       `Node ${process.version}, ${os.cpus().length} cores; ${pinned}. CPU µs of the server per answered request (user + system) ` +
         `and answered requests per second, ${plan.connections} connections, ${fmt(pets)} pets on SQLite, ${plan.pairs} pairs of new processes, ` +
         `each ${plan.slices} slices of ${plan.seconds} s per server, taken in turn; each ratio is this tree's over ${ref}'s ` +
-        '(CPU: lower is better; req/s: higher is better).\n',
+        `(CPU: lower is better; req/s: higher is better); the requests sent by ${wrk ?? 'autocannon (wrk is not installed)'}.\n`,
     )
     console.log(
       `| scenario | logs | CPU µs/req, this tree | CPU µs/req, ${ref} | CPU ratio, median of the pairs | least, greatest pair ` +

@@ -9,7 +9,7 @@ export interface Scenario {
   method: 'GET' | 'POST' | 'PATCH'
   path: string
   body?: string
-  /** getPet: a random id from 1 to this, per request */
+  /** getPet, getOrder: the path's last segment a random id from 1 to this, per request */
   randomIdUpTo?: number
   /** otherwise, how each request is made from the one above (autocannon's setupRequest) */
   setupRequest?: autocannon.Request['setupRequest']
@@ -86,7 +86,8 @@ function requestOf(scenario: Scenario): autocannon.Request {
   if (headers !== undefined) request.setupRequest = (req) => ({ ...req, headers: { ...req.headers, ...headers } })
   const upTo = scenario.randomIdUpTo
   if (upTo !== undefined) {
-    request.setupRequest = (req) => ({ ...req, path: `/v1/pets/${1 + Math.floor(Math.random() * upTo)}` })
+    const prefix = scenario.path.replace(/\d+$/, '')
+    request.setupRequest = (req) => ({ ...req, path: `${prefix}${1 + Math.floor(Math.random() * upTo)}` })
   }
   return request
 }
@@ -102,7 +103,7 @@ async function tagged(target: Target, scenario: Scenario): Promise<Scenario> {
  * autocannon, or (one scenario) with wrk. */
 export async function load(target: Target, scenarios: Scenario[], duration: number, connections: number, driver: Driver = 'autocannon'): Promise<Measurement> {
   const ready = await Promise.all(scenarios.map((scenario) => tagged(target, scenario)))
-  if (driver === 'wrk') return wrkLoad(target, ready, duration, connections)
+  if (driver === 'wrk' && ready.length === 1 && wrkDrives(ready[0]!)) return wrkLoad(target, ready[0]!, duration, connections)
   const requests = ready.map(requestOf)
   return new Promise((resolve, reject) => {
     const latencies: number[] = []
@@ -136,15 +137,16 @@ export async function load(target: Target, scenarios: Scenario[], duration: numb
   })
 }
 
+/** Whether wrk can send a scenario's requests: GETs without a body, of one path or of random ids
+ * (wrk.ts); not the writes, each with a body or key of its own (autocannon's setupRequest). */
+export const wrkDrives = (scenario: Scenario) => scenario.method === 'GET' && scenario.body === undefined && scenario.setupRequest === undefined
+
 /** load's measure with wrk: its count, errors and latencies, the server's CPU read around it. */
-async function wrkLoad(target: Target, [scenario, ...others]: Scenario[], duration: number, connections: number): Promise<Measurement> {
-  if (scenario === undefined || others.length > 0) throw new Error('wrk drives one scenario at a time')
-  if (scenario.method !== 'GET' || scenario.body !== undefined || scenario.setupRequest !== undefined || scenario.randomIdUpTo !== undefined) {
-    throw new Error(`wrk drives only the same GET each time, not ${scenario.name}`)
-  }
+async function wrkLoad(target: Target, scenario: Scenario, duration: number, connections: number): Promise<Measurement> {
   const cpuBefore = cpuSeconds(target.child.pid)
   const headers = { ...authorization(target.key), 'content-type': 'application/json', ...scenario.headers }
-  const counted = await wrk(`${target.url}${scenario.path}`, headers, duration, connections)
+  const requests = { path: scenario.path, ...(scenario.randomIdUpTo !== undefined && { randomIdUpTo: scenario.randomIdUpTo }) }
+  const counted = await wrk(target.url, requests, headers, duration, connections)
   return {
     rps: counted.answered / counted.seconds,
     p50: counted.p50,

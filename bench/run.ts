@@ -10,12 +10,12 @@
  * API_KEYS and once with a stored key (made by its key store). Every scenario is measured with
  * the access log on both sides (the default level, or --log-level) and with no log on either
  * side (LOG_LEVEL=silent), and the table shows both ratios. Each figure is the median of N
- * interleaved rounds, each round on new server processes (warmed up first). Where listPets'
+ * interleaved rounds, each round on new server processes (warmed up first). The reads are sent
+ * by wrk (bench/wrk.ts; Debian's package wrk), which spends less than half autocannon's CPU per
+ * request and so keeps requests waiting for the server: their pace is the server's (without wrk,
+ * autocannon sends them, and the report says so); the writes by autocannon. Where listPets'
  * page revalidated (304) is measured, the same requests answered by plain Fastify with one route
- * that checks and reads nothing (bench/plain-304.mjs) too; then the page's 200 and 304 and plain
- * Fastify's 304 again at full load, driven by wrk (bench/full-load.ts), which spends less than
- * half autocannon's CPU per request and keeps requests waiting for the server (Debian's package
- * wrk; without it, that table says so). Then the checks of
+ * that checks and reads nothing (bench/plain-304.mjs) too. Then the checks of
  * roles and of order ownership, each timed alone in this process (the same read or call without
  * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
@@ -64,19 +64,19 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import { join } from 'node:path'
 import { projectRoot } from '../src/core/paths.js'
-import { compare, compareRounds, medianOf, progress } from './load.js'
+import { compare, compareRounds, type Driver, medianOf, progress } from './load.js'
 import { type BenchOptions, readOptions } from './options.js'
 import { type CheckRow, checksTable, ownershipCosts, roleCheckCost } from './checks.js'
 import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
-import { fullLoadRevalidation } from './full-load.js'
-import { fmt, fullLoadTable, mainTable, readsBelowPeer, revalidationsAboveHalf, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
+import { fmt, mainTable, readsBelowPeer, revalidationsAboveHalf, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { keyKinds, type Logs, logSettings, type Servers, servers, stop, type Target } from './servers.js'
 import { coldStarts, residentMemory } from './start-memory.js'
 import { postgresVersion, type Store, sqliteVersion, stores } from './stores.js'
 import { type WebhookRow, webhooks, webhookTable } from './webhooks.js'
+import { wrkVersion } from './wrk.js'
 
 /** Ids a pool must hold: the most that one measurement can use at an optimistic rate of writes,
  * for every measurement and warm-up of every target, and each connection's first request
@@ -93,7 +93,7 @@ const targetName = (kind: 'project' | 'peer', logs: Logs, key?: (typeof keyKinds
 
 /** The service with an env key and with a stored key, and the peer, each with logs and
  * without, on one store. */
-async function sideBySide(options: BenchOptions, running: Servers, store: Store): Promise<Row[]> {
+async function sideBySide(options: BenchOptions, driver: Driver, running: Servers, store: Store): Promise<Row[]> {
   progress(`${store.name}: service (env key, stored key) and peer, each with logs and without`)
   const targets: Target[] = []
   try {
@@ -103,7 +103,7 @@ async function sideBySide(options: BenchOptions, running: Servers, store: Store)
     }
     const differences = await sameAnswers(targets[0]!, targets[2]!, store)
     if (differences.length > 0) progress(`  WARNING: the peer answers differently:\n    ${differences.join('\n    ')}`)
-    const rounds = await compareRounds(store.name, targets, () => mainScenarios(options, store), options, { freshEachRound: true })
+    const rounds = await compareRounds(store.name, targets, () => mainScenarios(options, store), { ...options, driver }, { freshEachRound: true })
     for (const [name, pool] of Object.entries({ placeOrder: store.orders?.place, updateOrder: store.orders?.update })) {
       if (pool && pool.next > pool.ids.length) progress(`  WARNING: the ${name} pool ran out (${pool.next} of ${pool.ids.length}): the rest were answered 409`)
     }
@@ -121,14 +121,14 @@ async function sideBySide(options: BenchOptions, running: Servers, store: Store)
 
 /** The revalidation answered by plain Fastify (bench/plain-304.mjs), logs on and off, measured
  * as the service is (rounds on new processes, warmed up): where the 304 scenario ran. */
-async function plainRevalidation(options: BenchOptions, running: Servers, rows: Row[]) {
+async function plainRevalidation(options: BenchOptions, driver: Driver, running: Servers, rows: Row[]) {
   const revalidation = petScenarios(options.pets).find((scenario) => scenario.revalidate === true)!
   if (!rows.some((row) => row.scenario === revalidation.name)) return undefined
   progress('the revalidation answered by plain Fastify')
   const targets: Target[] = []
   try {
     for (const logs of logSettings) targets.push(await running.plain304(`plain Fastify, logs ${logs}`, logs))
-    const medians = (await compare('plain Fastify', targets, () => [revalidation], options, { freshEachRound: true })).get(revalidation.name)!
+    const medians = (await compare('plain Fastify', targets, () => [revalidation], { ...options, driver }, { freshEachRound: true })).get(revalidation.name)!
     return { on: medians.get('plain Fastify, logs on')!, off: medians.get('plain Fastify, logs off')! }
   } finally {
     for (const target of targets) await stop(target)
@@ -148,10 +148,18 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   console.log('## Pet store bench\n')
   console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)
   console.log(`- Node ${process.version}; SQLite ${sqliteVersion()}; PostgreSQL ${postgres.version ?? `not measured (${postgres.problem})`}`)
+  // (autocannon, in this process, spends more CPU per request than the server spends on a cheap
+  // read: it, not the server, would set the reads' pace; wrk spends less than half of it)
+  const wrk = wrkVersion()
+  const driver: Driver = wrk === undefined ? 'autocannon' : 'wrk'
+  const drivers =
+    wrk === undefined
+      ? 'every request sent by autocannon, in this process (wrk is not installed: Debian, apt-get install wrk; the reads are then paced by autocannon, not by the server)'
+      : `the reads (GET) sent by ${wrk} (one thread), the writes by autocannon in this process`
   console.log(
     `- logs on: LOG_LEVEL ${options.logLevel ?? 'unset (the service default, info: one access-log line per request)'} for service and peers, ` +
       'their logs going to files; logs off: LOG_LEVEL=silent for both; ' +
-      `the load generator (autocannon) runs in this process, on the same machine; ${cores}${options.smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
+      `load: ${drivers}, on the same machine; ${cores}${options.smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
   )
 
   progress('building (npm run -s build)')
@@ -167,18 +175,12 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', `petstore_bench_${process.pid}`, options.pets, pools))
   const rows: Row[] = []
   if (mainRuns) {
-    for (const store of storeList) rows.push(...(await sideBySide(options, running, store)))
+    for (const store of storeList) rows.push(...(await sideBySide(options, driver, running, store)))
     console.log(`\n${mainTable(rows, options)}`)
     const reads = readsBelowPeer(rows)
     if (reads !== '') console.log(`\n${reads}`)
-    const revalidation = revalidationTable(rows, await plainRevalidation(options, running, rows))
-    if (revalidation !== undefined) console.log(`\n${revalidation}`)
-    const fullLoad = await fullLoadRevalidation(options, running, storeList, rows)
-    if (fullLoad !== undefined) {
-      console.log(`\n${fullLoadTable(fullLoad, options)}`)
-      const bar = revalidationsAboveHalf(fullLoad)
-      if (bar !== '') console.log(`\n${bar}`)
-    }
+    const revalidation = revalidationTable(rows, await plainRevalidation(options, driver, running, rows))
+    if (revalidation !== undefined) console.log(`\n${revalidation}\n\n${revalidationsAboveHalf(rows)}`)
   }
 
   if (!options.skipped.has('checks')) {

@@ -16,12 +16,7 @@ export const petScenarios = (pets: number): Scenario[] => [
 
 /** The store orders: reads of the seeded orders; writes on pools, each pet and order once. */
 export const orderScenarios = ({ readOrders, place, update }: OrderPools): Scenario[] => [
-  {
-    name: 'getOrder',
-    method: 'GET',
-    path: '/v1/store/orders/1',
-    setupRequest: (request) => ({ ...request, path: `/v1/store/orders/${1 + Math.floor(Math.random() * readOrders)}` }),
-  },
+  { name: 'getOrder', method: 'GET', path: '/v1/store/orders/1', randomIdUpTo: readOrders },
   { name: 'listOrders limit=20, status', method: 'GET', path: '/v1/store/orders?limit=20&status=delivered' },
   {
     name: 'placeOrder, Idempotency-Key',

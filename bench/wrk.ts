@@ -1,4 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import { join } from 'node:path'
 
 /**
  * wrk (Debian's package `wrk`), a load generator in C: autocannon, on its one core, cannot send
@@ -56,19 +59,44 @@ export function wrkReport(report: string): WrkResult {
   }
 }
 
-/** Runs wrk (one thread, on this process's core): GET `url` with `headers`, again and again on
- * each connection, for `duration` seconds (whole seconds, at least one: wrk counts no less). */
-export function wrk(url: string, headers: Record<string, string>, duration: number, connections: number): Promise<WrkResult> {
+/** What wrk asks: the same path each time, or the path's prefix followed by an id from 1 to
+ * `randomIdUpTo`, a new one per request (wrk's Lua `request` hook; getPet's random ids). */
+export interface WrkRequests {
+  path: string
+  randomIdUpTo?: number
+}
+
+/** wrk's Lua script for random ids: each request's path is `prefix` and an id from 1 to `upTo`
+ * (wrk.format keeps the -H headers). */
+const randomIds = (prefix: string, upTo: number) =>
+  `local prefix, upTo = ${JSON.stringify(prefix)}, ${Math.floor(upTo)}\n` +
+  'request = function() return wrk.format(nil, prefix .. math.random(1, upTo)) end\n'
+
+/** Runs wrk (one thread, on this process's core): GETs at `origin` with `headers`, again and
+ * again on each connection, for `duration` seconds (whole seconds, at least one: wrk counts no less). */
+export async function wrk(origin: string, requests: WrkRequests, headers: Record<string, string>, duration: number, connections: number): Promise<WrkResult> {
   const fields = Object.entries(headers).flatMap(([name, value]) => ['-H', `${name}: ${value}`])
-  const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(duration))}s`, '--latency', ...fields, url]
-  return new Promise((resolve, reject) => {
-    execFile('wrk', args, { encoding: 'utf8' }, (error, stdout) => {
-      if (error) return reject(error)
-      try {
-        resolve(wrkReport(stdout))
-      } catch (failure) {
-        reject(failure)
-      }
+  const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(duration))}s`, '--latency', ...fields]
+  const { path, randomIdUpTo } = requests
+  const dir = randomIdUpTo === undefined ? undefined : mkdtempSync(join(os.tmpdir(), 'petstore-wrk-'))
+  if (dir !== undefined) {
+    const script = join(dir, 'random-ids.lua')
+    writeFileSync(script, randomIds(path.replace(/\d+$/, ''), randomIdUpTo!))
+    args.push('-s', script)
+  }
+  args.push(`${origin}${path}`)
+  try {
+    return await new Promise((resolve, reject) => {
+      execFile('wrk', args, { encoding: 'utf8' }, (error, stdout) => {
+        if (error) return reject(error)
+        try {
+          resolve(wrkReport(stdout))
+        } catch (failure) {
+          reject(failure)
+        }
+      })
     })
-  })
+  } finally {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true })
+  }
 }
