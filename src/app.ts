@@ -17,7 +17,8 @@ import { protectiveHeaders, serverOptions } from './http/connections.js'
 import cors from './http/cors.js'
 import { errorHandler } from './http/error-handler.js'
 import { lifecycleHeaders } from './http/lifecycle-headers.js'
-import operations from './http/operations.js'
+import { keptAnswers } from './http/kept-answers.js'
+import operations, { type GenericAnswer } from './http/operations.js'
 import http from './http/plugin.js'
 import { redactUrl } from './http/redact.js'
 import rateLimits from './limits/plugin.js'
@@ -110,6 +111,8 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   // (asked of app.storage each time: a test may interleave a write with it; one read serves
   // every request of a turn that asks, see shared-read.ts)
   const revision = sharedRead(() => app.storage.revision())
+  // (one keeper for every version: the URL tells their answers apart)
+  const kept = keptAnswers<GenericAnswer>()
   for (const served of contracts) {
     await app.register(operations, {
       contract: served,
@@ -118,6 +121,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
       clock: options.clock ?? Date.now,
       callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),
       revision,
+      kept,
     })
   }
   return app

@@ -19,6 +19,7 @@ import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
 import { aCategory, api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { writeAfterNextRevision } from './helpers/revision.js'
 
 /** Store staff: sees and moves every order. */
 const staffKey = `staff-key-5c1e08:${[...newest.roles.defaults, 'orders:admin'].join('+')}`
@@ -229,18 +230,8 @@ function conditionalOn(name: string, store: Store) {
     const categoryId = await aCategory(app)
     await aPet(t, app)
     const { storage } = app
-    const revision = storage.revision
-    let between: (() => Promise<unknown>) | undefined
     // (a real write, committed after the revision is read and before the handler reads the page)
-    storage.revision = async () => {
-      const now = await revision()
-      const write = between
-      between = undefined
-      if (write !== undefined) await write()
-      return now
-    }
-    t.teardown(() => void (storage.revision = revision))
-    between = () => storage.pets.create({ name: 'Between', categoryId, status: 'available' })
+    writeAfterNextRevision(t, storage, () => storage.pets.create({ name: 'Between', categoryId, status: 'available' }))
     const url = servedContracts[1]!.urlOf('listPets')
     const first = await read(t, app, url)
     t.equal(first.json.length, 2, 'the page shows the change made between the reads')

@@ -1,5 +1,6 @@
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
+import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
 import type { CategoryRepository } from './repository.js'
@@ -14,13 +15,13 @@ export function categoryHandlers(
   { categoriesUrl, categoryUrl }: { categoriesUrl: string; categoryUrl: (categoryId: number) => string },
 ): HandlersOf<CategoryOperation> {
   return {
-    listCategories(request, _reply, answer) {
+    listCategories: fromStoreAlone((request, _reply, answer) => {
       const { limit, after } = request.query
       return andThen(categories.list({ limit: limit + 1, after }), (items) => {
         const { page, headers } = pageOf(items, { url: categoriesUrl, limit })
         return answer(200, page, headers)
       })
-    },
+    }),
 
     async createCategory(request, _reply, answer) {
       const outcome = await categories.create(request.body.name)
@@ -30,10 +31,10 @@ export function categoryHandlers(
       return answer(201, outcome.created, { Location: categoryUrl(outcome.created.id) })
     },
 
-    getCategory(request, _reply, answer) {
-      return andThen(categories.find(request.params.categoryId), (category) =>
+    getCategory: fromStoreAlone((request, _reply, answer) =>
+      andThen(categories.find(request.params.categoryId), (category) =>
         category === undefined ? new ApiError('not_found', `Category ${request.params.categoryId} not found`) : answer(200, category),
-      )
-    },
+      ),
+    ),
   }
 }

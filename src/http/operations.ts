@@ -3,10 +3,12 @@ import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import { endOfTurn } from '../core/shared-read.js'
+import { answersFromStoreAlone } from '../core/store-read.js'
 import { revisionTagging, tagging } from './conditional.js'
 import { contractRoutes } from './contract-routes.js'
 import { answer, type OperationHandlers } from './handlers.js'
 import { strictIntegers } from './integers.js'
+import type { KeptAnswers } from './kept-answers.js'
 import { lifecycleHeaders, retirement } from './lifecycle-headers.js'
 
 /**
@@ -47,6 +49,8 @@ export interface OperationsOptions {
   /** the store's revision now (Storage.revision, read at the end of the turn: shared-read.ts):
    * what a page's tag is known by before the page is read */
   revision: () => Promise<string>
+  /** where the answers of reads made of the store alone are kept for its revision (kept-answers.ts) */
+  kept: KeptAnswers<GenericAnswer>
 }
 
 /**
@@ -55,9 +59,13 @@ export interface OperationsOptions {
  * headers its lifecycle calls for, its retirement, the strict reading of its integer
  * parameters, and the conditional requests it answers (conditional.ts).
  */
-export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf, revision }: OperationsOptions) {
+export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf, revision, kept }: OperationsOptions) {
   const major = contract.version[0]
   const served = handlers as unknown as Record<string, GenericHandler>
+  // (a read of one object, of the key's view, whose handler answers from the store alone: its
+  // answers are kept; a page's 200 is read anew, its revalidation being the cheap answer)
+  const keptHere = (operation: Operation) =>
+    operation.method === 'GET' && !operation.paged && operation.roles !== undefined && answersFromStoreAlone(served[operation.id]!)
   const onRoute = (route: RouteOptions, operation: Operation) => {
     // (the access log names the lifecycle of the operation a request was of)
     route.config = { ...route.config, lifecycle: operation.lifecycle.label } as never
@@ -92,10 +100,14 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
     // (a page's tag known before it is read, and its 304 answered before the handler runs; the
     // revision is read at the end of the turn, so a page is answered then, as any read is)
-    const waited = revisionTagging(operation, contract, revision) ?? (operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
+    const waited = revisionTagging(operation, contract, revision) ?? (keptHere(operation) ? revisionRead(revision) : operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
     if (waited !== undefined) route.preHandler = [waited, ...[route.preHandler ?? []].flat()]
   }
-  const handlerOf = (operationId: string) => answering(served[operationId]!, contract.operations.get(operationId)!.lifecycle.deprecation !== undefined)
+  const handlerOf = (operationId: string) => {
+    const operation = contract.operations.get(operationId)!
+    const handler = served[operationId]!
+    return answering(keptHere(operation) ? keeping(handler, kept) : handler, operation.lifecycle.deprecation !== undefined)
+  }
   await contractRoutes(app, { contract, handlerOf, onRoute })
 }
 
@@ -109,7 +121,33 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
  */
 const answeredAtEndOfTurn: preHandlerHookHandler = (_request, _reply, done) => void endOfTurn().then(() => done())
 
-type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> | undefined } | ApiError
+/** The store's revision read for the request, at the end of its turn (shared-read.ts): what its
+ * kept answer, if any, is looked up by (kept-answers.ts). A store that fails rejects: Fastify's
+ * error handler answers it, a 503. */
+const revisionRead =
+  (revision: () => Promise<string>): preHandlerHookHandler =>
+  (request, _reply, done) =>
+    void revision().then((now) => {
+      request.storeRevision = now
+      done()
+    }, done)
+
+/** `handler`, answering from what it answered before to the same request at the same revision,
+ * and keeping what it answers (kept-answers.ts). */
+function keeping(handler: GenericHandler, kept: KeptAnswers<GenericAnswer>): GenericHandler {
+  const keep = (request: FastifyRequest, answer: GenericAnswer) => {
+    if (!(answer instanceof ApiError)) kept.keep(request, answer)
+    return answer
+  }
+  return (request, reply, respond) => {
+    const found = kept.find(request)
+    if (found !== undefined) return found
+    const answered = handler(request, reply, respond)
+    return answered instanceof Promise ? answered.then((settled) => keep(request, settled)) : keep(request, answered)
+  }
+}
+
+export type GenericAnswer = { status: number; body?: unknown; headers?: Record<string, string> | undefined } | ApiError
 type GenericHandler = (request: FastifyRequest, reply: FastifyReply, respond: typeof answer) => MaybePromise<GenericAnswer>
 
 /** A route handler that sends what an operation's handler answers: its status, headers and

@@ -31,6 +31,7 @@ async function httpPlugin(app: FastifyInstance, { bodyIdleTimeoutMs, ...limits }
   app.decorate('reportUnavailable', unavailableLog(app.log))
   app.decorateRequest('apiVersion', 0)
   app.decorateRequest('knownTag', '')
+  app.decorateRequest('storeRevision', '')
   requestHooks(app, app.contracts)
 
   app.removeAllContentTypeParsers()

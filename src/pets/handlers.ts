@@ -3,6 +3,7 @@ import type { CategoryRepository } from '../categories/repository.js'
 import { ApiError } from '../core/errors.js'
 import type { Every } from '../core/every.js'
 import { andThen } from '../core/maybe-async.js'
+import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
 import { categoryObject } from '../versions/changes/category-object.js'
@@ -34,14 +35,14 @@ export interface PetHandlerOptions {
  * answer at once when the repository does. */
 export function petHandlers(pets: PetRepository, categories: CategoryRepository, { petsUrl }: PetHandlerOptions): HandlersOf<PetOperation> {
   return {
-    listPets(request, _reply, answer) {
+    listPets: fromStoreAlone((request, _reply, answer) => {
       const { limit, id, status, categoryId, after } = request.query
       // (while pets show `categoryId` alone, their category's name is not read)
       return andThen(pets.list({ limit: limit + 1, id, status, categoryId, after, named: !categoryObject.inForce(request) }), (items) => {
         const { page, headers } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
         return answer(200, page.map(petOf), headers)
       })
-    },
+    }),
 
     async createPet(request, _reply, answer) {
       const { categoryId } = request.body

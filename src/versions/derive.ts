@@ -13,6 +13,7 @@ import type { Contract, Operation } from '../contract/model.js'
 import { deref } from '../contract/pointer.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import { answersFromStoreAlone, fromStoreAlone } from '../core/store-read.js'
 import type { EventFields } from '../events/outbox.js'
 import type { ChangeContext, ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
 import { type Difference, uncovered } from './coverage.js'
@@ -186,7 +187,7 @@ function derivedHandler(operation: Operation, major: number, steps: readonly Ste
     }
     return made
   }
-  return (request, reply, answer) => {
+  const derived: AnyHandler = (request, reply, answer) => {
     if (makesNewer) {
       // The request is made newer in place, on copies of its parameters (what the client sent
       // is left as it was). (A copy whose prototype is Fastify's request cost 3 µs a request:
@@ -202,6 +203,8 @@ function derivedHandler(operation: Operation, major: number, steps: readonly Ste
     const given = handler(request, reply, answer)
     return given instanceof Promise ? given.then((settled) => down(settled, request as ChangedRequest)) : down(given, request as ChangedRequest)
   }
+  // (the changes down are of the answer and the request alone: what the store alone made stays so)
+  return answersFromStoreAlone(handler) ? fromStoreAlone(derived) : derived
 }
 
 const queryParameters = ({ parameters }: Operation) => parameters.filter((parameter) => parameter.in === 'query').map(({ name }) => name)
