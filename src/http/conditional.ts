@@ -6,7 +6,6 @@
 import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest, onSendHookHandler, preHandlerHookHandler } from 'fastify'
 import type { Contract, Operation } from '../contract/model.js'
-import { viewOf } from './kept-answers.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -121,7 +120,7 @@ export function revisionTagging(operation: Operation, contract: Contract, revisi
   const kept = new Map<string, string>()
   let keptSize = 0
   const tagOf = (request: FastifyRequest, now: string) => {
-    const view = `${viewOf(request)}\n${now}`
+    const view = `${request.url}\n${request.principal}\n${rolesNamed(request.roles)}\n${now}`
     let tag = kept.get(view)
     if (tag === undefined) {
       tag = `"v${major}-${hash('sha1', decided + view, 'base64url')}"`
@@ -137,7 +136,6 @@ export function revisionTagging(operation: Operation, contract: Contract, revisi
   }
   return (request, reply, done) => {
     const answer = (now: string) => {
-      request.storeRevision = now
       const tag = tagOf(request, now)
       const field = request.headers['if-none-match']
       if (field === undefined || field.trim() === '*' || !noneMatchHolds(field, tag)) {
@@ -155,3 +153,12 @@ export function revisionTagging(operation: Operation, contract: Contract, revisi
 /** How much of the views whose page tags it keeps an operation holds (revisionTagging), in
  * characters: a few hundred polled pages, some hundred kilobytes. */
 const keptChars = 64 * 1024
+
+const named = new WeakMap<ReadonlySet<string>, string>()
+
+/** A key's roles in one order, as text: worked out once per set (a key's roles are one set). */
+function rolesNamed(roles: ReadonlySet<string>): string {
+  let text = named.get(roles)
+  if (text === undefined) named.set(roles, (text = [...roles].sort().join(' ')))
+  return text
+}

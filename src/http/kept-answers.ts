@@ -67,16 +67,3 @@ export function keptAnswers<A>(limit: number = keptLimit): KeptAnswers<A> {
 
 /** How much is kept: 32,768 (16,384 pets read by id, each with its URL), some megabytes. */
 const keptLimit = 32 * 1024
-
-/** What decides an answer made of the store alone, besides the store, as text: the request's
- * URL (path and query), the key's principal (whose orders) and its roles (what it may see). */
-export const viewOf = (request: FastifyRequest): string => `${request.url}\n${request.principal}\n${rolesNamed(request.roles)}`
-
-const named = new WeakMap<ReadonlySet<string>, string>()
-
-/** A key's roles in one order, as text: worked out once per set (a key's roles are one set). */
-function rolesNamed(roles: ReadonlySet<string>): string {
-  let text = named.get(roles)
-  if (text === undefined) named.set(roles, (text = [...roles].sort().join(' ')))
-  return text
-}
