@@ -14,7 +14,7 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
 import { readContract } from '../src/contract/model.js'
-import { matchHolds, noneMatchHolds } from '../src/http/conditional.js'
+import { entityTag, matchHolds, noneMatchHolds } from '../src/http/conditional.js'
 import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
 import { aCategory, api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
@@ -345,6 +345,17 @@ t.test("a page's tag, kept for the next request, is the one hashed anew once the
   await app.inject({ url: `${list}?after=1&filler=${'x'.repeat(70_000)}`, headers: { authorization: `Bearer ${testKey}` } })
   t.equal((await read(t, app, `${list}?after=0`, first)).status, 304, 'forgotten, then hashed anew: the same tag')
   t.not((await read(t, app, `${list}?after=0`, undefined, staff)).headers.etag, first, 'another key, with other roles, has another tag')
+})
+
+t.test("a page that shows the clock (a subscription's deliveries, their next attempt) keeps the tag of its bytes; a page of the store alone, the revision's", async (t) => {
+  const app = await server(t, stores[0]![1])
+  const v2 = servedContracts[1]!
+  const webhookId = (await call(t, app, { method: 'POST', url: v2.urlOf('createWebhook'), payload: { url: 'https://93.184.215.14/hooks', events: ['pet.created'] } })).json.id
+  const deliveries = await read(t, app, v2.urlOf('listWebhookDeliveries', { webhookId }))
+  t.equal(deliveries.headers.etag, entityTag(2, deliveries.body), "the deliveries' page: its bytes' tag")
+  t.equal((await read(t, app, v2.urlOf('listWebhookDeliveries', { webhookId }), String(deliveries.headers.etag))).status, 304, 'a 304 while they are the same')
+  const pets = await read(t, app, v2.urlOf('listPets'))
+  t.not(pets.headers.etag, entityTag(2, pets.body), "the pets' page: the revision's tag, not its bytes'")
 })
 
 t.test('the list fields, as RFC 9110 compares them: weakly for If-None-Match, strongly for If-Match', async (t) => {

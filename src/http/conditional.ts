@@ -94,7 +94,8 @@ export function tagging({ conditional }: Operation, major: number): onSendHookHa
 }
 
 /**
- * A page's tag known before the page is read (where the operation is a paged read): a hash of
+ * A page's tag known before the page is read (where the operation is a paged read, and its
+ * handler answers from the store alone: a page that shows the clock keeps its bytes' tag): a hash of
  * what decides the page, which is the version's document (the shapes it shows), the operation,
  * the request's URL (path and query: the filter, the limit, the cursor), the key's view (its
  * principal and roles: whose orders, whose deliveries) and the store's revision read BEFORE the

@@ -62,10 +62,11 @@ export interface OperationsOptions {
 export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf, revision, kept }: OperationsOptions) {
   const major = contract.version[0]
   const served = handlers as unknown as Record<string, GenericHandler>
-  // (a read of one object, of the key's view, whose handler answers from the store alone: its
-  // answers are kept; a page's 200 is read anew, its revalidation being the cheap answer)
-  const keptHere = (operation: Operation) =>
-    operation.method === 'GET' && !operation.paged && operation.roles !== undefined && answersFromStoreAlone(served[operation.id]!)
+  // (a read of the key's view whose handler answers from the store alone: a page of it is tagged
+  // by the store's revision, and the answers of one object are kept, a page's 200 being read
+  // anew, its revalidation the cheap answer; a read that shows the clock keeps its bytes' tag)
+  const ofStoreAlone = (operation: Operation) => operation.method === 'GET' && operation.roles !== undefined && answersFromStoreAlone(served[operation.id]!)
+  const keptHere = (operation: Operation) => !operation.paged && ofStoreAlone(operation)
   const onRoute = (route: RouteOptions, operation: Operation) => {
     // (the access log names the lifecycle of the operation a request was of)
     route.config = { ...route.config, lifecycle: operation.lifecycle.label } as never
@@ -100,7 +101,8 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
     // (a page's tag known before it is read, and its 304 answered before the handler runs; the
     // revision is read at the end of the turn, so a page is answered then, as any read is)
-    const waited = revisionTagging(operation, contract, revision) ?? (keptHere(operation) ? revisionRead(revision) : operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
+    const pageTagged = ofStoreAlone(operation) ? revisionTagging(operation, contract, revision) : undefined
+    const waited = pageTagged ?? (keptHere(operation) ? revisionRead(revision) : operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
     if (waited !== undefined) route.preHandler = [waited, ...[route.preHandler ?? []].flat()]
   }
   const handlerOf = (operationId: string) => {

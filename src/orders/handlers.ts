@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { OrderScope } from '../auth/access.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
+import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { ifMatchOf } from '../http/conditional.js'
 import { pageOf } from '../http/pagination.js'
@@ -54,13 +55,14 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       )
     },
 
-    listOrders(request, _reply, answer) {
+    // (a page of orders is of the store and the key's view alone: tagged by the store's revision)
+    listOrders: fromStoreAlone((request, _reply, answer) => {
       const { limit, status, after } = request.query
       return andThen(orders.list({ scope: scopeOf(request), limit: limit + 1, status, after }), (items) => {
         const { page, headers } = pageOf(items, { url: ordersUrl, limit, status })
         return answer(200, page, headers)
       })
-    },
+    }),
 
     async updateOrder(request, reply, answer) {
       const { orderId } = request.params
