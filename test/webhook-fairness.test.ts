@@ -34,7 +34,10 @@ function fairnessOn(name: string, store: Store) {
     const arrived = await fast.waitFor(100, 8_000)
     const lags = arrived.map(lagOf).sort((a, b) => a - b)
     const p99 = lags[Math.ceil(0.99 * lags.length) - 1]!
-    t.ok(p99 < 2_000, `the fast receiver's lag: p50 ${lags[49]} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`)
+    // (held behind one hanging attempt, a delivery would wait for its 10 s timeout; with no hanging
+    // receiver at all, the same 100 creates on two cores shared with other tests arrived within
+    // 0.7-1.7 s: the bound is half the timeout, which the machine's load alone does not reach)
+    t.ok(p99 < 5_000, `the fast receiver's lag: p50 ${lags[49]} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`)
     t.equal(hanging, 16, 'the hanging one holds 16 attempts (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), no more')
   })
 
