@@ -18,7 +18,7 @@ import cors from './http/cors.js'
 import { errorHandler } from './http/error-handler.js'
 import { lifecycleHeaders } from './http/lifecycle-headers.js'
 import { keptAnswers } from './http/kept-answers.js'
-import operations, { type GenericAnswer } from './http/operations.js'
+import operations, { type KeptAnswer } from './http/operations.js'
 import http from './http/plugin.js'
 import { redactUrl } from './http/redact.js'
 import rateLimits from './limits/plugin.js'
@@ -112,7 +112,7 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   // every request of a turn that asks, see shared-read.ts)
   const revision = sharedRead(() => app.storage.revision())
   // (one keeper for every version: the URL tells their answers apart)
-  const kept = keptAnswers<GenericAnswer>()
+  const kept = keptAnswers<KeptAnswer>()
   for (const served of contracts) {
     await app.register(operations, {
       contract: served,

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import t, { type Test } from 'tap'
+import { entityTag } from '../src/http/conditional.js'
 import { keptAnswers } from '../src/http/kept-answers.js'
 import { connect } from '../src/storage/index.js'
 import { aCategory, build, call, curatingTestKey, servedContracts, testKey } from './helpers/app.js'
@@ -52,12 +53,14 @@ function keptOn(name: string) {
     const categoryId = await aCategory(app)
     const petId = (await call(t, app, { method: 'POST', url: v2!.urlOf('createPet'), payload: { name: 'Rex', categoryId } })).json.id
     const rowsRead = () => reads.pets + reads.categories
-    for (const url of [v1!.urlOf('getPet', { petId }), v2!.urlOf('getCategory', { categoryId })]) {
+    for (const [major, url] of [[1, v1!.urlOf('getPet', { petId })], [2, v2!.urlOf('getCategory', { categoryId })]] as const) {
       const before = rowsRead()
       const first = await read(t, app, url)
       t.equal(first.status, 200, url)
+      t.equal(first.headers.etag, entityTag(major, first.body), `${url}: tagged by its bytes as that version sends them`)
       const again = await read(t, app, url)
       t.equal(again.body, first.body, `${url}: the same answer`)
+      t.equal(again.headers['content-type'], first.headers['content-type'], `${url}: of the same type`)
       t.equal(again.headers.etag, first.headers.etag, `${url}: with the same tag`)
       t.equal(again.headers.link, first.headers.link, `${url}: and the same links`)
       t.equal(rowsRead(), before + 1, `${url}: its row read once`)
