@@ -7,8 +7,8 @@
 import t, { type Test } from 'tap'
 import { docBlock, indented, type ProjectCopy, projectCopy } from './helpers/project.js'
 
-// each walk generates, typechecks and runs tests in a copy: minutes on a busy machine (10.5 min
-// for both, side by side, in CI beside two other test files)
+// each walk generates, typechecks and runs tests in a copy: minutes on a busy machine (15 min
+// for the three, two at a time, in CI beside two other test files)
 t.setTimeout(1_500_000)
 t.jobs = 2
 
