@@ -3,6 +3,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Contract } from '../contract/model.js'
+import { jsonType } from '../core/media-types.js'
 import { pageDocument, pageTitle } from './page-document.js'
 
 /**
@@ -18,7 +19,7 @@ async function docsPlugin(app: FastifyInstance, { contract, served, changelog }:
 
   const published = contract.service.paths
   app.get(published.json, (_request, reply) => {
-    reply.type('application/json; charset=utf-8').send(json)
+    reply.type(jsonType).send(json)
   })
   app.get(published.yaml, (_request, reply) => {
     reply.type('application/yaml; charset=utf-8').send(contract.source)

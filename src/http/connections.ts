@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify'
 import type { Config } from '../core/config.js'
 import { ApiError } from '../core/errors.js'
+import { jsonType } from '../core/media-types.js'
 import { linger } from './linger.js'
 
 /** The limits a connection lives under, from the configuration. */
@@ -131,7 +132,7 @@ const clientErrorHandler = (messageLength: number) => (error: NodeJS.ErrnoExcept
 function answerRaw(socket: Socket, error: ApiError, messageLength: number): void {
   const body = JSON.stringify(error.bodyWithin(messageLength))
   const headers = {
-    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Type': jsonType,
     'Content-Length': String(Buffer.byteLength(body)),
     Connection: 'close',
     ...protectiveHeaders,

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { Contract, Operation } from '../contract/model.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
+import { jsonType } from '../core/media-types.js'
 import { endOfTurn } from '../core/shared-read.js'
 import { answersFromStoreAlone } from '../core/store-read.js'
 import { entityTag, revisionTagging, tagging } from './conditional.js'
@@ -135,17 +136,14 @@ const revisionRead =
     }, done)
 
 /** An answer kept for its revision (kept-answers.ts): its status and headers, and its body as it
- * was sent and that body's tag, so that neither is made again (serializing and hashing a pet
- * cost about 3 µs of the 45 a getPet costs on SQLite). */
+ * was sent and that body's tag, so that neither is made again (serializing a pet and hashing it
+ * cost about 1.5 µs each, timed alone). */
 export interface KeptAnswer {
   status: number
   headers: Record<string, string> | undefined
   payload: string
   tag: string
 }
-
-/** What Fastify names JSON: a string sent with it is sent as it is, not serialized again. */
-const json = 'application/json; charset=utf-8'
 
 /** `handler`, answering from what it answered before to the same request at the same revision,
  * and keeping what it answers, serialized as the route's schema of its status writes it (a read
@@ -154,7 +152,7 @@ const json = 'application/json; charset=utf-8'
 function keeping(handler: GenericHandler, kept: KeptAnswers<KeptAnswer>, major: number): GenericHandler {
   const sent = (request: FastifyRequest, reply: FastifyReply, { status, headers, payload, tag }: KeptAnswer): GenericAnswer => {
     request.knownTag = tag
-    reply.type(json)
+    reply.type(jsonType)
     return { status, headers, body: payload }
   }
   const keep = (request: FastifyRequest, reply: FastifyReply, answer: GenericAnswer) => {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../core/config.js'
 import { ApiError } from '../core/errors.js'
+import { jsonType } from '../core/media-types.js'
 
 /** A readiness probe is answered within this long at most (or DATABASE_TIMEOUT_MS, if shorter):
  * an orchestrator's probe gives up after 1 s by default (Kubernetes' timeoutSeconds). */
@@ -35,7 +36,7 @@ const ok = JSON.stringify({ status: 'ok' })
 async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel, degraded }: HealthOptions) {
   const routeOptions = { logLevel: logLevel === 'info' ? 'warn' : logLevel }
   const isReady = readiness(app, Math.min(readyBoundMs, timeoutMs))
-  const json = (reply: FastifyReply) => reply.type('application/json; charset=utf-8')
+  const json = (reply: FastifyReply) => reply.type(jsonType)
 
   app.get(app.contract.service.paths.live, routeOptions, (_request, reply) => {
     json(reply).send(ok)

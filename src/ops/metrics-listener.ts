@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net'
 import { collectDefaultMetrics, Registry } from 'prom-client'
 import { ApiError } from '../core/errors.js'
+import { jsonType } from '../core/media-types.js'
 import { protectiveHeaders } from '../http/connections.js'
 
 export interface MetricsListenOptions {
@@ -40,7 +41,7 @@ function processMetrics(): Registry {
 export async function serveMetrics(appMetrics: () => Promise<string>, { port, host }: MetricsListenOptions, messageLength: number): Promise<MetricsListener> {
   const sources = [appMetrics, () => processMetrics().metrics()]
   const refuse: Refuse = (request, response, error) =>
-    send(response, request, error.status, { 'Content-Type': 'application/json; charset=utf-8', ...error.headers }, JSON.stringify(error.bodyWithin(messageLength)))
+    send(response, request, error.status, { 'Content-Type': jsonType, ...error.headers }, JSON.stringify(error.bodyWithin(messageLength)))
   const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000 }, (request, response) => {
     answer(sources, request, response, refuse).catch((error: Error) => {
       // a collector failed: the scrape fails visibly, the listener stays up
