@@ -177,6 +177,35 @@ export const medianOf = (list: Measurement[]): Measurement => ({
  * what the machine's pace, which moves between rounds, moves less than a ratio of two medians. */
 export const pairedRatio = (over: Measurement[], under: Measurement[]) => median(over.map((measured, round) => measured.cpuUs / under[round]!.cpuUs))
 
+/** At most this many slices of warm-up for a read (warmedUp). */
+export const maxWarmUpSlices = 8
+
+/** A slice of warm-up whose CPU per request is below the one before's by more than this share
+ * is followed by another (warmedUp). */
+const stillFalling = 0.05
+
+/**
+ * Loads `scenario` on `target` until its CPU per request stops falling: a read, in slices of
+ * `plan.warmUp` seconds, until a slice costs no less than 95% of the one before (two slices at
+ * least, `maxWarmUpSlices` at most); a write, one slice (each write takes a pet or an order of
+ * a pool sized for one). A new process pays V8's compiling of its hot code on its own core for
+ * its first seconds (docs/benchmarks.md, "Warm-up"), and more code takes longer: a fixed warm-up
+ * short enough for the peer measures the start of the service. Returns the slices' CPU µs per
+ * request, for the progress line.
+ */
+export async function warmedUp(target: Target, scenario: Scenario, plan: LoadPlan): Promise<number[]> {
+  const slices = scenario.method === 'GET' ? maxWarmUpSlices : 1
+  const costs: number[] = []
+  for (let slice = 0; slice < slices; slice++) {
+    const { cpuUs } = await load(target, [scenario], plan.warmUp, plan.connections, plan.driver)
+    const before = costs.at(-1)
+    costs.push(cpuUs)
+    // (NaN, where /proc has no figure, stops it too)
+    if (before !== undefined && !(cpuUs < before * (1 - stillFalling))) break
+  }
+  return costs
+}
+
 /** Measurements by scenario name, then by target name. */
 export type Medians = Map<string, Map<string, Measurement>>
 
@@ -209,9 +238,14 @@ export async function compareRounds(
 ): Promise<Rounds> {
   const names = scenariosOf(targets[0]!).map((scenario) => scenario!.name)
   const runs: Rounds = new Map(names.map((name) => [name, new Map<string, Measurement[]>()]))
-  // (every process measured is warmed up alike: each scenario for plan.warmUp seconds)
+  // (every process measured is warmed up alike, by the same rule: warmedUp's)
   const warmUp = async (target: Target) => {
-    if (plan.warmUp > 0) for (const scenario of scenariosOf(target)) if (scenario !== undefined) await load(target, [scenario], plan.warmUp, plan.connections, plan.driver)
+    if (plan.warmUp === 0) return
+    for (const scenario of scenariosOf(target)) {
+      if (scenario === undefined) continue
+      const costs = await warmedUp(target, scenario, plan)
+      progress(`  ${label} warm-up ${scenario.name} ${target.name}: ${costs.length} × ${plan.warmUp} s, CPU ${costs.map((cost) => cost.toFixed(1)).join(', ')} µs/req`)
+    }
   }
   for (const target of targets) await warmUp(target)
   for (let round = 0; round < plan.rounds; round++) {

@@ -26,10 +26,12 @@
  *
  * Options:
  *   --duration S        seconds per measurement (3; --smoke: 0.5)
- *   --warm-up S         seconds of load on each scenario of each new server process before its
- *                       measurements (1; --smoke: 0): a process's first seconds are V8 compiling
- *                       its hot code, on the server's core, and cost several times a request's
- *                       CPU (docs/benchmarks.md, "Warm-up")
+ *   --warm-up S         the slice of warm-up, in seconds, of each scenario of each new server
+ *                       process before its measurements (1; --smoke: 0, none): a read is loaded
+ *                       slice after slice until its CPU per request stops falling (a slice
+ *                       within 5% of the one before; 2 to 8 slices), a write for one slice. A
+ *                       process's first seconds are V8 compiling its hot code, on the server's
+ *                       core, and cost several times a request's CPU (docs/benchmarks.md, "Warm-up")
  *   --rounds N          interleaved rounds, each figure their median (5; --smoke: 1)
  *   --connections N     concurrent connections (50)
  *   --pets N            pets seeded (10000)
