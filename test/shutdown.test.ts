@@ -44,7 +44,7 @@ t.test('on SIGTERM the server stops accepting, finishes the request in flight wi
   const { code } = await within(5_000, server.exited)
   const exitMs = Date.now() - answeredAt
   t.equal(code, 0)
-  t.ok(exitMs < 2_000, `the server closed the connection and exited once it had answered (${exitMs} ms; the grace period is 10 s)`)
+  t.ok(exitMs < 5_000, `the server closed the connection and exited once it had answered (${exitMs} ms; the grace period is 10 s)`)
   t.notOk(existsSync(`${file}-wal`), 'the database was closed: SQLite checkpoints and removes its WAL on close')
 
   const db = new SQLite(file, { readonly: true })

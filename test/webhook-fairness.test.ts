@@ -19,8 +19,8 @@ const lagOf = (delivery: { body: string; at: number }) => delivery.at - Date.par
 
 function fairnessOn(name: string, store: Store) {
   t.test(`${name}: a receiver that hangs, with 100 deliveries pending, costs a fast one nothing`, async (t) => {
-    // the defaults but the addresses: attempts time out after 10 s, looks every second
-    const server = await build(t, { ...(await store(t)), ...local })
+    // the defaults but the addresses and the timeout: attempts time out after 30 s, looks every second
+    const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_TIMEOUT_MS: 30_000 })
     let hanging = 0
     const dead = await startReceiver(t, () => {
       hanging++
@@ -31,19 +31,21 @@ function fairnessOn(name: string, store: Store) {
     await subscribed(t, server, fast.url)
     const created = await createPets(server, 100)
     t.ok(created.every((answer) => answer.statusCode === 201))
-    const arrived = await fast.waitFor(100, 8_000)
+    const arrived = await fast.waitFor(100, 25_000)
     const lags = arrived.map(lagOf).sort((a, b) => a - b)
     const p99 = lags[Math.ceil(0.99 * lags.length) - 1]!
-    // (held behind one hanging attempt, a delivery would wait for its 10 s timeout; with no hanging
+    // (held behind one hanging attempt, a delivery would wait for its 30 s timeout; with no hanging
     // receiver at all, the same 100 creates on two cores shared with other tests arrived within
-    // 0.7-1.7 s: the bound is half the timeout, which the machine's load alone does not reach)
-    t.ok(p99 < 5_000, `the fast receiver's lag: p50 ${lags[49]} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`)
+    // 0.7-1.7 s, and CI's machine has run the suite at 2.5 times this one's time: the bound is
+    // half the timeout, which the machine's load alone does not reach)
+    t.ok(p99 < 15_000, `the fast receiver's lag: p50 ${lags[49]} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`)
     t.equal(hanging, 16, 'the hanging one holds 16 attempts (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), no more')
   })
 
   t.test(`${name}: a subscription's room freeing up claims its next deliveries at once, even after a claim found it busy`, async (t) => {
-    // looks every 2 s; two attempts at a time to one subscription
-    const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 2_000, WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: 2 })
+    // looks every 5 s (a period long beside what a machine slowed by other work adds to "at once");
+    // two attempts at a time to one subscription
+    const server = await build(t, { ...(await store(t)), ...local, WEBHOOK_POLL_MS: 5_000, WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: 2 })
     const held: import('node:http').ServerResponse[] = []
     let holding = true
     const receiver = await startReceiver(t, (_n, _delivery, response) => {
@@ -55,14 +57,14 @@ function fairnessOn(name: string, store: Store) {
     await createPets(server, 6)
     await receiver.waitFor(2, 5_000)
     // the next look comes while both attempts are under way: it finds the subscription busy
-    await sleep(2_300)
+    await sleep(5_300)
     t.equal(receiver.deliveries.length, 2, 'two at a time')
     holding = false
     const released = Date.now()
     for (const response of held) response.writeHead(204).end()
-    const all = await receiver.waitFor(6, 5_000)
+    const all = await receiver.waitFor(6, 10_000)
     const took = all.at(-1)!.at - released
-    t.ok(took < 1_000, `the other four followed in ${took} ms, without waiting for the looks every 2 s`)
+    t.ok(took < 2_500, `the other four followed in ${took} ms, without waiting for the looks every 5 s`)
   })
 
   t.test(`${name}: a dead receiver's circuit opens after 5 failures in a row; once it has waited, one attempt probes it`, async (t) => {
