@@ -87,7 +87,7 @@ t.test('on PostgreSQL: 200; down: 503 at once, logged once with the cause; froze
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
   const { lines, logger } = logCapture()
   // (a statement's timeout far from the probe's 1 s bound, so that a machine slowed by other work
-  // cannot blur the two: CI's has run the whole suite at 2.5 times this one's time)
+  // cannot blur the two: CI's machine has taken 2.5 times an idle one's time for the whole suite)
   const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: 5_000, LOG_LEVEL: 'info', logger })
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as AddressInfo

@@ -36,7 +36,7 @@ function fairnessOn(name: string, store: Store) {
     const p99 = lags[Math.ceil(0.99 * lags.length) - 1]!
     // (held behind one hanging attempt, a delivery would wait for its 30 s timeout; with no hanging
     // receiver at all, the same 100 creates on two cores shared with other tests arrived within
-    // 0.7-1.7 s, and CI's machine has run the suite at 2.5 times this one's time: the bound is
+    // 0.7-1.7 s, and CI's machine has taken 2.5 times an idle one's time for the suite: the bound is
     // half the timeout, which the machine's load alone does not reach)
     t.ok(p99 < 15_000, `the fast receiver's lag: p50 ${lags[49]} ms, p99 ${p99} ms, max ${lags.at(-1)} ms`)
     t.equal(hanging, 16, 'the hanging one holds 16 attempts (WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION), no more')
