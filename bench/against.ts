@@ -31,7 +31,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { projectRoot } from '../src/core/paths.js'
 import { pinCores } from './cores.js'
-import { type Driver, load, median, progress } from './load.js'
+import { type Driver, load, median, progress, warmedUp } from './load.js'
 import { fmt } from './report.js'
 import { petScenarios } from './scenarios.js'
 import { answering, freePort, get, type Logs, logLevelOf, spawnNode, stop, type Target } from './servers.js'
@@ -115,7 +115,8 @@ const driver: Driver = wrk === undefined ? 'autocannon' : 'wrk'
 async function pair(refRoot: string, workDir: string, scenario: (typeof scenarios)[number], logs: Logs): Promise<{ cpu: Compared; rps: Compared }> {
   const targets = [await started('this tree', projectRoot, workDir, logs), await started(ref!, refRoot, workDir, logs)]
   try {
-    for (const target of targets) await load(target, [scenario], 3, plan.connections, driver)
+    // (warmed up as npm run bench warms up its servers, in slices of a second)
+    for (const target of targets) await warmedUp(target, scenario, { warmUp: 1, connections: plan.connections, driver })
     const cpu: [number[], number[]] = [[], []]
     const rps: [number[], number[]] = [[], []]
     for (let slice = 0; slice < plan.slices; slice++) {

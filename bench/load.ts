@@ -54,7 +54,7 @@ export interface LoadPlan {
   duration: number
   connections: number
   rounds: number
-  /** seconds of warm-up per scenario and target, before the rounds */
+  /** seconds of a slice of warm-up, of each scenario on each new process (warmedUp); 0: none */
   warmUp: number
   /** what sends the load: autocannon (the default), or wrk (bench/wrk.ts), which keeps requests
    * waiting for the server where autocannon cannot (the same GET each time only) */
@@ -178,7 +178,7 @@ export const medianOf = (list: Measurement[]): Measurement => ({
 export const pairedRatio = (over: Measurement[], under: Measurement[]) => median(over.map((measured, round) => measured.cpuUs / under[round]!.cpuUs))
 
 /** At most this many slices of warm-up for a read (warmedUp). */
-export const maxWarmUpSlices = 8
+const maxWarmUpSlices = 8
 
 /** A slice of warm-up whose CPU per request is below the one before's by more than this share
  * is followed by another (warmedUp). */
@@ -193,7 +193,7 @@ const stillFalling = 0.05
  * short enough for the peer measures the start of the service. Returns the slices' CPU µs per
  * request, for the progress line.
  */
-export async function warmedUp(target: Target, scenario: Scenario, plan: LoadPlan): Promise<number[]> {
+export async function warmedUp(target: Target, scenario: Scenario, plan: Pick<LoadPlan, 'warmUp' | 'connections' | 'driver'>): Promise<number[]> {
   const slices = scenario.method === 'GET' ? maxWarmUpSlices : 1
   const costs: number[] = []
   for (let slice = 0; slice < slices; slice++) {
