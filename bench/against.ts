@@ -67,7 +67,8 @@ const plan = { pairs: count('pairs'), slices: count('slices'), seconds: count('s
 // revision before version 2 does not serve)
 const scenarios = petScenarios(pets).filter((scenario) => values.scenarios.split(',').includes(scenario.name.split(/[ ,]/)[0]!))
 const logSettings = values.logs.split(',') as Logs[]
-if (scenarios.length === 0 || !logSettings.every((logs) => logs === 'on' || logs === 'off')) usage('--scenarios takes getPet, listPets and listPets@v2, --logs off and on')
+if (scenarios.length === 0 || !logSettings.every((logs) => logs === 'on' || logs === 'off'))
+  usage('--scenarios takes getPet, listPets and listPets@v2, --logs off and on')
 
 /** A server of `root` (its dist/, built) on a new SQLite file, seeded with `pets` pets. */
 async function started(name: string, root: string, workDir: string, logs: Logs): Promise<Target> {
@@ -75,7 +76,14 @@ async function started(name: string, root: string, workDir: string, logs: Logs):
   const file = join(workDir, `${name}.${port}`)
   const child = spawnNode(
     [join(root, 'dist/src/server.js')],
-    { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: `sqlite:${file}.db`, API_KEYS: key, RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, undefined) },
+    {
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATABASE_URL: `sqlite:${file}.db`,
+      API_KEYS: key,
+      RATE_LIMIT_PER_KEY: '1000000000',
+      ...logLevelOf(logs, undefined),
+    },
     openSync(`${file}.log`, 'w'),
   )
   const url = `http://127.0.0.1:${port}`
@@ -179,7 +187,15 @@ async function main() {
           )
           pairs.push({ cpu, rps })
         }
-        console.log(`| ${scenario.name} | ${logs} | ${summary(pairs.map(({ cpu }) => cpu), 1)} | ${summary(pairs.map(({ rps }) => rps), 0)} |`)
+        console.log(
+          `| ${scenario.name} | ${logs} | ${summary(
+            pairs.map(({ cpu }) => cpu),
+            1,
+          )} | ${summary(
+            pairs.map(({ rps }) => rps),
+            0,
+          )} |`,
+        )
       }
     }
   } finally {

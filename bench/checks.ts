@@ -59,7 +59,12 @@ export async function roleCheckCost(smoke = false): Promise<CheckRow> {
     authenticated++
   }
   const checked = authorize(authenticate, operation)
-  const measured = await alternating(roleCheckBatches, smoke ? 1_000 : 1_000_000, () => authenticate(), () => checked(request, undefined as never))
+  const measured = await alternating(
+    roleCheckBatches,
+    smoke ? 1_000 : 1_000_000,
+    () => authenticate(),
+    () => checked(request, undefined as never),
+  )
   if (authenticated === 0) throw new Error('the role check was not called')
   return { store: 'any', scenario: 'getPet', what: 'role check (getPet)', ...measured }
 }
@@ -98,13 +103,14 @@ export function checksTable(rows: CheckRow[], requestCpuUs: (row: CheckRow) => n
   const lines = rows.map((row) => {
     const added = row.with - row.without
     const cpu = row.store === 'PostgreSQL' ? undefined : requestCpuUs(row)
-    const ofRequest = row.store === 'PostgreSQL' ? 'n/a (in PostgreSQL)' : cpu === undefined ? 'n/a' : `${((100 * added) / cpu).toFixed(2)}% of ${fmt(cpu, 1)} µs`
+    const ofRequest =
+      row.store === 'PostgreSQL' ? 'n/a (in PostgreSQL)' : cpu === undefined ? 'n/a' : `${((100 * added) / cpu).toFixed(2)}% of ${fmt(cpu, 1)} µs`
     return `| ${row.what} | ${row.store} | ${row.without.toFixed(3)} | ${row.with.toFixed(3)} | ${added >= 0 ? '+' : ''}${added.toFixed(3)} | ${((100 * added) / row.without).toFixed(1)}% | ${ofRequest} |`
   })
   return [
     'Each check timed alone in the bench process: the same call without it and with it; the role',
     `check as the median of ${roleCheckBatches} interleaved batches of a million calls, the reads as the median of`,
-    'single calls, the two alternating. Share of a request: of the service\'s CPU per request (logs',
+    "single calls, the two alternating. Share of a request: of the service's CPU per request (logs",
     'off, stored key) in the table above.',
     '',
     '| check | store | µs/call without | µs/call with | added µs | share of the call | share of a request |',

@@ -244,7 +244,9 @@ export async function compareRounds(
     for (const scenario of scenariosOf(target)) {
       if (scenario === undefined) continue
       const costs = await warmedUp(target, scenario, plan)
-      progress(`  ${label} warm-up ${scenario.name} ${target.name}: ${costs.length} × ${plan.warmUp} s, CPU ${costs.map((cost) => cost.toFixed(1)).join(', ')} µs/req`)
+      progress(
+        `  ${label} warm-up ${scenario.name} ${target.name}: ${costs.length} × ${plan.warmUp} s, CPU ${costs.map((cost) => cost.toFixed(1)).join(', ')} µs/req`,
+      )
     }
   }
   for (const target of targets) await warmUp(target)

@@ -119,7 +119,8 @@ export function readOptions(args: string[]): BenchOptions {
     if (!scenarioNames.some((full) => shortName(full) === name)) usage(`--scenarios takes ${scenarioNames.map(shortName).join(', ')}, not ${name}`)
   }
   if (flags['profile-logs'] !== 'on' && flags['profile-logs'] !== 'off') usage(`--profile-logs takes on or off, not ${flags['profile-logs']}`)
-  if (!petScenarioNames.some((name) => profileName(name) === flags['profile-scenario'])) usage(`--profile-scenario takes ${petScenarioNames.map(profileName).join(', ')}, not ${flags['profile-scenario']}`)
+  if (!petScenarioNames.some((name) => profileName(name) === flags['profile-scenario']))
+    usage(`--profile-scenario takes ${petScenarioNames.map(profileName).join(', ')}, not ${flags['profile-scenario']}`)
   const wantedScenario = (name: string) => chosen.includes(shortName(name))
   const skipped = new Set(flags.skip.split(',').filter((phase) => phase !== ''))
   for (const phase of skipped) if (!(phases as readonly string[]).includes(phase)) usage(`--skip takes ${phases.join(', ')}, not ${phase}`)

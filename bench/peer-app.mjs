@@ -126,7 +126,8 @@ export async function startPeer(store) {
     const tag = `"v${request.url[2]}-${createHash('sha1').update(payload).digest('base64url')}"`
     reply.headers({ ETag: tag, 'Cache-Control': 'private, no-cache' })
     const field = request.headers['if-none-match']
-    if (field === undefined || !(field.trim() === '*' || field.split(',').some((listed) => listed.trim().replace(/^W\//, '') === tag))) return done(null, payload)
+    if (field === undefined || !(field.trim() === '*' || field.split(',').some((listed) => listed.trim().replace(/^W\//, '') === tag)))
+      return done(null, payload)
     reply.code(304).removeHeader('content-type')
     done(null, null)
   })
@@ -199,7 +200,12 @@ export async function startPeer(store) {
         rows.length = limit
         reply.header('Link', `</v2/pets?limit=${limit}&status=${status}&after=${rows[limit - 1].id}>; rel="next"`)
       }
-      return rows.map(({ id, name, categoryId, categoryName, status }) => ({ id, name, category: categoryName === null ? { id: categoryId } : { id: categoryId, name: categoryName }, status }))
+      return rows.map(({ id, name, categoryId, categoryName, status }) => ({
+        id,
+        name,
+        category: categoryName === null ? { id: categoryId } : { id: categoryId, name: categoryName },
+        status,
+      }))
     },
   )
 
@@ -244,11 +250,17 @@ export async function startPeer(store) {
     },
   })
   const orderParams = { type: 'object', required: ['orderId'], properties: { orderId: { type: 'integer', minimum: 1, maximum: maxId } } }
-  const fingerprint = (body) => createHash('sha256').update(JSON.stringify(body, Object.keys(body).sort())).digest('hex')
+  const fingerprint = (body) =>
+    createHash('sha256')
+      .update(JSON.stringify(body, Object.keys(body).sort()))
+      .digest('hex')
 
   app.get(
     '/v1/store/orders',
-    { schema: { querystring: pageQuery(orderStatus), response: { 200: { type: 'array', items: order }, '4xx': error } }, onRequest: [markExperimental, authenticate] },
+    {
+      schema: { querystring: pageQuery(orderStatus), response: { 200: { type: 'array', items: order }, '4xx': error } },
+      onRequest: [markExperimental, authenticate],
+    },
     async (request, reply) => {
       const { limit, status, after = 0 } = request.query
       const page = await store.listOrders(limit + 1, status, after)
@@ -281,7 +293,11 @@ export async function startPeer(store) {
       }
       if (outcome.missing) throw new HttpError(404, 'not_found', `Pet ${outcome.missing.petId} not found`)
       if (outcome.unavailable) throw new HttpError(409, 'pet_unavailable', `Pet ${outcome.unavailable.petId} is ${outcome.unavailable.status}, not available`)
-      throw new HttpError(422, 'idempotency_key_reused', 'This Idempotency-Key was used in the last 24 hours for a request with another body: use a new key for a new request')
+      throw new HttpError(
+        422,
+        'idempotency_key_reused',
+        'This Idempotency-Key was used in the last 24 hours for a request with another body: use a new key for a new request',
+      )
     },
   )
 
@@ -300,7 +316,12 @@ export async function startPeer(store) {
     {
       schema: {
         params: orderParams,
-        body: { type: 'object', additionalProperties: false, required: ['status'], properties: { status: { type: 'string', enum: ['delivered', 'cancelled'] } } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['status'],
+          properties: { status: { type: 'string', enum: ['delivered', 'cancelled'] } },
+        },
         response: { 200: order, '4xx': error },
       },
       onRequest: [markExperimental, authenticate],

@@ -90,8 +90,7 @@ await startPeer({
     const row = findOrder.get(id)
     return row && asOrder(row)
   },
-  listOrders: (limit, status, after) =>
-    (status === undefined ? listOrdersAll.all(after, limit) : listOrdersByStatus.all(status, after, limit)).map(asOrder),
+  listOrders: (limit, status, after) => (status === undefined ? listOrdersAll.all(after, limit) : listOrdersByStatus.all(status, after, limit)).map(asOrder),
   placeOrder: (petId, idempotency) => place.immediate(petId, idempotency),
   updateOrder: (id, target) => update.immediate(id, target),
   close: () => db.close(),

@@ -13,7 +13,12 @@ import type { Store } from './stores.js'
  * service (env key, stored key) and peer, all without logs unless --profile-logs on (the access
  * log would be much of either profile), each under load for the duration of a measurement (at
  * least 5 s), summarised by bench/profile-summary.mjs. */
-export async function profiles(servers: Servers, store: Store, workDir: string, plan: { pets: number; duration: number; connections: number; profileScenario: string; profileLogs: Logs }): Promise<string> {
+export async function profiles(
+  servers: Servers,
+  store: Store,
+  workDir: string,
+  plan: { pets: number; duration: number; connections: number; profileScenario: string; profileLogs: Logs },
+): Promise<string> {
   const dir = join(workDir, 'profiles', store.name)
   const sections: string[] = []
   const scenario = petScenarios(plan.pets).find(({ name }) => profileName(name) === plan.profileScenario)!

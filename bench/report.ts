@@ -116,7 +116,9 @@ export function revalidationTable(rows: Row[], plain?: Record<Logs, Measurement>
       const [ok, notModified] = [read.measured[logs].project.cpuUs, revalidated.measured[logs].project.cpuUs]
       const plainCells = plain === undefined ? '' : ` ${fmt(plain[logs].cpuUs, 1)} | ${fmt(notModified / plain[logs].cpuUs, 2)} |`
       const perOk = pairedRatio(revalidated.projectRounds[logs], read.projectRounds[logs])
-      lines.push(`| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(perOk, 2)} | ${busy(revalidated.measured[logs].project)} |${plainCells}`)
+      lines.push(
+        `| ${read.store} | ${read.key} | ${logs} | ${fmt(ok, 1)} | ${fmt(notModified, 1)} | ${fmt(perOk, 2)} | ${busy(revalidated.measured[logs].project)} |${plainCells}`,
+      )
     }
   }
   if (lines.length === 0) return undefined

@@ -90,8 +90,7 @@ const poolSize = (options: BenchOptions, targets: number) =>
 const mainScenarios = (options: BenchOptions, store: Store) =>
   [...petScenarios(options.pets), ...(store.orders ? orderScenarios(store.orders) : [])].filter((scenario) => options.wantedScenario(scenario.name))
 
-const targetName = (kind: 'project' | 'peer', logs: Logs, key?: (typeof keyKinds)[number]) =>
-  `${kind}${key ? `, ${key} key` : ''}, logs ${logs}`
+const targetName = (kind: 'project' | 'peer', logs: Logs, key?: (typeof keyKinds)[number]) => `${kind}${key ? `, ${key} key` : ''}, logs ${logs}`
 
 /** The service with an env key and with a stored key, and the peer, each with logs and
  * without, on one store. */
@@ -113,7 +112,13 @@ async function sideBySide(options: BenchOptions, driver: Driver, running: Server
       keyKinds.map((key) => {
         const project = (logs: Logs) => byTarget.get(targetName('project', logs, key))!
         const pair = (logs: Logs) => ({ project: medianOf(project(logs)), peer: medianOf(byTarget.get(targetName('peer', logs))!) })
-        return { scenario, store: store.name, key: `${key} key`, measured: { on: pair('on'), off: pair('off') }, projectRounds: { on: project('on'), off: project('off') } }
+        return {
+          scenario,
+          store: store.name,
+          key: `${key} key`,
+          measured: { on: pair('on'), off: pair('off') },
+          projectRounds: { on: project('on'), off: project('off') },
+        }
       }),
     )
   } finally {
@@ -148,7 +153,9 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     : `${pinCores()}${postgres.version === undefined ? '' : `; ${pinDatabase(postgres.postmaster)}`}`
 
   console.log('## Pet store bench\n')
-  console.log(`- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`)
+  console.log(
+    `- machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${fmt(os.totalmem() / 2 ** 30, 1)} GiB RAM, ${os.type()} ${os.release()}`,
+  )
   console.log(`- Node ${process.version}; SQLite ${sqliteVersion()}; PostgreSQL ${postgres.version ?? `not measured (${postgres.problem})`}`)
   // (autocannon, in this process, spends more CPU per request than the server spends on a cheap
   // read: it, not the server, would set the reads' pace; wrk spends less than half of it)
@@ -172,7 +179,11 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
   // (three servers, each with logs and without, share the pools of a store; reads need only the
   // two that sameAnswers' probes take, one for the service and one for the peer)
   const pools =
-    options.ordersWanted && (mainRuns || !options.skipped.has('checks')) ? (options.orderWritesWanted ? poolSize(options, 3 * logSettings.length) : 2) : undefined
+    options.ordersWanted && (mainRuns || !options.skipped.has('checks'))
+      ? options.orderWritesWanted
+        ? poolSize(options, 3 * logSettings.length)
+        : 2
+      : undefined
   if (wanted('sqlite')) storeList.push(await made.make('SQLite', 'bench', options.pets, pools))
   if (postgres.version !== undefined) storeList.push(await made.make('PostgreSQL', `petstore_bench_${process.pid}`, options.pets, pools))
   const rows: Row[] = []
@@ -191,9 +202,15 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     for (const store of storeList) if (store.orders !== undefined) checks.push(...(await ownershipCosts(store, options.smoke)))
     // what a request of the operation each check is on costs the service (stored key, logs off)
     const requestCpuUs = (check: CheckRow) =>
-      rows.find((row) => row.scenario.split(/[ ,]/)[0] === check.scenario && row.key === 'stored key' && row.store === (check.store === 'any' ? storeList[0]?.name : check.store))
-        ?.measured.off.project.cpuUs
-    const ownership = storeList.some((store) => store.orders !== undefined) ? '' : '\n\n(order ownership is timed when an order scenario runs: --scenarios getOrder or listOrders)'
+      rows.find(
+        (row) =>
+          row.scenario.split(/[ ,]/)[0] === check.scenario &&
+          row.key === 'stored key' &&
+          row.store === (check.store === 'any' ? storeList[0]?.name : check.store),
+      )?.measured.off.project.cpuUs
+    const ownership = storeList.some((store) => store.orders !== undefined)
+      ? ''
+      : '\n\n(order ownership is timed when an order scenario runs: --scenarios getOrder or listOrders)'
     console.log(`\n### What the checks cost\n\n${checksTable(checks, requestCpuUs)}${ownership}`)
   }
 
@@ -219,7 +236,9 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
 
   if (options.profile) {
     for (const store of storeList) {
-      console.log(`\n### CPU profile, ${options.profileScenario} on ${store.name}, logs ${options.profileLogs} (self time)\n\n${await profiles(running, store, workDir, options)}`)
+      console.log(
+        `\n### CPU profile, ${options.profileScenario} on ${store.name}, logs ${options.profileLogs} (self time)\n\n${await profiles(running, store, workDir, options)}`,
+      )
     }
   }
 

@@ -73,7 +73,15 @@ export async function sameAnswers(project: Target, peer: Target, store: Store): 
       ['getOrder', () => ({ path: '/v1/store/orders/2' })],
       ['getOrder, none', () => ({ path: '/v1/store/orders/999999999' })],
       ['listOrders', () => ({ path: '/v1/store/orders?limit=20&status=delivered' })],
-      ['placeOrder', () => ({ method: 'POST', path: '/v1/store/orders', body: JSON.stringify({ petId: take(orders.place) }), headers: { 'idempotency-key': `probe-${orders.place.next}` } })],
+      [
+        'placeOrder',
+        () => ({
+          method: 'POST',
+          path: '/v1/store/orders',
+          body: JSON.stringify({ petId: take(orders.place) }),
+          headers: { 'idempotency-key': `probe-${orders.place.next}` },
+        }),
+      ],
       ['placeOrder, pending pet', () => ({ method: 'POST', path: '/v1/store/orders', body: JSON.stringify({ petId: 2 }) })],
       ['updateOrder', () => ({ method: 'PATCH', path: `/v1/store/orders/${take(orders.update)}`, body: JSON.stringify({ status: 'delivered' }) })],
     )
@@ -100,7 +108,8 @@ export async function sameAnswers(project: Target, peer: Target, store: Store): 
       }
     }
     const location = (headers: Record<string, unknown>) => String(headers.location).replace(/\d+$/, 'ID')
-    if (location(ours.headers) !== location(theirs.headers)) differences.push(`${name}: location ${String(ours.headers.location)} vs ${String(theirs.headers.location)}`)
+    if (location(ours.headers) !== location(theirs.headers))
+      differences.push(`${name}: location ${String(ours.headers.location)} vs ${String(theirs.headers.location)}`)
   }
   return differences
 }

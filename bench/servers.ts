@@ -143,7 +143,15 @@ export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey
 
   return {
     /** The service, with a key of API_KEYS (`env`) or its stored key only (`stored`). */
-    project: (name: string, databaseUrl: string, key: 'env' | 'stored', storedKey: string, logs: Logs = 'on', nodeArgs: string[] = [], env: NodeJS.ProcessEnv = {}) =>
+    project: (
+      name: string,
+      databaseUrl: string,
+      key: 'env' | 'stored',
+      storedKey: string,
+      logs: Logs = 'on',
+      nodeArgs: string[] = [],
+      env: NodeJS.ProcessEnv = {},
+    ) =>
       start(
         name,
         'project',
@@ -151,7 +159,13 @@ export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey
         // a stored key is the production mode: no API_KEYS at all. The rate limit is set out of
         // reach: the bench measures serving, not refusing (counting is still done on every request).
         // (the key of API_KEYS is staff, orders:admin: it reads and moves the orders the stored key owns)
-        { DATABASE_URL: databaseUrl, API_KEYS: key === 'env' ? `${envKey}:${staffRoles}` : '', RATE_LIMIT_PER_KEY: '1000000000', ...logLevelOf(logs, logLevel), ...env },
+        {
+          DATABASE_URL: databaseUrl,
+          API_KEYS: key === 'env' ? `${envKey}:${staffRoles}` : '',
+          RATE_LIMIT_PER_KEY: '1000000000',
+          ...logLevelOf(logs, logLevel),
+          ...env,
+        },
         key === 'env' ? envKey : storedKey,
       ),
 

@@ -21,7 +21,17 @@ async function coldStartOnce(args: string[], env: NodeJS.ProcessEnv, key: string
 }
 
 /** The cold start of the service on a fresh SQLite file, and of the SQLite peer, `runs` each. */
-export async function coldStarts({ runs, workDir, envKey, logLevel }: { runs: number; workDir: string; envKey: string; logLevel: string | undefined }): Promise<string[]> {
+export async function coldStarts({
+  runs,
+  workDir,
+  envKey,
+  logLevel,
+}: {
+  runs: number
+  workDir: string
+  envKey: string
+  logLevel: string | undefined
+}): Promise<string[]> {
   progress(`cold start, ${runs} runs each`)
   // the peer needs the schema made: one migrated file, which it only reads
   const migrated = join(workDir, 'cold-peer.db')
@@ -53,7 +63,8 @@ export async function residentMemory(servers: Servers, store: Store, plan: { pet
   const mix = petScenarios(plan.pets)
   const lines: string[] = []
   for (const which of ['project', 'peer'] as const) {
-    const target = which === 'project' ? await servers.project('rss project, stored key', store.url, 'stored', store.storedKey) : await servers.peer('rss peer', store.url)
+    const target =
+      which === 'project' ? await servers.project('rss project, stored key', store.url, 'stored', store.storedKey) : await servers.peer('rss peer', store.url)
     try {
       const before = memory(target.child.pid!)
       progress(`RSS: ${target.name}, ${plan.connections} connections for ${plan.duration} s`)

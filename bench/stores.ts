@@ -48,7 +48,9 @@ async function postgresAdmin(): Promise<pg.Client> {
 export async function postgresVersion(): Promise<{ version?: string; problem?: string; postmaster?: number }> {
   try {
     const client = await postgresAdmin()
-    const { rows } = await client.query<{ server_version: string; pid: number }>('select current_setting($1) as server_version, pg_backend_pid() as pid', ['server_version'])
+    const { rows } = await client.query<{ server_version: string; pid: number }>('select current_setting($1) as server_version, pg_backend_pid() as pid', [
+      'server_version',
+    ])
     const local = ['127.0.0.1', 'localhost', '[::1]', ''].includes(new URL(postgresUrl).hostname)
     // (read while the backend that answered still runs: its parent is the postmaster)
     const postmaster = local ? postmasterOf(rows[0]!.pid) : undefined
@@ -132,7 +134,11 @@ async function seedOrders(url: string, size: number, owner: string): Promise<Ord
            insert into pets (name, category_id, status) select 'Pool ' || i, 1, '${status}' from n`,
         )
         .run(count)
-    const ids = (sql: string, ...params: number[]) => db.prepare(sql).pluck().all(...params) as number[]
+    const ids = (sql: string, ...params: number[]) =>
+      db
+        .prepare(sql)
+        .pluck()
+        .all(...params) as number[]
     pools = db.transaction(() => {
       const read = db.prepare(readOrders).run().changes
       const from = (db.prepare('select max(id) from pets').pluck().get() as number) + 1

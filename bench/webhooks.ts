@@ -179,7 +179,9 @@ async function seedBacklog(url: string, events: number) {
   }
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await client.query(`insert into webhook_events (type, occurred_at, fields) select 'pet.created', ${now}, ${fields} from generate_series(1, $1::int) i`, [events])
+  await client.query(`insert into webhook_events (type, occurred_at, fields) select 'pet.created', ${now}, ${fields} from generate_series(1, $1::int) i`, [
+    events,
+  ])
   await client.query(deliveries)
   await client.query('vacuum analyze webhook_deliveries')
   await client.end()
@@ -190,7 +192,13 @@ async function seedBacklog(url: string, events: number) {
  * events with a delivery each for every subscription seeded in the store, then the service
  * started: deliveries a second from the first arrival to the last.
  */
-async function drain(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], events: number, prefix: string): Promise<WebhookRow['drain']> {
+async function drain(
+  servers: Servers,
+  made: ReturnType<typeof stores>,
+  storeName: Store['name'],
+  events: number,
+  prefix: string,
+): Promise<WebhookRow['drain']> {
   const hooks = await receiver()
   const store = await made.make(storeName, `${prefix}_drain`, 0)
   try {
@@ -212,7 +220,15 @@ async function drain(servers: Servers, made: ReturnType<typeof stores>, storeNam
 }
 
 /** createPet at `rate` a second for `seconds`, three subscriptions: every delivery's lag. */
-async function lag(servers: Servers, made: ReturnType<typeof stores>, storeName: Store['name'], logs: Logs, rate: number, seconds: number, prefix: string): Promise<Lag> {
+async function lag(
+  servers: Servers,
+  made: ReturnType<typeof stores>,
+  storeName: Store['name'],
+  logs: Logs,
+  rate: number,
+  seconds: number,
+  prefix: string,
+): Promise<Lag> {
   const hooks = await receiver()
   const store = await made.make(storeName, `${prefix}_lag_${logs}`, 0)
   try {
@@ -297,7 +313,8 @@ export function webhookTable(rows: WebhookRow[], plan: { connections: number; pe
   }
   lines.push('', '### Webhooks: one instance draining a backlog', '')
   lines.push('| store | deliveries | seconds | deliveries/s | service CPU µs/delivery |', '|---|---:|---:|---:|---:|')
-  for (const { store, drain } of rows) lines.push(`| ${store} | ${fmt(drain.deliveries)} | ${fmt(drain.seconds, 1)} | ${fmt(drain.perSecond)} | ${fmt(drain.cpuUs, 1)} |`)
+  for (const { store, drain } of rows)
+    lines.push(`| ${store} | ${fmt(drain.deliveries)} | ${fmt(drain.seconds, 1)} | ${fmt(drain.perSecond)} | ${fmt(drain.cpuUs, 1)} |`)
   lines.push('', `### Webhooks: createPet at a fixed rate, ${subscriptions} subscriptions: the lag from each event to its arrival`, '')
   lines.push(
     '| store | logs | creates/s × s | 201s | events | deliveries | duplicates | lag p50 ms | p99 ms | max ms | last arrival after the load ends, ms |',
@@ -306,9 +323,10 @@ export function webhookTable(rows: WebhookRow[], plan: { connections: number; pe
   for (const { store, lag } of rows) {
     for (const logs of ['on', 'off'] as const) {
       const l = lag[logs]
-      lines.push(`| ${store} | ${logs} | ${l.rate} × ${l.seconds} | ${fmt(l.created)} | ${fmt(l.events)} | ${fmt(l.delivered)} | ${l.duplicates} | ${fmt(l.p50)} | ${fmt(l.p99)} | ${fmt(l.max)} | ${fmt(l.tail)} |`)
+      lines.push(
+        `| ${store} | ${logs} | ${l.rate} × ${l.seconds} | ${fmt(l.created)} | ${fmt(l.events)} | ${fmt(l.delivered)} | ${l.duplicates} | ${fmt(l.p50)} | ${fmt(l.p99)} | ${fmt(l.max)} | ${fmt(l.tail)} |`,
+      )
     }
   }
   return lines.join('\n')
 }
-

@@ -69,8 +69,7 @@ export interface WrkRequests {
 /** wrk's Lua script for random ids: each request's path is `prefix` and an id from 1 to `upTo`
  * (wrk.format keeps the -H headers). */
 const randomIds = (prefix: string, upTo: number) =>
-  `local prefix, upTo = ${JSON.stringify(prefix)}, ${Math.floor(upTo)}\n` +
-  'request = function() return wrk.format(nil, prefix .. math.random(1, upTo)) end\n'
+  `local prefix, upTo = ${JSON.stringify(prefix)}, ${Math.floor(upTo)}\n` + 'request = function() return wrk.format(nil, prefix .. math.random(1, upTo)) end\n'
 
 /** Runs wrk (one thread, on this process's core): GETs at `origin` with `headers`, again and
  * again on each connection, for `duration` seconds (whole seconds, at least one: wrk counts no less). */

@@ -24,7 +24,12 @@ function successorParametersOf(value, at, where, problems) {
   const entries = typeof value === "object" && value !== null && !Array.isArray(value) ? Object.entries(value) : [];
   const read = entries.map(([name, expression]) => [name, typeof expression === "string" ? parameterExpression.exec(expression) : null]);
   if (entries.length === 0 || read.some(([, match]) => match === null)) {
-    problems.add("lifecycle", at, where, "x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. {id: $request.path.petId}");
+    problems.add(
+      "lifecycle",
+      at,
+      where,
+      "x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. {id: $request.path.petId}"
+    );
     return void 0;
   }
   return Object.fromEntries(read.map(([name, match]) => [name, { in: match[1], name: match[2] }]));
@@ -40,15 +45,31 @@ function readLifecycle(definition, at, where, problems, noticeDays) {
   const deprecatedAt = dayOf(definition["x-deprecated-at"]);
   if (deprecatedAt === void 0) {
     const value = definition["x-deprecated-at"];
-    problems.add("lifecycle", [...at, "x-deprecated-at"], where, `a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD${value === void 0 ? "" : `, not ${JSON.stringify(value)}`}`);
+    problems.add(
+      "lifecycle",
+      [...at, "x-deprecated-at"],
+      where,
+      `a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD${value === void 0 ? "" : `, not ${JSON.stringify(value)}`}`
+    );
   }
   const sunset = dayOf(definition["x-sunset"]);
   if (sunset === void 0) {
     const value = definition["x-sunset"];
-    problems.add("lifecycle", [...at, "x-sunset"], where, `a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD${value === void 0 ? "" : `, not ${JSON.stringify(value)}`}`);
+    problems.add(
+      "lifecycle",
+      [...at, "x-sunset"],
+      where,
+      `a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD${value === void 0 ? "" : `, not ${JSON.stringify(value)}`}`
+    );
   }
   if (deprecatedAt !== void 0 && sunset !== void 0) {
-    if (sunset < deprecatedAt) problems.add("lifecycle", [...at, "x-sunset"], where, `x-sunset ${definition["x-sunset"]} is earlier than x-deprecated-at ${definition["x-deprecated-at"]}`);
+    if (sunset < deprecatedAt)
+      problems.add(
+        "lifecycle",
+        [...at, "x-sunset"],
+        where,
+        `x-sunset ${definition["x-sunset"]} is earlier than x-deprecated-at ${definition["x-deprecated-at"]}`
+      );
     const notice = level === "experimental" || noticeDays === void 0 ? 0 : noticeDays[level];
     if (sunset.getTime() - deprecatedAt.getTime() < notice * dayMs) {
       problems.add(
@@ -62,8 +83,10 @@ function readLifecycle(definition, at, where, problems, noticeDays) {
   const successor = definition["x-successor"];
   const successorReason = definition["x-successor-reason"];
   const successorParameters = successorParametersOf(definition["x-successor-parameters"], [...at, "x-successor-parameters"], where, problems);
-  if (successor !== void 0 && typeof successor !== "string") problems.add("lifecycle", [...at, "x-successor"], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`);
-  if (successorParameters !== void 0 && successor === void 0) problems.add("lifecycle", [...at, "x-successor-parameters"], where, "x-successor-parameters needs x-successor");
+  if (successor !== void 0 && typeof successor !== "string")
+    problems.add("lifecycle", [...at, "x-successor"], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`);
+  if (successorParameters !== void 0 && successor === void 0)
+    problems.add("lifecycle", [...at, "x-successor-parameters"], where, "x-successor-parameters needs x-successor");
   if (successor === void 0 && (typeof successorReason !== "string" || successorReason.trim() === "")) {
     problems.add("lifecycle", at, where, "a deprecated operation names its x-successor (an operationId), or says in x-successor-reason why there is none");
   }
@@ -87,7 +110,12 @@ function brownoutsOf(value, sunset, at, where, problems) {
     const [start, end] = [instantOf(brownout?.start), instantOf(brownout?.end)];
     for (const [field, instant] of [["start", start], ["end", end]]) {
       if (instant === void 0) {
-        problems.add("lifecycle", [...at, index, field], where, `x-brownouts[${index}].${field} must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not ${JSON.stringify(brownout?.[field])}`);
+        problems.add(
+          "lifecycle",
+          [...at, index, field],
+          where,
+          `x-brownouts[${index}].${field} must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not ${JSON.stringify(brownout?.[field])}`
+        );
       }
     }
     if (start === void 0 || end === void 0) return [];
@@ -112,7 +140,10 @@ var keysOf = (pointer) => {
   return path === "" ? [] : path.split("/").map(unescapeKey);
 };
 function resolvePointer(document, pointer) {
-  return keysOf(pointer).reduce((node, key) => typeof node === "object" && node !== null ? node[key] : void 0, document);
+  return keysOf(pointer).reduce(
+    (node, key) => typeof node === "object" && node !== null ? node[key] : void 0,
+    document
+  );
 }
 function deref(document, node) {
   let found = node;
@@ -140,10 +171,20 @@ function readCatalogue(document, problems) {
   const roles = new Map(Object.entries(declared));
   for (const [name, role] of roles) {
     if (typeof role?.default !== "boolean") {
-      problems.add("roles", ["components", "securitySchemes", bearerScheme, "x-roles", name], `role ${name}`, `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`);
+      problems.add(
+        "roles",
+        ["components", "securitySchemes", bearerScheme, "x-roles", name],
+        `role ${name}`,
+        `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`
+      );
     }
     if (role?.firstKey !== void 0 && typeof role.firstKey !== "boolean") {
-      problems.add("roles", ["components", "securitySchemes", bearerScheme, "x-roles", name, "firstKey"], `role ${name}`, `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`);
+      problems.add(
+        "roles",
+        ["components", "securitySchemes", bearerScheme, "x-roles", name, "firstKey"],
+        `role ${name}`,
+        `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`
+      );
     }
   }
   return {
@@ -195,7 +236,8 @@ function readService(document, basePath, problems) {
     stable: count(declared.lifecycle?.noticeDays?.stable, ["lifecycle", "noticeDays", "stable"], true)
   };
   const prefix = declared.events?.idPrefix;
-  if (typeof prefix !== "string" || !/^[a-z]+_$/.test(prefix)) problems.add("service", [...at, "events", "idPrefix"], where, `events.idPrefix must be lower-case letters and _, not ${JSON.stringify(prefix)}`);
+  if (typeof prefix !== "string" || !/^[a-z]+_$/.test(prefix))
+    problems.add("service", [...at, "events", "idPrefix"], where, `events.idPrefix must be lower-case letters and _, not ${JSON.stringify(prefix)}`);
   return {
     limits: {
       ...limits,
@@ -231,7 +273,8 @@ var methods = ["get", "put", "post", "delete", "options", "head", "patch", "trac
 function readContract(document, { file = "openapi.yaml", source } = {}) {
   const problems = new Problems();
   const version = parseVersion(document.info?.version);
-  if (version === void 0) problems.add("version", ["info", "version"], "info.version", `info.version ${JSON.stringify(document.info?.version)} is not a version MAJOR.MINOR.PATCH`);
+  if (version === void 0)
+    problems.add("version", ["info", "version"], "info.version", `info.version ${JSON.stringify(document.info?.version)} is not a version MAJOR.MINOR.PATCH`);
   const basePath = basePathOf(document, version, problems);
   const service = readService(document, basePath, problems);
   const roles = readCatalogue(document, problems);
@@ -279,7 +322,12 @@ function basePathOf(document, version, problems) {
   const basePath = [...paths][0];
   if (version !== void 0 && !basePath.endsWith(`/v${version[0]}`)) {
     for (const { url } of servers) {
-      problems.add("version", ["servers"], "servers", `server ${url} must end in /v${version[0]}: the version segment is the major version of info.version ${document.info.version}`);
+      problems.add(
+        "version",
+        ["servers"],
+        "servers",
+        `server ${url} must end in /v${version[0]}: the version segment is the major version of info.version ${document.info.version}`
+      );
     }
   }
   return basePath;
@@ -297,7 +345,9 @@ function readOperations(document, catalogue, service, problems) {
         continue;
       }
       const where = `operation ${id}`;
-      const parameters = [...item?.parameters ?? [], ...definition.parameters ?? []].map((parameter) => deref(document, parameter));
+      const parameters = [...item?.parameters ?? [], ...definition.parameters ?? []].map(
+        (parameter) => deref(document, parameter)
+      );
       const lifecycle = readLifecycle(definition, at, where, problems, service.noticeDays);
       if (lifecycle.deprecation !== void 0) checkRetirementDocumented(document, definition, at, where, problems);
       checkStabilityDocumented(document, definition, lifecycle.level !== "stable", at, where, problems);
@@ -325,7 +375,12 @@ function requirementOf(document, definition, catalogue, at, where, problems) {
   for (const name of security.flatMap(Object.keys)) {
     const scheme = document.components?.securitySchemes?.[name];
     if (name !== bearerScheme || scheme?.type !== "http" || scheme.scheme?.toLowerCase() !== "bearer") {
-      problems.add("roles", [...at, "security"], where, `requires the security scheme ${name}, which this server does not implement (only ${bearerScheme}, HTTP bearer)`);
+      problems.add(
+        "roles",
+        [...at, "security"],
+        where,
+        `requires the security scheme ${name}, which this server does not implement (only ${bearerScheme}, HTTP bearer)`
+      );
     }
   }
   return readRequirement(security, catalogue, [...at, "security"], where, problems);
@@ -345,7 +400,12 @@ function readConditional(document, definition, parameters, at, where, problems) 
   const tagged = ok?.headers?.ETag !== void 0;
   const conditional = { tagged, ifNoneMatch: tagged && takes("if-none-match"), ifMatch: takes("if-match") };
   if (conditional.ifNoneMatch && responses["304"] === void 0) {
-    problems.add("shape", [...at, "responses"], where, "takes If-None-Match and tags its 200, so it documents its 304: add '304': $ref '#/components/responses/NotModified'");
+    problems.add(
+      "shape",
+      [...at, "responses"],
+      where,
+      "takes If-None-Match and tags its 200, so it documents its 304: add '304': $ref '#/components/responses/NotModified'"
+    );
   }
   if (conditional.ifMatch && responses["412"] === void 0) {
     problems.add("shape", [...at, "responses"], where, "takes If-Match, so it documents its 412: add '412': $ref '#/components/responses/PreconditionFailed'");
@@ -356,12 +416,19 @@ function checkJsonOnly(document, definition, at, where, problems) {
   const body = definition.requestBody && deref(document, definition.requestBody);
   if (body !== void 0) {
     const mediaTypes = Object.keys(body.content ?? {}).join(", ");
-    if (mediaTypes !== "application/json" || body.required !== true) problems.add("shape", [...at, "requestBody"], where, `must require an application/json body (it takes ${mediaTypes || "none"}${body.required === true ? "" : ", optionally"})`);
+    if (mediaTypes !== "application/json" || body.required !== true)
+      problems.add(
+        "shape",
+        [...at, "requestBody"],
+        where,
+        `must require an application/json body (it takes ${mediaTypes || "none"}${body.required === true ? "" : ", optionally"})`
+      );
   }
   for (const [status, response] of Object.entries(definition.responses ?? {})) {
     const content = deref(document, response).content;
     const mediaTypes = Object.keys(content ?? {}).join(", ");
-    if (content !== void 0 && mediaTypes !== "application/json") problems.add("shape", [...at, "responses", status], where, `must answer ${status} in application/json (it says ${mediaTypes})`);
+    if (content !== void 0 && mediaTypes !== "application/json")
+      problems.add("shape", [...at, "responses", status], where, `must answer ${status} in application/json (it says ${mediaTypes})`);
   }
   return body !== void 0;
 }
@@ -369,7 +436,13 @@ var lifecycleHeaderComponents = { Deprecation: "Deprecation", Sunset: "Sunset", 
 var componentOf = (header, shared) => `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? "WhenDeprecated" : ""}'`;
 function checkRetirementDocumented(document, definition, at, where, problems) {
   const responses = definition.responses ?? {};
-  if (responses["410"] === void 0) problems.add("shape", [...at, "responses"], where, "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'");
+  if (responses["410"] === void 0)
+    problems.add(
+      "shape",
+      [...at, "responses"],
+      where,
+      "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'"
+    );
   for (const [status, response] of Object.entries(responses)) {
     if (status === "408") continue;
     const headers = Object.keys(deref(document, response).headers ?? {});
@@ -377,7 +450,12 @@ function checkRetirementDocumented(document, definition, at, where, problems) {
     if (missing.length === 0) continue;
     const shared = "$ref" in response ? response.$ref : void 0;
     const add = missing.map((header) => `${header}: ${componentOf(header, shared !== void 0)}`).join(", ");
-    problems.add("shape", [...at, "responses", status], where, `response ${status} does not document ${missing.join(", ")}: add ${add} to ${shared ?? "its headers"}`);
+    problems.add(
+      "shape",
+      [...at, "responses", status],
+      where,
+      `response ${status} does not document ${missing.join(", ")}: add ${add} to ${shared ?? "its headers"}`
+    );
   }
 }
 function checkLifecycleLinks(document, operations, basePath, docs, successorUrl, problems) {
@@ -410,9 +488,15 @@ function checkStabilityDocumented(document, definition, marked, at, where, probl
   for (const [status, response] of Object.entries(definition.responses ?? {})) {
     if (status === "408") continue;
     const header = deref(document, response).headers?.["API-Stability"];
-    if (marked && header === void 0) problems.add("shape", [...at, "responses", status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`);
+    if (marked && header === void 0)
+      problems.add("shape", [...at, "responses", status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`);
     if (!marked && header !== void 0 && deref(document, header).required === true) {
-      problems.add("shape", [...at, "responses", status], where, `response ${status} documents API-Stability as required, which the server sends only for x-stability`);
+      problems.add(
+        "shape",
+        [...at, "responses", status],
+        where,
+        `response ${status} documents API-Stability as required, which the server sends only for x-stability`
+      );
     }
   }
 }
@@ -428,8 +512,15 @@ function checkSuccessors(operations, problems) {
     const has = (list, where, name) => list.some((parameter) => parameter.in === where && parameter.name === name);
     for (const [name, source] of Object.entries(lifecycle.deprecation.successorParameters ?? {})) {
       const at = [...keysOf(pointer), "x-successor-parameters", name];
-      if (!has(successorOperation.parameters, "query", name)) problems.add("lifecycle", at, `operation ${id}`, `x-successor-parameters names ${name}, which is no query parameter of ${successor}`);
-      if (!has(parameters, source.in, source.name)) problems.add("lifecycle", at, `operation ${id}`, `x-successor-parameters gives ${name} the ${source.in} parameter ${source.name}, which ${id} does not have`);
+      if (!has(successorOperation.parameters, "query", name))
+        problems.add("lifecycle", at, `operation ${id}`, `x-successor-parameters names ${name}, which is no query parameter of ${successor}`);
+      if (!has(parameters, source.in, source.name))
+        problems.add(
+          "lifecycle",
+          at,
+          `operation ${id}`,
+          `x-successor-parameters gives ${name} the ${source.in} parameter ${source.name}, which ${id} does not have`
+        );
     }
   }
 }
@@ -441,7 +532,10 @@ function successorUrls(basePath, operations) {
     const target = successor === void 0 ? void 0 : operations.get(successor);
     if (target === void 0) return () => void 0;
     const url = `${basePath}${target.path}`;
-    const parameters = Object.entries(lifecycle.deprecation.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }));
+    const parameters = Object.entries(lifecycle.deprecation.successorParameters ?? {}).map(([name, source]) => ({
+      query: encodeURIComponent(name),
+      ...source
+    }));
     return ({ params, query }) => {
       const values = { path: params, query };
       const search = [];
@@ -483,8 +577,20 @@ function readEvents(document, catalogue, problems) {
       continue;
     }
     const lifecycle = readLifecycle(definition, at, where, problems);
-    if (lifecycle.deprecation !== void 0) problems.add("lifecycle", [...at, "deprecated"], where, "the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated");
-    events.set(type, { type, pointer: pointerTo(at), definition, lifecycle, roles: readEventRoles(definition["x-roles"], catalogue, [...at, "x-roles"], where, problems) });
+    if (lifecycle.deprecation !== void 0)
+      problems.add(
+        "lifecycle",
+        [...at, "deprecated"],
+        where,
+        "the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated"
+      );
+    events.set(type, {
+      type,
+      pointer: pointerTo(at),
+      definition,
+      lifecycle,
+      roles: readEventRoles(definition["x-roles"], catalogue, [...at, "x-roles"], where, problems)
+    });
   }
   return events;
 }

@@ -111,15 +111,27 @@ export function classify(changes: Change[], accepted: AcceptedChange[], lifecycl
     if (change.impact !== 'major') continue
     const verdicts = change.verdicts.filter((verdict) => verdict.impact === 'major')
     // a major change that came without a verdict is still reported, by its place
-    const findings = (verdicts.length > 0 ? verdicts : [{ ruleId: change.kind, impact: change.impact, message: 'rated major', location: { pointer: change.path } }]).filter(
-      (finding) => !isAccepted(finding),
-    )
+    const findings = (
+      verdicts.length > 0 ? verdicts : [{ ruleId: change.kind, impact: change.impact, message: 'rated major', location: { pointer: change.path } }]
+    ).filter((finding) => !isAccepted(finding))
     if (findings.length === 0) continue
     const line = `${whereOf(change.path)}: ${findings.map((finding) => `${finding.message} (${finding.ruleId} at ${finding.location.pointer})`).join('; ')}`
-    const operations = lifecycle ? touched(lifecycle.base, change.path, findings.map((finding) => finding.location.pointer), lifecycle.changed) : []
+    const operations = lifecycle
+      ? touched(
+          lifecycle.base,
+          change.path,
+          findings.map((finding) => finding.location.pointer),
+          lifecycle.changed,
+        )
+      : []
     const judgements = operations.map((operation) => {
       // a removal takes away the operation at or under the removed place
-      const judged = judge(lifecycle!.latest.get(operation.name)!, change.kind === 'removed' && operation.pointer.startsWith(change.path), lifecycle!.noticeDays, lifecycle!.now)
+      const judged = judge(
+        lifecycle!.latest.get(operation.name)!,
+        change.kind === 'removed' && operation.pointer.startsWith(change.path),
+        lifecycle!.noticeDays,
+        lifecycle!.now,
+      )
       return judged.allowed === undefined ? (deprecationLink(operation, change.path, lifecycle!.revision) ?? judged) : judged
     })
     if (judgements.length > 0 && judgements.every((judgement) => judgement.allowed !== undefined)) {
@@ -164,7 +176,13 @@ export interface GateOptions {
 }
 
 /** Checks `spec` against every released contract, as CI does. */
-export async function checkBreaking({ spec = specPath, text, released = releasedDir, accepted = acceptedFile, now = new Date() }: GateOptions = {}): Promise<GateResult> {
+export async function checkBreaking({
+  spec = specPath,
+  text,
+  released = releasedDir,
+  accepted = acceptedFile,
+  now = new Date(),
+}: GateOptions = {}): Promise<GateResult> {
   // the document as it is served: bundled from its sources, and written where redocly reads it
   const { source, document } = bundledSpec(spec, false, text)
   const work = mkdtempSync(join(tmpdir(), 'petstore-gate-'))
@@ -178,11 +196,19 @@ export async function checkBreaking({ spec = specPath, text, released = released
 }
 
 /** The gate, on the bundle of `spec` (written at `bundled`). */
-async function gate(spec: string, bundled: string, document: OpenAPIV3.Document, { released, accepted, now }: Required<Pick<GateOptions, 'released' | 'accepted' | 'now'>>): Promise<GateResult> {
+async function gate(
+  spec: string,
+  bundled: string,
+  document: OpenAPIV3.Document,
+  { released, accepted, now }: Required<Pick<GateOptions, 'released' | 'accepted' | 'now'>>,
+): Promise<GateResult> {
   const current = version(document.info.version, `${relative(projectRoot, spec)}: info.version`)
   const releases = readdirSync(released)
     .filter((name) => name.endsWith('.yaml'))
-    .map((name) => ({ file: join(released, name), version: version(name.slice(0, -'.yaml'.length), `${relative(projectRoot, join(released, name))}: the name`) }))
+    .map((name) => ({
+      file: join(released, name),
+      version: version(name.slice(0, -'.yaml'.length), `${relative(projectRoot, join(released, name))}: the name`),
+    }))
     .sort((a, b) => compareVersions(a.version, b.version))
   if (releases.length === 0) throw new Error(`${released} holds no released contract (MAJOR.MINOR.PATCH.yaml)`)
   const acceptedChanges = readAccepted(accepted)
@@ -231,7 +257,10 @@ async function gate(spec: string, bundled: string, document: OpenAPIV3.Document,
     breaking.push(...lifecycleBreaks(base, revision))
     findings.push({ version: named(release.version), breaking, allowed })
     if (breaking.length === 0) {
-      lines.push(`compatible with the released ${named(release.version)}${allowed.length > 0 ? `; ${allowed.length} change(s) allowed by their operations' lifecycle:` : ''}`, ...allowed)
+      lines.push(
+        `compatible with the released ${named(release.version)}${allowed.length > 0 ? `; ${allowed.length} change(s) allowed by their operations' lifecycle:` : ''}`,
+        ...allowed,
+      )
       continue
     }
     // the two ways on, so that the refusal says what to do
@@ -259,7 +288,9 @@ export function differencesOf(changes: readonly Change[], older: unknown, newer:
   return changes
     .filter(({ impact }) => impact === 'major')
     .flatMap(({ path, verdicts }) =>
-      verdicts.filter(({ impact }) => impact === 'major').map((verdict) => ({ where: placeOf(path, newer, older), rule: verdict.ruleId, pointer: verdict.location.pointer, path, message: verdict.message })),
+      verdicts
+        .filter(({ impact }) => impact === 'major')
+        .map((verdict) => ({ where: placeOf(path, newer, older), rule: verdict.ruleId, pointer: verdict.location.pointer, path, message: verdict.message })),
     )
 }
 

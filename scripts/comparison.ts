@@ -62,11 +62,15 @@ export async function diff(base: string, revision: string): Promise<Change[]> {
     const { NODE_OPTIONS: _, ...env } = process.env
     // --fail-on none: the verdict is ours, from the report; an exit status other than 0 is
     // redocly failing to read a document
-    await promisify(execFile)(process.execPath, [cli, 'diff', base, revision, '--format=json', '--fail-on=none', `--config=${diffConfig}`, `--output=${report}`], {
-      cwd: projectRoot,
-      env: { ...env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true' },
-      timeout: 60_000,
-    })
+    await promisify(execFile)(
+      process.execPath,
+      [cli, 'diff', base, revision, '--format=json', '--fail-on=none', `--config=${diffConfig}`, `--output=${report}`],
+      {
+        cwd: projectRoot,
+        env: { ...env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true', REDOCLY_SUPPRESS_NOTIFICATIONS: 'true' },
+        timeout: 60_000,
+      },
+    )
     return (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes
   } finally {
     rmSync(dir, { recursive: true, force: true })
@@ -84,7 +88,11 @@ function writtenOut(document: unknown, node: unknown, within: readonly string[] 
 }
 
 /** A document whose operations and events hold every part they use in place. */
-export const inPlace = (document: Node): Node => ({ ...document, paths: writtenOut(document, document.paths), webhooks: writtenOut(document, document.webhooks) })
+export const inPlace = (document: Node): Node => ({
+  ...document,
+  paths: writtenOut(document, document.paths),
+  webhooks: writtenOut(document, document.webhooks),
+})
 
 /**
  * Where the place at `pointer` (of the document as written out) is written in `document`: every
@@ -119,7 +127,9 @@ const inlinedSections = new Set(['schemas', 'parameters', 'responses', 'headers'
  * addition, never its answers one by one), or undefined. */
 function refusal(change: Change): string | undefined {
   const [section, , , responses, status, ...deeper] = keysOf(change.path)
-  return change.kind === 'added' && section === 'paths' && responses === 'responses' && /^4\d\d$/.test(String(status)) && deeper.length === 0 ? status : undefined
+  return change.kind === 'added' && section === 'paths' && responses === 'responses' && /^4\d\d$/.test(String(status)) && deeper.length === 0
+    ? status
+    : undefined
 }
 
 /**

@@ -160,7 +160,14 @@ const timestamp = (date: Date | null) => (date === null ? '-' : date.toISOString
 /** Rows as left-aligned columns, two spaces apart. */
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)))
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()).join('\n')
+  return rows
+    .map((row) =>
+      row
+        .map((cell, column) => cell.padEnd(widths[column]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n')
 }
 
 async function main(args: string[]): Promise<number> {

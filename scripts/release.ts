@@ -59,7 +59,15 @@ export function withVersion(source: string, version: string): string {
   return source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
 }
 
-export async function release({ version, spec, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, now = new Date(), dryRun = false }: ReleaseOptions): Promise<ReleaseResult> {
+export async function release({
+  version,
+  spec,
+  released = releasedDir,
+  changelog = changelogPath,
+  accepted = acceptedFile,
+  now = new Date(),
+  dryRun = false,
+}: ReleaseOptions): Promise<ReleaseResult> {
   const major = majorOf(version)
   spec ??= documentOf(major)
   // each major version has releases of its own: the first of a major comes after the older ones'
@@ -88,12 +96,24 @@ export async function release({ version, spec, released = releasedDir, changelog
   const releasedFile = join(released, `${version}.yaml`)
   writeFileSync(spec, own)
   writeFileSync(releasedFile, bundleText(current))
-  const beside = servedBeside(spec).filter((path) => path !== spec && existsSync(path)).map((path) => bundledSpec(path).document as Record<string, any>)
-  writeFileSync(changelog, withEntry(readFileSync(changelog, 'utf8'), text, [...beside, current].sort((a, b) => compare(a.info.version, b.info.version))))
+  const beside = servedBeside(spec)
+    .filter((path) => path !== spec && existsSync(path))
+    .map((path) => bundledSpec(path).document as Record<string, any>)
+  writeFileSync(
+    changelog,
+    withEntry(
+      readFileSync(changelog, 'utf8'),
+      text,
+      [...beside, current].sort((a, b) => compare(a.info.version, b.info.version)),
+    ),
+  )
   const shown = (file: string) => relative(projectRoot, file)
   return {
     ok: true,
-    lines: [...gate.lines, `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, its entry in ${shown(changelog)}, ${await regenerated(spec)}`],
+    lines: [
+      ...gate.lines,
+      `released ${version}: ${shown(releasedFile)}, info.version of ${shown(spec)}, its entry in ${shown(changelog)}, ${await regenerated(spec)}`,
+    ],
   }
 }
 
@@ -122,7 +142,8 @@ const releasedBefore = (version: string, released: string, changelog: string): s
 
 /** The release a released `version` came after: the last of its major before it, or for the first
  * of a major the last of an older one, as `release` chose it; none for the first release. */
-const releaseBefore = (version: string, before: readonly string[]): string | undefined => before.filter((name) => parseVersion(name)![0] <= majorOf(version)).at(-1)
+const releaseBefore = (version: string, before: readonly string[]): string | undefined =>
+  before.filter((name) => parseVersion(name)![0] <= majorOf(version)).at(-1)
 
 export interface EntryOptions {
   version: string
@@ -147,7 +168,10 @@ export async function releaseEntry({ version, date, previous, current, allowed, 
   // (the first release of all is compared with nothing: its operations are its entry)
   const changes = previous.openapi === undefined ? [] : await compareDocuments(previous, current)
   const differences = differencesOf(changes, previous, current)
-  const lines = (rule?: string) => differences.filter((found) => rule === undefined || found.rule === rule).map(({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`)
+  const lines = (rule?: string) =>
+    differences
+      .filter((found) => rule === undefined || found.rule === rule)
+      .map(({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`)
   const before = previous.info?.version as string | undefined
   const firstOfMajor = before !== undefined && majorOf(version) > majorOf(before)
   return entry({
@@ -190,7 +214,14 @@ export interface CorrectionOptions {
  * engine of today, its date kept, and `note` saying what it missed before (docs/compatibility.md:
  * Correcting a published entry). The released contracts are not touched.
  */
-export async function correct({ version, note, released = releasedDir, changelog = changelogPath, accepted = acceptedFile, dryRun = false }: CorrectionOptions): Promise<ReleaseResult> {
+export async function correct({
+  version,
+  note,
+  released = releasedDir,
+  changelog = changelogPath,
+  accepted = acceptedFile,
+  dryRun = false,
+}: CorrectionOptions): Promise<ReleaseResult> {
   const releasedFile = join(released, `${version}.yaml`)
   if (!existsSync(releasedFile)) return { ok: false, lines: [`${version} was not released: ${relative(projectRoot, releasedFile)} does not exist`] }
   const text = readFileSync(changelog, 'utf8')
@@ -221,7 +252,12 @@ export async function correct({ version, note, released = releasedDir, changelog
     const next = text.slice(start + heading[0].length).search(/^## /m)
     const end = next === -1 ? text.length : start + heading[0].length + next
     writeFileSync(changelog, `${text.slice(0, start)}${written}${end === text.length ? '' : '\n'}${text.slice(end)}`)
-    return { ok: true, lines: [`corrected the entry of ${version} in ${relative(projectRoot, changelog)}, from ${[...(last === undefined ? [] : [join(released, `${last}.yaml`)]), releasedFile].map((file) => relative(projectRoot, file)).join(' and ')}`] }
+    return {
+      ok: true,
+      lines: [
+        `corrected the entry of ${version} in ${relative(projectRoot, changelog)}, from ${[...(last === undefined ? [] : [join(released, `${last}.yaml`)]), releasedFile].map((file) => relative(projectRoot, file)).join(' and ')}`,
+      ],
+    }
   } finally {
     rmSync(then, { recursive: true, force: true })
   }
@@ -245,7 +281,10 @@ async function regenerated(spec: string): Promise<string> {
  * says there is none yet. */
 function documentOf(major: number): string {
   const found = specPaths.find((path) => majorOfSpecFile(basename(path)) === major)
-  if (found === undefined) throw new Error(`no served document is of major version ${major}: write it first (docs/compatibility.md), beside ${specPaths.map((path) => basename(path)).join(', ')}`)
+  if (found === undefined)
+    throw new Error(
+      `no served document is of major version ${major}: write it first (docs/compatibility.md), beside ${specPaths.map((path) => basename(path)).join(', ')}`,
+    )
   return found
 }
 
@@ -277,8 +316,11 @@ export function compatibleLines(changes: readonly Change[], current?: Record<str
     grouped.set(key, group)
     // (a header of an answer: kept by name, its statuses gathered, to be named once)
     const [, , , section, status, headers, header] = parts
-    if (inOperation && section === 'responses' && headers === 'headers' && parts.length === 7) group.headers.set(header!, [...(group.headers.get(header!) ?? []), status!])
-    else for (const what of inOperation ? partsOf(change, current, previous) : [namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!)]) group.whats.add(what)
+    if (inOperation && section === 'responses' && headers === 'headers' && parts.length === 7)
+      group.headers.set(header!, [...(group.headers.get(header!) ?? []), status!])
+    else
+      for (const what of inOperation ? partsOf(change, current, previous) : [namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!)])
+        group.whats.add(what)
   }
   // operations that changed alike, one line
   const alike = new Map<string, string[]>()
@@ -329,7 +371,9 @@ if (process.argv[1] === import.meta.filename) {
     parsed = parseArgs({ options, allowPositionals: true })
     if (parsed.positionals.length !== 1) throw new Error('give one VERSION')
   } catch (error) {
-    console.error(`release: ${(error as Error).message}\nUsage: npm run -s release -- VERSION [--dry-run] | npm run -s release -- VERSION --correct 'what its entry missed'`)
+    console.error(
+      `release: ${(error as Error).message}\nUsage: npm run -s release -- VERSION [--dry-run] | npm run -s release -- VERSION --correct 'what its entry missed'`,
+    )
     process.exit(2)
   }
   const { now, 'dry-run': dryRun, correct: note, ...files } = parsed.values

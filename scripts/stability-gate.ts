@@ -64,7 +64,13 @@ export function operationsOf(document: Node): ReleasedOperation[] {
       lifecycle,
       uses: used(definition, document.paths?.[path]),
     })),
-    ...[...contract.events.values()].map(({ type, pointer, definition, lifecycle }) => ({ name: `WEBHOOK ${type}`, id: type, pointer, lifecycle, uses: used(definition, undefined) })),
+    ...[...contract.events.values()].map(({ type, pointer, definition, lifecycle }) => ({
+      name: `WEBHOOK ${type}`,
+      id: type,
+      pointer,
+      lifecycle,
+      uses: used(definition, undefined),
+    })),
   ]
 }
 
@@ -72,13 +78,20 @@ export function operationsOf(document: Node): ReleasedOperation[] {
  * component its verdict names, when that component changed (`changed`: a verdict also names the
  * component an operation's `$ref` now points to, which its other users see as it was). None: a
  * change outside every operation (servers, info). */
-export function touched(operations: ReleasedOperation[], changePath: string, verdictPointers: string[], changed: (component: string) => boolean): ReleasedOperation[] {
+export function touched(
+  operations: ReleasedOperation[],
+  changePath: string,
+  verdictPointers: string[],
+  changed: (component: string) => boolean,
+): ReleasedOperation[] {
   const under = (pointer: string, prefix: string) => pointer === prefix || pointer.startsWith(`${prefix}/`)
   return operations.filter(
     (operation) =>
       under(operation.pointer, changePath) ||
       under(changePath, operation.pointer) ||
-      verdictPointers.some((pointer) => under(pointer, operation.pointer) || [...operation.uses].some((component) => under(pointer, component) && changed(component))),
+      verdictPointers.some(
+        (pointer) => under(pointer, operation.pointer) || [...operation.uses].some((component) => under(pointer, component) && changed(component)),
+      ),
   )
 }
 

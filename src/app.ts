@@ -60,7 +60,9 @@ declare module 'fastify' {
 /** The service as a Fastify instance, ready to listen or to be injected into. Closing it
  * closes its storage. */
 export async function buildApp(options: AppOptions) {
-  const contracts = servedTogether((options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)))
+  const contracts = servedTogether(
+    (options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)),
+  )
   const contract = contracts.at(-1)!
   refuseUnmapped(
     contracts.map((served) => ({ ...served, derived: derivedSchemas(served.version[0], contract.version[0]) })),
@@ -152,7 +154,12 @@ function fastifyOptions(contracts: readonly Contract[], options: AppOptions, api
       // the access-log line names the request it answers, without a credential it may carry
       serializers: {
         // (typed partial by Fastify, but a reply always has its request)
-        res: (reply) => ({ statusCode: reply.statusCode, method: reply.request!.method, url: redactUrl(reply.request!.url, secrets), ...lifecycleField(reply as FastifyReply) }),
+        res: (reply) => ({
+          statusCode: reply.statusCode,
+          method: reply.request!.method,
+          url: redactUrl(reply.request!.url, secrets),
+          ...lifecycleField(reply as FastifyReply),
+        }),
       },
       ...options.logger,
     },

@@ -106,7 +106,11 @@ t.test('a SQLite path that is a directory', async (t) => {
 
 t.test('a SQLite file in a place where no file can be created', async (t) => {
   // /proc: not even root may create files there (the tests may run as root, whom file modes do not stop)
-  await failsInOneLine(t, 'sqlite:/proc/petstore.db', /^petstore: cannot open SQLite \/proc\/petstore\.db: unable to open database file \(SQLITE_CANTOPEN\); the file and its folder must be writable\n$/)
+  await failsInOneLine(
+    t,
+    'sqlite:/proc/petstore.db',
+    /^petstore: cannot open SQLite \/proc\/petstore\.db: unable to open database file \(SQLITE_CANTOPEN\); the file and its folder must be writable\n$/,
+  )
 })
 
 t.test('a SQLite path whose folder cannot be made: a file is in the way', async (t) => {

@@ -115,11 +115,7 @@ t.test('breaking edits fail, each named', async (t) => {
       },
       /^ {2}GET \/pets: Property `categoryId` of `Pet` was removed\. \(property-removed at #\/components\/schemas\/Pet\/properties\/categoryId\)$/m,
     ],
-    [
-      'an optional response field removed',
-      (spec) => delete pet(spec).properties.status,
-      /^ {2}GET \/pets: Property `status` of `Pet` was removed\./m,
-    ],
+    ['an optional response field removed', (spec) => delete pet(spec).properties.status, /^ {2}GET \/pets: Property `status` of `Pet` was removed\./m],
     [
       '`limit` made required',
       (spec) => (spec.components.parameters.Limit.required = true),
@@ -179,15 +175,22 @@ t.test('breaking edits fail, each named', async (t) => {
 t.test('compatible edits pass', async (t) => {
   t.jobs = 2
   const compatible: [string, (spec: Spec) => void][] = [
-    ['a new operation', (spec) => (spec.paths['/categories'] = { get: { operationId: 'listCategories', responses: { 200: { description: 'The categories.' } } } })],
+    [
+      'a new operation',
+      (spec) => (spec.paths['/categories'] = { get: { operationId: 'listCategories', responses: { 200: { description: 'The categories.' } } } }),
+    ],
     ['a new optional request field', (spec) => (spec.components.schemas.NewPet.properties.tag = { type: 'string', maxLength: 20 })],
     ['a new optional response field', (spec) => (pet(spec).properties.tag = { type: 'string' })],
-    ['a new response header', (spec) => (spec.paths['/pets'].get.responses['200'].headers['X-Request-Id'] = { required: true, schema: { type: 'string', maxLength: 64 } })],
+    [
+      'a new response header',
+      (spec) => (spec.paths['/pets'].get.responses['200'].headers['X-Request-Id'] = { required: true, schema: { type: 'string', maxLength: 64 } }),
+    ],
     ['a new error code (the catalogue is extensible)', (spec) => spec.components.schemas.Error.properties.code['x-extensible-enum'].push('too_many_requests')],
     ['a maxLength on a string clients receive', (spec) => (spec.components.schemas.Error.properties.message.maxLength = 1000)],
     [
       'a new deprecation',
-      (spec) => Object.assign(spec.paths['/pets'].post, { deprecated: true, 'x-deprecated-at': '2027-01-01', 'x-sunset': '2028-01-01', 'x-successor-reason': 'none' }),
+      (spec) =>
+        Object.assign(spec.paths['/pets'].post, { deprecated: true, 'x-deprecated-at': '2027-01-01', 'x-sunset': '2028-01-01', 'x-successor-reason': 'none' }),
     ],
     [
       // what the rate limits, health and OWASP work adds: 1.1.0, a 429 and RateLimit headers
@@ -281,7 +284,11 @@ t.test('a breaking change needs the next major version, and its version segment'
 t.test('a reviewed exception in the accepted changes lets that change, and only it, through', async (t) => {
   const int32 = (spec: Spec) => (spec.components.parameters.Limit.schema.format = 'int32')
   const accepted = [
-    { rule: 'schema-constraint-changed', pointer: '#/components/parameters/Limit/schema/format', reason: 'limit is 1..100: int32 holds every value a client could send' },
+    {
+      rule: 'schema-constraint-changed',
+      pointer: '#/components/parameters/Limit/schema/format',
+      reason: 'limit is 1..100: int32 holds every value a client could send',
+    },
   ]
   t.ok((await gate(t, int32, accepted)).ok, 'accepted')
   const other = await gate(
@@ -314,7 +321,11 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   t.equal(passing.code, 0, passing.stderr)
   const everyDocument = specPaths.flatMap((path, index) => [`${relative(projectRoot, path)}:`, ...compatibleWithEveryRelease(index + 1)])
   const covered = (await checkCoverage(loadContracts())).lines
-  t.equal(passing.stdout, [...everyDocument, ...covered].map((line) => `${line}\n`).join(''), 'each served document, against the releases of its major; each against the major before it')
+  t.equal(
+    passing.stdout,
+    [...everyDocument, ...covered].map((line) => `${line}\n`).join(''),
+    'each served document, against the releases of its major; each against the major before it',
+  )
 
   const spec = released()
   spec.components.parameters.Limit.required = true
@@ -334,7 +345,11 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
 
   const removed = released()
   delete removed.paths['/pets/{petId}']
-  t.equal((await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--released', firstRelease, '--now', '2030-12-05'])).code, 0, 'on the day of the sunset, getPet may go')
+  t.equal(
+    (await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--released', firstRelease, '--now', '2030-12-05'])).code,
+    0,
+    'on the day of the sunset, getPet may go',
+  )
   const badDay = await run(t, 'scripts/check-breaking.ts', ['--now', 'tomorrow'])
   t.equal(badDay.code, 2)
   t.match(badDay.stderr, /--now tomorrow is not a date YYYY-MM-DD/)
@@ -374,7 +389,12 @@ const requireTag = (spec: Spec) => {
   spec.components.schemas.NewPet.required.push('tag')
 }
 const deprecate = (operation: Spec, at: string, sunset: string) =>
-  Object.assign(operation, { deprecated: true, 'x-deprecated-at': at, 'x-sunset': sunset, ...(operation['x-successor'] === undefined && { 'x-successor-reason': 'none' }) })
+  Object.assign(operation, {
+    deprecated: true,
+    'x-deprecated-at': at,
+    'x-sunset': sunset,
+    ...(operation['x-successor'] === undefined && { 'x-successor-reason': 'none' }),
+  })
 
 t.test('stability levels: what the gate lets through within the major version', async (t) => {
   t.jobs = 2
@@ -384,12 +404,19 @@ t.test('stability levels: what the gate lets through within the major version', 
     t.match(result.text, /^ {2}allowed \(experimental\): POST \/pets: Properties of `NewPet` became required: `tag`\./m)
   })
   t.test('an experimental change beside a breaking one: both listed, the gate fails', async (t) => {
-    const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'experimental'), (spec) => {
-      requireTag(spec)
-      spec.components.parameters.Limit.required = true
-    })
+    const result = await levels(
+      t,
+      (spec) => (createPet(spec)['x-stability'] = 'experimental'),
+      (spec) => {
+        requireTag(spec)
+        spec.components.parameters.Limit.required = true
+      },
+    )
     t.notOk(result.ok)
-    t.match(result.text, /`limit` query parameter became required[^]*\nand 1 change\(s\) allowed by their operations' lifecycle:\n {2}allowed \(experimental\): POST \/pets/)
+    t.match(
+      result.text,
+      /`limit` query parameter became required[^]*\nand 1 change\(s\) allowed by their operations' lifecycle:\n {2}allowed \(experimental\): POST \/pets/,
+    )
   })
   t.test('stable: the same change fails', async (t) => {
     const result = await levels(t, () => {}, requireTag)
@@ -397,7 +424,11 @@ t.test('stability levels: what the gate lets through within the major version', 
     t.match(result.text, /^ {2}POST \/pets: Properties of `NewPet` became required: `tag`\./m)
   })
   t.test('experimental: removal passes', async (t) => {
-    const result = await levels(t, (spec) => (getPet(spec)['x-stability'] = 'experimental'), (spec) => delete spec.paths['/pets/{petId}'])
+    const result = await levels(
+      t,
+      (spec) => (getPet(spec)['x-stability'] = 'experimental'),
+      (spec) => delete spec.paths['/pets/{petId}'],
+    )
     t.ok(result.ok)
     t.match(result.text, /allowed \(experimental\): \/pets\/\{petId\}: Path `\/pets\/\{petId\}` was removed/)
   })
@@ -434,7 +465,12 @@ t.test('stability levels: what the gate lets through within the major version', 
     t.match(result.text, /allowed \(stable, sunset 2030-12-05 passed\): \/pets\/\{petId\}: Path `\/pets\/\{petId\}` was removed/)
   })
   t.test('stable: after its sunset, getPet may go but not change', async (t) => {
-    const result = await levels(t, () => {}, (spec) => delete getPet(spec).responses['404'], new Date('2031-01-01T00:00:00Z'))
+    const result = await levels(
+      t,
+      () => {},
+      (spec) => delete getPet(spec).responses['404'],
+      new Date('2031-01-01T00:00:00Z'),
+    )
     t.notOk(result.ok)
   })
   t.test('stable: a sunset less than 180 days after the deprecation does not count', async (t) => {
@@ -459,25 +495,45 @@ t.test('stability levels: what the gate lets through within the major version', 
     t.strictSame(result.lines, ['compatible with the released 1.0.0'])
   })
   t.test('demotion is breaking', async (t) => {
-    const result = await levels(t, (spec) => (createPet(spec)['x-stability'] = 'beta'), (spec) => (createPet(spec)['x-stability'] = 'experimental'))
+    const result = await levels(
+      t,
+      (spec) => (createPet(spec)['x-stability'] = 'beta'),
+      (spec) => (createPet(spec)['x-stability'] = 'experimental'),
+    )
     t.notOk(result.ok)
     t.match(result.text, /^ {2}POST \/pets: demoted from beta to experimental \(x-stability\)$/m)
-    const fromStable = await levels(t, () => {}, (spec) => (listPets(spec)['x-stability'] = 'beta'))
+    const fromStable = await levels(
+      t,
+      () => {},
+      (spec) => (listPets(spec)['x-stability'] = 'beta'),
+    )
     t.match(fromStable.text, /^ {2}GET \/pets: demoted from stable to beta/m)
   })
 
   t.test('a released sunset moved later passes; moved earlier, or shortened by re-deprecating, fails', async (t) => {
-    const later = await levels(t, () => {}, (spec) => (getPet(spec)['x-sunset'] = '2031-06-01'))
+    const later = await levels(
+      t,
+      () => {},
+      (spec) => (getPet(spec)['x-sunset'] = '2031-06-01'),
+    )
     t.ok(later.ok, later.text)
-    const earlier = await levels(t, () => {}, (spec) => (getPet(spec)['x-sunset'] = '2030-06-01'))
+    const earlier = await levels(
+      t,
+      () => {},
+      (spec) => (getPet(spec)['x-sunset'] = '2030-06-01'),
+    )
     t.notOk(earlier.ok)
     t.match(earlier.text, /^ {2}GET \/pets\/\{petId\}: x-sunset moved earlier, from 2030-12-05 to 2030-06-01: clients were promised that date$/m)
-    const redeprecated = await levels(t, () => {}, (spec) => deprecate(getPet(spec), '2027-01-01', '2029-01-01'))
+    const redeprecated = await levels(
+      t,
+      () => {},
+      (spec) => deprecate(getPet(spec), '2027-01-01', '2029-01-01'),
+    )
     t.notOk(redeprecated.ok)
     t.match(redeprecated.text, /x-sunset moved earlier, from 2030-12-05 to 2029-01-01/)
   })
 
-  t.test('a $ref switched to another component is judged by its operation, not by that component\'s other users', async (t) => {
+  t.test("a $ref switched to another component is judged by its operation, not by that component's other users", async (t) => {
     const result = await levels(
       t,
       (spec) => {
@@ -487,13 +543,14 @@ t.test('stability levels: what the gate lets through within the major version', 
       },
       (spec) => (createPet(spec).responses['201'].headers.Location = { $ref: '#/components/headers/NextPageLink' }),
     )
-    t.ok(result.ok, 'NextPageLink is listPets\' (stable) as it was')
+    t.ok(result.ok, "NextPageLink is listPets' (stable) as it was")
     t.match(result.text, /^ {2}allowed \(experimental\): POST \/pets: `pattern` changed/m)
   })
 
   t.test('deprecating a paged list changes its Link with it; a Link changed otherwise breaks', async (t) => {
     // (a release whose Link has a pattern, which the lifecycle links joined to the next page's change)
-    const link = (pattern: string) => (operation: Spec) => (operation.responses['200'].headers.Link = { required: true, schema: { type: 'string', maxLength: 500, pattern } })
+    const link = (pattern: string) => (operation: Spec) =>
+      (operation.responses['200'].headers.Link = { required: true, schema: { type: 'string', maxLength: 500, pattern } })
     const nextPage = link('^<[^>]+>; rel="next"$')
     const lifecycleLink = link('^<[^>]+>; rel="[a-z-]+"')
     const released = (spec: Spec) => nextPage(listPets(spec))
@@ -503,7 +560,11 @@ t.test('stability levels: what the gate lets through within the major version', 
     const alone = await levels(t, released, (spec) => lifecycleLink(listPets(spec)))
     t.notOk(alone.ok, 'without a deprecation')
     t.match(alone.text, /^ {2}GET \/pets: `pattern` changed from .*headers\/Link\/schema\/pattern\)$/m)
-    const before = await levels(t, (spec) => nextPage(getPet(spec)), (spec) => lifecycleLink(getPet(spec)))
+    const before = await levels(
+      t,
+      (spec) => nextPage(getPet(spec)),
+      (spec) => lifecycleLink(getPet(spec)),
+    )
     t.notOk(before.ok, 'of an operation the release deprecated already')
   })
 
@@ -517,7 +578,7 @@ t.test('stability levels: what the gate lets through within the major version', 
       },
       dropStatus,
     )
-    t.notOk(mixed.ok, 'Pet is also listPets\' (stable)')
+    t.notOk(mixed.ok, "Pet is also listPets' (stable)")
     t.match(mixed.text, /Property `status` of `Pet` was removed/)
     const allExperimental = await levels(
       t,
@@ -541,7 +602,8 @@ t.test('each served major against the one before it: every breaking difference c
     const document = structuredClone(v2.document) as any
     document.info.version = '3.0.0'
     document.servers = document.servers.map((server: { url: string }) => ({ ...server, url: server.url.replace(/\/v2$/, '/v3') }))
-    for (const header of Object.values<any>(document.components.headers)) if (typeof header.schema?.pattern === 'string') header.schema.pattern = header.schema.pattern.replaceAll('/v2/', '/v3/')
+    for (const header of Object.values<any>(document.components.headers))
+      if (typeof header.schema?.pattern === 'string') header.schema.pattern = header.schema.pattern.replaceAll('/v2/', '/v3/')
     edit(document)
     return contractOf(document, { file: 'openapi-v3.yaml' })
   }
@@ -555,6 +617,13 @@ t.test('each served major against the one before it: every breaking difference c
     }),
   ])
   t.notOk(dropped.ok)
-  t.match(dropped.lines.join('\n'), /openapi-v3\.yaml against openapi-v2\.yaml: \d+ of its \d+ breaking difference\(s\) covered by no version change.*\n {2}GET \/pets, response 200 body `status`: Property `status` was removed\. \(property-removed at #\/components\/schemas\/Pet\/properties\/status\): no change of version 2 covers it: write schemas: \{ Pet: \{ down \} \}/)
-  t.match(dropped.lines.join('\n'), /\n {2}event pet\.created, payload `data\.status`: Property `status` of `data` was removed\. .*: write schemas: \{ Pet: \{ down \} \}/, 'in the events too')
+  t.match(
+    dropped.lines.join('\n'),
+    /openapi-v3\.yaml against openapi-v2\.yaml: \d+ of its \d+ breaking difference\(s\) covered by no version change.*\n {2}GET \/pets, response 200 body `status`: Property `status` was removed\. \(property-removed at #\/components\/schemas\/Pet\/properties\/status\): no change of version 2 covers it: write schemas: \{ Pet: \{ down \} \}/,
+  )
+  t.match(
+    dropped.lines.join('\n'),
+    /\n {2}event pet\.created, payload `data\.status`: Property `status` of `data` was removed\. .*: write schemas: \{ Pet: \{ down \} \}/,
+    'in the events too',
+  )
 })

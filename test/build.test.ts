@@ -50,7 +50,7 @@ t.test('the build: one bundle and its code cache, serving the contract', async (
   t.equal(code, 0, stderr)
   t.ok(existsSync(cache), 'the code cache, written by the warm-up start')
   const bundle = readFileSync(join(out, 'src', 'server.bundle.cjs'), 'utf8')
-  t.match(bundle, 'openapi-schema.cjs', "glue checks the spec with the generated meta-schema validator")
+  t.match(bundle, 'openapi-schema.cjs', 'glue checks the spec with the generated meta-schema validator')
 
   const server = await startBuilt(t)
   const pets = await fetch(`${server.url}${api}/pets?limit=1`, { headers: { authorization: 'Bearer built-key' } })
@@ -58,7 +58,11 @@ t.test('the build: one bundle and its code cache, serving the contract', async (
   t.strictSame(await pets.json(), [])
   const { docs, yaml } = newest.service.paths
   const spec = await fetch(`${server.url}${yaml}`)
-  t.equal(await spec.text(), readFileSync(join(projectRoot, 'generated', `v${newest.version[0]}`, 'openapi.yaml'), 'utf8'), `${newest.file} as bundled, byte for byte`)
+  t.equal(
+    await spec.text(),
+    readFileSync(join(projectRoot, 'generated', `v${newest.version[0]}`, 'openapi.yaml'), 'utf8'),
+    `${newest.file} as bundled, byte for byte`,
+  )
   // the documentation page's files, from @fastify/swagger-ui's folder in node_modules
   for (const path of [docs, `${docs}static/swagger-ui.css`, `${docs}static/logo.svg`]) {
     const page = await fetch(`${server.url}${path}`)

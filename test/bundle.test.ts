@@ -29,7 +29,11 @@ const pets = {
   },
   components: {
     responses: { Pets: { description: 'pets', content: { 'application/json': { schema: ref('#/components/schemas/Pets') } } } },
-    schemas: { Pets: { type: 'array', items: ref('#/components/schemas/Pet') }, Pet: { type: 'object', properties: { name: { type: 'string' } } }, Unused: { type: 'string' } },
+    schemas: {
+      Pets: { type: 'array', items: ref('#/components/schemas/Pet') },
+      Pet: { type: 'object', properties: { name: { type: 'string' } } },
+      Unused: { type: 'string' },
+    },
   },
 }
 const common = { 'x-service': { limits: {} }, components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } } } }
@@ -53,7 +57,11 @@ t.test('a shared part is taken in, with the shared components it names, those of
       securitySchemes: common.components.securitySchemes,
     },
   })
-  t.strictSame(Object.keys(sources), ['openapi-v9.yaml', 'contract/shared/common.yaml', 'contract/shared/pets.yaml'], 'its sources: its own file and the shared files it took from')
+  t.strictSame(
+    Object.keys(sources),
+    ['openapi-v9.yaml', 'contract/shared/common.yaml', 'contract/shared/pets.yaml'],
+    'its sources: its own file and the shared files it took from',
+  )
 
   // the version forks Pet: its own is taken wherever the shared parts name it
   const forked = { type: 'object', properties: { title: { type: 'string' } } }
@@ -63,24 +71,52 @@ t.test('a shared part is taken in, with the shared components it names, those of
 
 t.test('what the bundler refuses, and says where', async (t) => {
   const refused = (document: object, shared: Record<string, object>) => (t.throws(() => bundledSpec(written(t, document, shared))) as Error).message
-  t.match(refused(own(), { 'pets.yaml': pets, 'common.yaml': common, 'more.yaml': { components: { schemas: { Pet: {} } } } }), /^contract\/shared\/pets\.yaml: components\/schemas\/Pet is written in contract\/shared\/more\.yaml too: a shared component is written once$/)
-  t.match(refused(own(), { 'pets.yaml': { ...pets, components: { ...pets.components, schemas: {} } }, 'common.yaml': common }), /^contract\/shared\/pets\.yaml: #\/components\/schemas\/Pets is neither in openapi-v9\.yaml nor in the shared files$/)
+  t.match(
+    refused(own(), { 'pets.yaml': pets, 'common.yaml': common, 'more.yaml': { components: { schemas: { Pet: {} } } } }),
+    /^contract\/shared\/pets\.yaml: components\/schemas\/Pet is written in contract\/shared\/more\.yaml too: a shared component is written once$/,
+  )
+  t.match(
+    refused(own(), { 'pets.yaml': { ...pets, components: { ...pets.components, schemas: {} } }, 'common.yaml': common }),
+    /^contract\/shared\/pets\.yaml: #\/components\/schemas\/Pets is neither in openapi-v9\.yaml nor in the shared files$/,
+  )
   const other = { paths: { '/pets': { get: { responses: { '200': ref('#/paths/~1cats/get/responses/200') } } } } }
-  t.match(refused(own(), { 'pets.yaml': other, 'common.yaml': common }), /pets\.yaml: #\/paths\/~1cats\/get\/responses\/200: a shared part names components only/)
-  t.match(refused(own({ components: { schemas: { Pet: ref('contract/shared/pets.yaml#/components/schemas/Pet') } } }), { 'pets.yaml': pets, 'common.yaml': common }), /a shared component is named by its local \$ref \(#\/components\/schemas\/Pet\)/)
-  t.match(refused(own({ paths: { '/pets': { ...ref('contract/shared/pets.yaml#/paths/~1pets'), description: 'mine' } } }), { 'pets.yaml': pets, 'common.yaml': common }), /a \$ref to a shared part stands alone/)
-  t.match(refused(own({ paths: { '/pets': ref('contract/shared/pets.yaml#/paths/~1cats') } }), { 'pets.yaml': pets, 'common.yaml': common }), /contract\/shared\/pets\.yaml#\/paths\/~1cats points to nothing/)
+  t.match(
+    refused(own(), { 'pets.yaml': other, 'common.yaml': common }),
+    /pets\.yaml: #\/paths\/~1cats\/get\/responses\/200: a shared part names components only/,
+  )
+  t.match(
+    refused(own({ components: { schemas: { Pet: ref('contract/shared/pets.yaml#/components/schemas/Pet') } } }), { 'pets.yaml': pets, 'common.yaml': common }),
+    /a shared component is named by its local \$ref \(#\/components\/schemas\/Pet\)/,
+  )
+  t.match(
+    refused(own({ paths: { '/pets': { ...ref('contract/shared/pets.yaml#/paths/~1pets'), description: 'mine' } } }), {
+      'pets.yaml': pets,
+      'common.yaml': common,
+    }),
+    /a \$ref to a shared part stands alone/,
+  )
+  t.match(
+    refused(own({ paths: { '/pets': ref('contract/shared/pets.yaml#/paths/~1cats') } }), { 'pets.yaml': pets, 'common.yaml': common }),
+    /contract\/shared\/pets\.yaml#\/paths\/~1cats points to nothing/,
+  )
 })
 
-t.test('security schemes are taken by the names the requirements give, the document\'s and each operation\'s', async (t) => {
+t.test("security schemes are taken by the names the requirements give, the document's and each operation's", async (t) => {
   const open = { paths: { '/ping': { get: { operationId: 'ping', responses: { '200': { description: 'pong' } } } } } }
   const schemes = { components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' }, basic: { type: 'http', scheme: 'basic' } } } }
-  const spec = written(t, { openapi: '3.1.0', security: [{ basic: [] }], paths: { '/ping': ref('contract/shared/open.yaml#/paths/~1ping') } }, { 'open.yaml': open, 'schemes.yaml': schemes })
+  const spec = written(
+    t,
+    { openapi: '3.1.0', security: [{ basic: [] }], paths: { '/ping': ref('contract/shared/open.yaml#/paths/~1ping') } },
+    { 'open.yaml': open, 'schemes.yaml': schemes },
+  )
   t.strictSame(bundledSpec(spec).document.components, { securitySchemes: { basic: schemes.components.securitySchemes.basic } }, 'the one named, not the other')
 })
 
 t.test('a document without shared parts is bundled as it is, local $refs of its own kept', async (t) => {
-  const alone = { openapi: '3.1.0', paths: { '/a': { get: { responses: { '200': ref('#/paths/~1b/get/responses/200') } } }, '/b': { get: { responses: { '200': { description: 'b' } } } } } }
+  const alone = {
+    openapi: '3.1.0',
+    paths: { '/a': { get: { responses: { '200': ref('#/paths/~1b/get/responses/200') } } }, '/b': { get: { responses: { '200': { description: 'b' } } } } },
+  }
   const spec = written(t, alone)
   rmSync(sharedDirOf(spec), { recursive: true })
   t.strictSame(bundledSpec(spec).document, alone)

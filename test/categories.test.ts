@@ -20,7 +20,15 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
   const made = await atMost(4, 5, (i) => add(['Bird', 'Rodent', 'Fish', 'Reptile', 'Bird'][i]))
   t.strictSame(made.map(({ status }) => status).sort(), [201, 201, 201, 201, 409], 'two adds of one name at once make one category')
   const again = await add('bIRD')
-  t.strictSame(again.json, { code: 'category_name_taken', message: `A category named "Bird" exists already (category ${made.find(({ json }) => json.name === 'Bird')!.json.id})`, status: 409 }, 'whatever its case')
+  t.strictSame(
+    again.json,
+    {
+      code: 'category_name_taken',
+      message: `A category named "Bird" exists already (category ${made.find(({ json }) => json.name === 'Bird')!.json.id})`,
+      status: 409,
+    },
+    'whatever its case',
+  )
 
   const first = await call(t, app, { url: '/v2/categories?limit=3' })
   t.equal(first.json.length, 3)
@@ -28,7 +36,11 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
   const rest = await call(t, app, { url: `/v2/categories?limit=3&after=${first.json[2].id}` })
   t.equal(rest.json.length, 1)
   t.equal(rest.headers.link, undefined)
-  t.strictSame([...first.json, ...rest.json].map(({ id }: { id: number }) => id), [1, 2, 3, 4], 'in id order, each once')
+  t.strictSame(
+    [...first.json, ...rest.json].map(({ id }: { id: number }) => id),
+    [1, 2, 3, 4],
+    'in id order, each once',
+  )
 
   const one = await call(t, app, { url: '/v2/categories/2' })
   t.equal(one.status, 200)
@@ -51,7 +63,10 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
   t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name: 'Cat', kind: 'x' }, key: curator })).status, 400, 'an unknown property')
   t.equal((await add('Cat', testKey)).status, 403, 'a key without categories:write')
   t.equal((await add('Cat', 'no-such-key-0000')).status, 401)
-  t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: 'name=Cat', headers: { 'content-type': 'text/plain' }, key: curator })).status, 415)
+  t.equal(
+    (await call(t, app, { method: 'POST', url: '/v2/categories', payload: 'name=Cat', headers: { 'content-type': 'text/plain' }, key: curator })).status,
+    415,
+  )
   t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name: 'x'.repeat(20_000) }, key: curator })).status, 413)
 
   // one name per look-alike: what looks the same is the same name, whichever way it is written
@@ -62,7 +77,11 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
     ['ＣＡＦÉ', 'full width'],
     ['cAFÉ', 'another case'],
   ] as const) {
-    t.strictSame((await add(name)).json, { code: 'category_name_taken', message: `A category named "Café" exists already (category ${cafe.json.id})`, status: 409 }, why)
+    t.strictSame(
+      (await add(name)).json,
+      { code: 'category_name_taken', message: `A category named "Café" exists already (category ${cafe.json.id})`, status: 409 },
+      why,
+    )
   }
   for (const [name, why] of [
     ['Caf\u200Bé', 'zero-width space'],
@@ -86,7 +105,11 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
   const stored = { id: pet.id, name: 'Tweety', categoryId: 2, status: 'available' }
   t.strictSame(await app.storage.pets.list({ limit: 2, id: pet.id }), [{ ...stored, categoryName: pet.category.name }], 'with its category name')
   t.strictSame(await app.storage.pets.list({ limit: 2, id: pet.id, named: false }), [stored], 'without it')
-  t.strictSame((await call(t, app, { url: `/v1/pets/${pet.id}` })).json, { id: pet.id, name: 'Tweety', categoryId: 2, status: 'available' }, 'version 1 reads it without')
+  t.strictSame(
+    (await call(t, app, { url: `/v1/pets/${pet.id}` })).json,
+    { id: pet.id, name: 'Tweety', categoryId: 2, status: 'available' },
+    'version 1 reads it without',
+  )
 }
 
 t.test('SQLite: categories', (t) => categoriesOn(t, 'sqlite::memory:'))
@@ -111,7 +134,14 @@ async function keptIdsOn(t: Test, DATABASE_URL: string) {
   for (const categoryId of [1, 2, 3, 5, 19]) pets.set(categoryId, await petNaming(t, app, categoryId))
   t.strictSame(await add('Bird'), { id: 4, name: 'Bird' }, 'the first id that no pet names')
   t.strictSame(await add('Rodent'), { id: 6, name: 'Rodent' }, 'and the next one after it')
-  t.strictSame((await call(t, app, { url: '/v2/categories' })).json, [{ id: 4, name: 'Bird' }, { id: 6, name: 'Rodent' }], 'the ids pets name are not categories')
+  t.strictSame(
+    (await call(t, app, { url: '/v2/categories' })).json,
+    [
+      { id: 4, name: 'Bird' },
+      { id: 6, name: 'Rodent' },
+    ],
+    'the ids pets name are not categories',
+  )
   t.equal((await call(t, app, { url: '/v2/categories/5' })).status, 404)
   t.strictSame(await categoryOfPet(t, app, pets.get(5)!), { id: 5 }, "a pet of version 1 keeps its category's id, without a name")
   t.match((await call(t, app, { method: 'POST', url: '/v2/pets', payload: { name: 'Rex', categoryId: 5 } })).json, { status: 422, code: 'category_not_found' })
@@ -142,7 +172,7 @@ async function connection(t: Test, url: string): Promise<pg.Client> {
 /** Resolves once a statement of another connection waits for a lock (the one `holder` holds):
  * within 30 s, which leaves room for a busy machine. */
 async function someoneWaits(holder: pg.Client) {
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
     const { rows } = await holder.query("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
     if (rows[0].n > 0) return
     await sleep(10)
@@ -165,7 +195,7 @@ t.test('PostgreSQL: a pet and a category racing for one id, each way round', { s
   // a pet's transaction holds id 1 (what createPet writes, not yet committed) while a category
   // is added: the category waits, then takes 2
   await other.query('begin')
-  await other.query("insert into categories (id, created_at) values (1, 0)")
+  await other.query('insert into categories (id, created_at) values (1, 0)')
   await other.query("insert into pets (name, category_id, status) values ('Early', 1, 'available')")
   const adding = add('Bird')
   await someoneWaits(other)
@@ -209,11 +239,18 @@ t.test('PostgreSQL: two instances adding categories while version 1 names ids ah
     atMost(12, 24, async (i) => petNaming(t, apps[i % 2]!, 12 + i)),
   ])
   t.strictSame(added.map(({ status }) => status).filter((status) => status === 201).length, names.length, 'each name added once')
-  t.ok(added.every(({ status }) => status === 201 || status === 409), 'the rest told 409, no failure')
+  t.ok(
+    added.every(({ status }) => status === 201 || status === 409),
+    'the rest told 409, no failure',
+  )
   const categories = (await call(t, apps[0]!, { url: '/v2/categories' })).json as { id: number; name: string }[]
   const lower = (name: string) => name.toLowerCase()
   t.strictSame(categories.map(({ name }) => lower(name)).sort(), names.map(lower).sort(), 'whichever spelling came first')
-  t.strictSame(categories.filter(({ id }) => namedBefore.includes(id)), [], 'no category has an id a pet named before it')
+  t.strictSame(
+    categories.filter(({ id }) => namedBefore.includes(id)),
+    [],
+    'no category has an id a pet named before it',
+  )
   t.equal(new Set(categories.map(({ id }) => id)).size, names.length, 'each its own id')
 })
 

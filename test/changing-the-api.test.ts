@@ -30,56 +30,112 @@ function schemaText(text: string, name: string): string {
   return text.slice(start, next.exec(text)!.index + 1)
 }
 
-t.test('a new field: the shared schemas and version 1\'s Pet, the column map, a migration, the SDK kit; the field makes its round trip in both versions', async (t) => {
-  const copy = projectCopy(t)
-  const property = block('field-property')
-  // (each schema's properties come last: the property goes at its end)
-  for (const [file, schema] of [['contract/shared/pets.yaml', 'NewPet'], ['contract/shared/pets.yaml', 'Pet'], ['openapi.yaml', 'Pet']] as const) {
-    const text = copy.read(file)
-    const written = schemaText(text, schema)
-    copy.write(file, text.replace(written, () => `${written}${indented(property, 8)}`))
-  }
-  const generated = await passes(t, 'generate', copy.generate())
-  t.match(generated, /, 14 changed\n/, 'fourteen generated files change')
-  const unmapped = await copy.typecheck()
-  t.not(unmapped.code, 0)
-  t.match(unmapped.output, /src\/pets\/repository\.ts\(\d+,\d+\): error TS2345: .*\n {2}Property 'tag' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\./, 'the column map names the field')
-  copy.insert('src/pets/repository.ts', block('field-column'), { after: "    status: 'status',\n" })
-  const unshown = await copy.typecheck()
-  t.match(unshown.output, /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/, 'petOf names it')
-  t.match(unshown.output, /src\/versions\/changes\/category-object\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/, "and version 1's Pet change")
-  t.match(block('field-shown'), /status, tag \}/, 'the page shows the field written with the others')
-  copy.write('src/pets/handlers.ts', copy.read('src/pets/handlers.ts').replace('categoryName, status }: Pet)', 'categoryName, status, tag }: Pet)').replace('name: categoryName }, status }', 'name: categoryName }, status, tag }'))
-  const change = 'src/versions/changes/category-object.ts'
-  copy.write(change, copy.read(change).replace('({ id, name, category, status })', '({ id, name, category, status, tag })').replace('categoryId: category.id, status })', 'categoryId: category.id, status, tag })'))
-  copy.insert('src/storage/migrations.ts', block('field-migration'), { after: "        await db.schema.dropTable('lifecycle_usage').execute()\n      },\n    },\n" })
-  const kit = 'test/fixtures/sdk/v2/client-kit-v2.ts'
-  copy.write(kit, copy.read(kit).replace('  status?: PetStatus\n}\nexport interface NewPet {', '  status?: PetStatus\n  tag?: string\n}\nexport interface NewPet {').replace('  categoryId: number\n  status?: PetStatus\n}', '  categoryId: number\n  status?: PetStatus\n  tag?: string\n}'))
-  await passes(t, 'typecheck', copy.typecheck())
-  await passes(t, 'lint: no error, no warning', copy.lint())
-  await passes(t, 'check:breaking: a compatible change', copy.checkBreaking())
-  const tested = await passes(t, 'the round trip, the pets, the SDKs', copy.test(['test/round-trip.test.ts', 'test/pets.test.ts', 'test/sdk.test.ts']))
-  for (const file of ['openapi.yaml', 'openapi-v2.yaml']) {
-    const passed = new RegExp(`^ *ok \\d+ - ${file.replaceAll('.', '\\.')}: createPet takes its optional tag and answers it as sent`, 'm')
-    t.match(tested, passed, `${file}: the tag makes its round trip`)
-  }
-})
+t.test(
+  "a new field: the shared schemas and version 1's Pet, the column map, a migration, the SDK kit; the field makes its round trip in both versions",
+  async (t) => {
+    const copy = projectCopy(t)
+    const property = block('field-property')
+    // (each schema's properties come last: the property goes at its end)
+    for (const [file, schema] of [
+      ['contract/shared/pets.yaml', 'NewPet'],
+      ['contract/shared/pets.yaml', 'Pet'],
+      ['openapi.yaml', 'Pet'],
+    ] as const) {
+      const text = copy.read(file)
+      const written = schemaText(text, schema)
+      copy.write(
+        file,
+        text.replace(written, () => `${written}${indented(property, 8)}`),
+      )
+    }
+    const generated = await passes(t, 'generate', copy.generate())
+    t.match(generated, /, 14 changed\n/, 'fourteen generated files change')
+    const unmapped = await copy.typecheck()
+    t.not(unmapped.code, 0)
+    t.match(
+      unmapped.output,
+      /src\/pets\/repository\.ts\(\d+,\d+\): error TS2345: .*\n {2}Property 'tag' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\./,
+      'the column map names the field',
+    )
+    copy.insert('src/pets/repository.ts', block('field-column'), { after: "    status: 'status',\n" })
+    const unshown = await copy.typecheck()
+    t.match(
+      unshown.output,
+      /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/,
+      'petOf names it',
+    )
+    t.match(
+      unshown.output,
+      /src\/versions\/changes\/category-object\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/,
+      "and version 1's Pet change",
+    )
+    t.match(block('field-shown'), /status, tag \}/, 'the page shows the field written with the others')
+    copy.write(
+      'src/pets/handlers.ts',
+      copy
+        .read('src/pets/handlers.ts')
+        .replace('categoryName, status }: Pet)', 'categoryName, status, tag }: Pet)')
+        .replace('name: categoryName }, status }', 'name: categoryName }, status, tag }'),
+    )
+    const change = 'src/versions/changes/category-object.ts'
+    copy.write(
+      change,
+      copy
+        .read(change)
+        .replace('({ id, name, category, status })', '({ id, name, category, status, tag })')
+        .replace('categoryId: category.id, status })', 'categoryId: category.id, status, tag })'),
+    )
+    copy.insert('src/storage/migrations.ts', block('field-migration'), {
+      after: "        await db.schema.dropTable('lifecycle_usage').execute()\n      },\n    },\n",
+    })
+    const kit = 'test/fixtures/sdk/v2/client-kit-v2.ts'
+    copy.write(
+      kit,
+      copy
+        .read(kit)
+        .replace('  status?: PetStatus\n}\nexport interface NewPet {', '  status?: PetStatus\n  tag?: string\n}\nexport interface NewPet {')
+        .replace('  categoryId: number\n  status?: PetStatus\n}', '  categoryId: number\n  status?: PetStatus\n  tag?: string\n}'),
+    )
+    await passes(t, 'typecheck', copy.typecheck())
+    await passes(t, 'lint: no error, no warning', copy.lint())
+    await passes(t, 'check:breaking: a compatible change', copy.checkBreaking())
+    const tested = await passes(t, 'the round trip, the pets, the SDKs', copy.test(['test/round-trip.test.ts', 'test/pets.test.ts', 'test/sdk.test.ts']))
+    for (const file of ['openapi.yaml', 'openapi-v2.yaml']) {
+      const passed = new RegExp(`^ *ok \\d+ - ${file.replaceAll('.', '\\.')}: createPet takes its optional tag and answers it as sent`, 'm')
+      t.match(tested, passed, `${file}: the tag makes its round trip`)
+    }
+  },
+)
 
-t.test('a new operation: the shared path, the newest document\'s $ref and header, the handler; its test passes', async (t) => {
+t.test("a new operation: the shared path, the newest document's $ref and header, the handler; its test passes", async (t) => {
   const copy = projectCopy(t)
   copy.insert('contract/shared/categories.yaml', indented(block('operation-path'), 2), { before: 'components:\n  parameters:\n' })
-  copy.insert('openapi-v2.yaml', indented(block('operation-ref'), 2), { after: '    $ref: contract/shared/categories.yaml#/paths/~1categories~1{categoryId}\n' })
+  copy.insert('openapi-v2.yaml', indented(block('operation-ref'), 2), {
+    after: '    $ref: contract/shared/categories.yaml#/paths/~1categories~1{categoryId}\n',
+  })
   copy.insert('openapi-v2.yaml', indented(block('operation-header'), 4), { before: '    CategoryLocation:\n' })
   const generated = await passes(t, 'generate', copy.generate())
   t.match(generated, /validators\/get_v2_categories_categoryid_pets_params\.cjs/, 'its validators')
   t.notMatch(generated, /(validators|serializers)\/(?!get_v2_categories_categoryid_pets_)/, "no other route's module")
   const unwritten = await copy.typecheck()
   t.not(unwritten.code, 0)
-  t.match(unwritten.output, /src\/app\.ts\(\d+,\d+\): error TS2741: Property 'listCategoryPets' is missing in type .* but required in type 'OperationHandlers'/, 'the handler map names it')
+  t.match(
+    unwritten.output,
+    /src\/app\.ts\(\d+,\d+\): error TS2741: Property 'listCategoryPets' is missing in type .* but required in type 'OperationHandlers'/,
+    'the handler map names it',
+  )
 
-  copy.write('src/pets/handlers.ts', copy.read('src/pets/handlers.ts').replace("export type PetOperation = 'listPets' | 'createPet'", "export type PetOperation = 'listPets' | 'createPet' | 'listCategoryPets'"))
+  copy.write(
+    'src/pets/handlers.ts',
+    copy
+      .read('src/pets/handlers.ts')
+      .replace("export type PetOperation = 'listPets' | 'createPet'", "export type PetOperation = 'listPets' | 'createPet' | 'listCategoryPets'"),
+  )
   copy.insert('src/pets/handlers.ts', block('operation-option'), { after: '  petsUrl: string\n' })
-  copy.write('src/pets/handlers.ts', copy.read('src/pets/handlers.ts').replace('{ petsUrl }: PetHandlerOptions', '{ petsUrl, categoryPetsUrl }: PetHandlerOptions'))
+  copy.write(
+    'src/pets/handlers.ts',
+    copy.read('src/pets/handlers.ts').replace('{ petsUrl }: PetHandlerOptions', '{ petsUrl, categoryPetsUrl }: PetHandlerOptions'),
+  )
   copy.insert('src/pets/handlers.ts', block('operation-handler'), { before: '    async createPet(' })
   copy.write('src/pets/plugin.ts', copy.read('src/pets/plugin.ts').replace(/^ {2}app\.decorate\('petOperations'.*\n/m, block('operation-plugin')))
   copy.write('test/categories.test.ts', `${copy.read('test/categories.test.ts')}\n${block('operation-test')}`)
@@ -91,11 +147,20 @@ t.test('a new operation: the shared path, the newest document\'s $ref and header
 t.test('a breaking change: the newest copied as the next major serves with no code edited; the change forked, declared, then served', async (t) => {
   const copy: ProjectCopy = projectCopy(t)
   // step 1, as the page's sed does it
-  copy.write('openapi-v3.yaml', copy.read('openapi-v2.yaml').replaceAll('/v2', '/v3').replace(/^ {2}version: 2\..*$/m, '  version: 3.0.0'))
+  copy.write(
+    'openapi-v3.yaml',
+    copy
+      .read('openapi-v2.yaml')
+      .replaceAll('/v2', '/v3')
+      .replace(/^ {2}version: 2\..*$/m, '  version: 3.0.0'),
+  )
   await passes(t, 'generate', copy.generate())
   t.match(copy.read('generated/newest.ts'), "from './v3/api.js'", 'the newest is version 3')
   await passes(t, 'typecheck, no code edited', copy.typecheck())
-  t.match(await passes(t, 'check:breaking', copy.checkBreaking()), /openapi-v3\.yaml against openapi-v2\.yaml: each of its \d+ breaking difference\(s\) covered by the version changes of version 2/)
+  t.match(
+    await passes(t, 'check:breaking', copy.checkBreaking()),
+    /openapi-v3\.yaml against openapi-v2\.yaml: each of its \d+ breaking difference\(s\) covered by the version changes of version 2/,
+  )
   const served = await passes(t, 'served beside the others', copy.run(probe))
   const answers = JSON.parse(served.slice(served.indexOf('['))) as [string, number, unknown][]
   t.strictSame(
@@ -120,25 +185,56 @@ t.test('a breaking change: the newest copied as the next major serves with no co
     text
       .replace(/required: \[(id, )?name, /, 'required: [$1title, ')
       .replace("        name:\n          $ref: '#/components/schemas/", "        title:\n          $ref: '#/components/schemas/")
-  copy.write('contract/shared/pets.yaml', pets.replace(newPet, () => renamed(newPet)).replace(pet, () => renamed(pet)))
+  copy.write(
+    'contract/shared/pets.yaml',
+    pets.replace(newPet, () => renamed(newPet)).replace(pet, () => renamed(pet)),
+  )
   await passes(t, 'generate', copy.generate())
   const refused = await copy.checkBreaking()
   t.equal(refused.code, 1, 'check:breaking refuses it')
-  t.comment(refused.output.split('\n').filter((line) => / against |covers it/.test(line)).join('\n'))
+  t.comment(
+    refused.output
+      .split('\n')
+      .filter((line) => / against |covers it/.test(line))
+      .join('\n'),
+  )
   t.match(refused.output, /openapi-v3\.yaml against openapi-v2\.yaml: \d+ of its \d+ breaking difference\(s\) covered by no version change/)
   t.match(refused.output, /no change of version 2 covers it: write schemas: \{ Pet: \{ down \} \}/, 'naming the change to write')
 
   // step 3: the change, declared; step 4: the column map
   copy.write('src/versions/changes/pet-title.ts', block('breaking-change'))
-  copy.write('src/versions/index.ts', copy.read('src/versions/index.ts').replace("import { getPetFromList } from './changes/get-pet.js'", "import { getPetFromList } from './changes/get-pet.js'\nimport { petTitle } from './changes/pet-title.js'").replace('= [getPetFromList, categoryObject]', '= [petTitle, getPetFromList, categoryObject]'))
+  copy.write(
+    'src/versions/index.ts',
+    copy
+      .read('src/versions/index.ts')
+      .replace(
+        "import { getPetFromList } from './changes/get-pet.js'",
+        "import { getPetFromList } from './changes/get-pet.js'\nimport { petTitle } from './changes/pet-title.js'",
+      )
+      .replace('= [getPetFromList, categoryObject]', '= [petTitle, getPetFromList, categoryObject]'),
+  )
   const unmapped = await copy.typecheck()
   t.not(unmapped.code, 0)
-  t.match(unmapped.output, /src\/pets\/repository\.ts\(\d+,\d+\): error TS2353: Object literal may only specify known properties, and 'name' does not exist in type 'Columns<Omit<Pet, "categoryName">>'/, 'the column map names the field')
+  t.match(
+    unmapped.output,
+    /src\/pets\/repository\.ts\(\d+,\d+\): error TS2353: Object literal may only specify known properties, and 'name' does not exist in type 'Columns<Omit<Pet, "categoryName">>'/,
+    'the column map names the field',
+  )
   copy.write('src/pets/repository.ts', copy.read('src/pets/repository.ts').replace("    name: 'name',\n", "    title: 'name',\n"))
   const unshown = await copy.typecheck()
   t.match(unshown.output, /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2339: Property 'name' does not exist on type 'Pet'/, 'then petOf')
-  t.match(block('title-shown'), /\{ id, title, categoryId, categoryName, status \}: Pet\): Every<ApiPet> => \(\{ id, title, category, status \}\)/, 'the page shows the title written')
-  copy.write('src/pets/handlers.ts', copy.read('src/pets/handlers.ts').replace('petOf({ id, name, categoryId,', 'petOf({ id, title, categoryId,').replace('return { id, name, category:', 'return { id, title, category:'))
+  t.match(
+    block('title-shown'),
+    /\{ id, title, categoryId, categoryName, status \}: Pet\): Every<ApiPet> => \(\{ id, title, category, status \}\)/,
+    'the page shows the title written',
+  )
+  copy.write(
+    'src/pets/handlers.ts',
+    copy
+      .read('src/pets/handlers.ts')
+      .replace('petOf({ id, name, categoryId,', 'petOf({ id, title, categoryId,')
+      .replace('return { id, name, category:', 'return { id, title, category:'),
+  )
   // what the typecheck names then is the tests written against the newest version's shapes
   const followed = await copy.typecheck()
   const errors = followed.output.split('\n').filter((line) => / error TS/.test(line))

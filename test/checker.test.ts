@@ -38,7 +38,13 @@ const listed: ObservedResponse = {
 /** listPets' 503 (the database is away), headers right. */
 const { link: _, etag: _etag, ...listedRest } = listed.headers
 const refusedHeaders = { ...listedRest, 'cache-control': 'no-store' }
-const refused = { method: 'GET', url: `${api}/pets`, status: 503, headers: { ...refusedHeaders, 'retry-after': '5' }, body: '{"code":"unavailable","message":"later","status":503}' }
+const refused = {
+  method: 'GET',
+  url: `${api}/pets`,
+  status: 503,
+  headers: { ...refusedHeaders, 'retry-after': '5' },
+  body: '{"code":"unavailable","message":"later","status":503}',
+}
 
 /** `found` holds exactly what `expected` says, in order. */
 function reports(t: Test, found: string[], expected: (string | RegExp)[], what: string) {
@@ -47,7 +53,8 @@ function reports(t: Test, found: string[], expected: (string | RegExp)[], what: 
 }
 
 /** Without its Cache-Control header. */
-const withoutCacheControl = (d: OpenAPIV3.Document) => void delete (d.paths['/pets']!.get!.responses['200'] as OpenAPIV3.ResponseObject).headers!['Cache-Control']
+const withoutCacheControl = (d: OpenAPIV3.Document) =>
+  void delete (d.paths['/pets']!.get!.responses['200'] as OpenAPIV3.ResponseObject).headers!['Cache-Control']
 
 t.test('an answer that breaks the contract is reported, each way it can', async (t) => {
   t.strictSame(contractViolations(listed), [], 'one that keeps it: nothing')
@@ -62,14 +69,19 @@ t.test('an answer that breaks the contract is reported, each way it can', async 
   for (const [what, change, expected] of cases) reports(t, contractViolations({ ...listed, ...change }), expected, what)
   t.strictSame(contractViolations(refused), [], 'an error that keeps it: nothing')
   const misnumbered = { ...refused, body: '{"code":"unavailable","message":"later","status":500}' }
-  reports(t, contractViolations(misnumbered), ['Error.status 500 differs from the HTTP status 503'], 'an Error whose status is not the answer\'s')
+  reports(t, contractViolations(misnumbered), ['Error.status 500 differs from the HTTP status 503'], "an Error whose status is not the answer's")
   const emptied = { ...refused, method: 'HEAD', body: '' }
   t.strictSame(contractViolations(emptied), [], 'HEAD, as GET without the body')
   const bodied = { ...emptied, method: 'GET' }
   reports(t, contractViolations(bodied), ['body is not JSON: '], 'GET without the body')
   const outside = { method: 'GET', url: `${api}/nowhere`, status: 404, headers: {}, body: '{"error":"no"}' }
   const missing = ['code', 'message', 'status'].map((name) => `body must have required property '${name}'`)
-  reports(t, contractViolations(outside), [...missing, 'Error.status undefined differs from the HTTP status 404'], 'outside the operations, an error still has the Error shape')
+  reports(
+    t,
+    contractViolations(outside),
+    [...missing, 'Error.status undefined differs from the HTTP status 404'],
+    'outside the operations, an error still has the Error shape',
+  )
 })
 
 t.test('the contract check reads response headers against their schemas: patterns, enums, types, the required ones present', async (t) => {
@@ -121,12 +133,23 @@ t.test('schemas are JSON Schema 2020-12 in strict mode: OpenAPI words and x- ext
   t.throws(() => contractViolations(listed, refusing), /strict mode: unknown keyword: "maxlength"/, 'a keyword of neither, misspelt')
   const extended = edited((d) => void Object.assign(d.components!.schemas!.Pet!, { 'x-internal': false, externalDocs: { url: 'https://example.com' } }))
   t.strictSame(contractViolations(listed, extended), [], 'an x- extension of this document and externalDocs are words of its schemas')
-  const prefixed = edited((d) => void ((d.paths['/pets']!.get!.responses['200'] as OpenAPIV3.ResponseObject).content!['application/json']!.schema = { type: 'array', prefixItems: [{ type: 'string' }], minItems: 1, items: false } as never))
+  const prefixed = edited(
+    (d) =>
+      void ((d.paths['/pets']!.get!.responses['200'] as OpenAPIV3.ResponseObject).content!['application/json']!.schema = {
+        type: 'array',
+        prefixItems: [{ type: 'string' }],
+        minItems: 1,
+        items: false,
+      } as never),
+  )
   t.match(contractViolations(listed, prefixed), ['body/0 must be string'], 'prefixItems, a 2020-12 keyword, is applied')
 })
 
 const entry = webhooksOf(document)['pet.created']!.post
-const event = deref<OpenAPIV3.ExampleObject>(document, Object.values((entry.requestBody as OpenAPIV3.RequestBodyObject).content['application/json']!.examples!)[0]!).value as { id: string }
+const event = deref<OpenAPIV3.ExampleObject>(
+  document,
+  Object.values((entry.requestBody as OpenAPIV3.RequestBodyObject).content['application/json']!.examples!)[0]!,
+).value as { id: string }
 const body = JSON.stringify(event)
 const signed = signedHeaders(event.id, body, [newSecret()])
 const delivery: ObservedDelivery = { headers: { 'content-type': 'application/json', ...signed }, body }
@@ -138,10 +161,18 @@ t.test('a delivery that breaks its webhooks entry is reported, headers included'
     ['a missing header', { headers: unsigned }, ['header webhook-signature is documented as required but missing']],
     ['a malformed header', { headers: { ...delivery.headers, 'webhook-timestamp': 'soon' } }, [/^header webhook-timestamp "soon" must match pattern/]],
     ['a webhook-id that is no event id', { headers: { ...delivery.headers, 'webhook-id': 'msg_1' } }, [/^header webhook-id "msg_1" must match pattern/]],
-    ['two signatures too many', { headers: { ...delivery.headers, 'webhook-signature': Array(3).fill(signed['webhook-signature']).join(' ') } }, [/^header webhook-signature .* must match pattern/]],
+    [
+      'two signatures too many',
+      { headers: { ...delivery.headers, 'webhook-signature': Array(3).fill(signed['webhook-signature']).join(' ') } },
+      [/^header webhook-signature .* must match pattern/],
+    ],
     ['another media type', { headers: { ...delivery.headers, 'content-type': 'text/plain' } }, ['media type text/plain is not one of application/json']],
     ['a body its schema refuses', { body: JSON.stringify({ ...event, sequence: 'first' }) }, ['event/sequence must be integer']],
-    ['an event the document lacks', { body: JSON.stringify({ ...event, type: 'pet.adopted' }) }, ['type "pet.adopted" is not an event of the document\'s webhooks']],
+    [
+      'an event the document lacks',
+      { body: JSON.stringify({ ...event, type: 'pet.adopted' }) },
+      ['type "pet.adopted" is not an event of the document\'s webhooks'],
+    ],
     ['a body that is not JSON', { body: 'evt_41' }, ['event is not JSON: evt_41']],
   ]
   for (const [what, change, expected] of cases) reports(t, deliveryViolations({ ...delivery, ...change }), expected, what)
@@ -151,7 +182,9 @@ t.test('deliveries are judged by the webhooks of the document given; of several,
   const tenant = { name: 'x-tenant', in: 'header', required: true, schema: { type: 'string', pattern: '^[a-z]+$' } } as const
   const tenanted = edited((d) => void webhooksOf(d)['pet.created']!.post.parameters!.push(tenant))
   t.strictSame(deliveryViolations(delivery, tenanted), ['header x-tenant is documented as required but missing'], 'a header its entry declares')
-  t.match(deliveryViolations({ ...delivery, headers: { ...delivery.headers, 'x-tenant': 'Shop 1' } }, tenanted), [/^header x-tenant "Shop 1" must match pattern/])
+  t.match(deliveryViolations({ ...delivery, headers: { ...delivery.headers, 'x-tenant': 'Shop 1' } }, tenanted), [
+    /^header x-tenant "Shop 1" must match pattern/,
+  ])
   t.strictSame(deliveryViolations({ ...delivery, headers: { ...delivery.headers, 'x-tenant': 'shop' } }, tenanted), [])
   // a delivery does not say its subscription's version: it keeps the contract if it keeps one
   t.strictSame(deliveryViolations(delivery, [tenanted, newest]), [], 'without x-tenant: the one that does not ask for it')

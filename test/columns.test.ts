@@ -57,7 +57,9 @@ function typecheck(dir: string): string[] {
     compilerOptions(dir),
   )
   return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
-    const where = diagnostic.file ? `${relative(dir, diagnostic.file.fileName)}(${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start!).line + 1})` : ''
+    const where = diagnostic.file
+      ? `${relative(dir, diagnostic.file.fileName)}(${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start!).line + 1})`
+      : ''
     return `${where}: TS${diagnostic.code} ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`
   })
 }
@@ -92,7 +94,13 @@ t.test('a new optional field of Pet fails typecheck at the repository until it n
   await generate(spec)
   const errors = typecheck(dir)
   t.equal(errors.length, 1, errors.join('\n'))
-  t.match(errors[0], new RegExp(`^src/pets/repository\\.ts\\(\\d+\\): TS2345 .*\\n {2}Property '${field}' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\\.$`), 'at the map of pets, naming the field')
+  t.match(
+    errors[0],
+    new RegExp(
+      `^src/pets/repository\\.ts\\(\\d+\\): TS2345 .*\\n {2}Property '${field}' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\\.$`,
+    ),
+    'at the map of pets, naming the field',
+  )
 
   // step 3: the map names its column, and the selects and the insert follow from it
   const pets = join(dir, 'src/pets/repository.ts')
@@ -117,10 +125,18 @@ t.test('a mapping: the select list, rows as objects (a NULL leaves an optional p
   t.strictSame(things.read([1, 'a', null, 0]), { id: 1, label: 'a', at: '1970-01-01T00:00:00.000Z' })
   t.strictSame(things.read([2, 'b', 'n', 1_000]), { id: 2, label: 'b', note: 'n', at: '1970-01-01T00:00:01.000Z' })
   t.equal(things.insert().text, 'insert into things (label, note, at_ms) values ($1, $2, $3) returning id, label, note, at_ms')
-  t.equal(things.insert(['owner']).text, 'insert into things (label, note, at_ms, owner) values ($1, $2, $3, $4) returning id, label, note, at_ms', 'a column the API does not show')
+  t.equal(
+    things.insert(['owner']).text,
+    'insert into things (label, note, at_ms, owner) values ($1, $2, $3, $4) returning id, label, note, at_ms',
+    'a column the API does not show',
+  )
   t.strictSame(things.values({ label: 'c', at: '1970-01-01T00:00:02.000Z' }), ['c', null, 2_000], 'an optional property left out is NULL')
   t.equal(things.ownList, things.list, 'nothing computed: the same list')
-  const named = mapping<Thing & { kind?: string }, 'kind'>('things', { id: 'id', label: 'label', note: 'note', at: 'at_ms' }, { computed: { kind: '(select name from kinds)' } })
+  const named = mapping<Thing & { kind?: string }, 'kind'>(
+    'things',
+    { id: 'id', label: 'label', note: 'note', at: 'at_ms' },
+    { computed: { kind: '(select name from kinds)' } },
+  )
   t.equal(named.list, 'id, label, note, at_ms, (select name from kinds)')
   t.equal(named.ownList, 'id, label, note, at_ms, null', 'a computed property read as NULL: the same shape')
   t.strictSame(named.read([3, 'd', null, 5, null]), { id: 3, label: 'd', at: 5 }, 'and left out of the row')

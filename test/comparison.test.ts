@@ -22,14 +22,21 @@ async function breaking(edit: (spec: Spec) => void): Promise<string[]> {
   const older = released()
   const newer = released()
   edit(newer)
-  return differencesOf(await compareDocuments(older, newer), older, newer).map(({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`)
+  return differencesOf(await compareDocuments(older, newer), older, newer).map(
+    ({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`,
+  )
 }
 
 t.test("an event's payload changed alone: found in the event, where the schema is written", async (t) => {
   const lines = await breaking((spec) => (spec.components.schemas.OccurredAt.maxLength = 40))
   t.strictSame(
     lines.map((line) => line.slice(0, line.indexOf(':'))),
-    ['event order.placed, payload `occurredAt`', 'event order.status_changed, payload `occurredAt`', 'event pet.created, payload `occurredAt`', 'event pet.status_changed, payload `occurredAt`'],
+    [
+      'event order.placed, payload `occurredAt`',
+      'event order.status_changed, payload `occurredAt`',
+      'event pet.created, payload `occurredAt`',
+      'event pet.status_changed, payload `occurredAt`',
+    ],
     'each event that carries it, and nothing else',
   )
   t.match(lines[2], /`maxLength` of `occurredAt` changed from '24' to '40'\. \(schema-constraint-changed at #\/components\/schemas\/OccurredAt\/maxLength\)$/)
@@ -40,7 +47,13 @@ t.test('a body change: at every status of every operation that answers it, and i
     delete spec.components.schemas.Pet.properties.status
   })
   const places = lines.filter((line) => line.includes('Property `status`')).map((line) => line.slice(0, line.indexOf(':')))
-  t.strictSame(places, ['GET /pets, response 200 body `status`', 'POST /pets, response 201 body `status`', 'GET /pets/{petId}, response 200 body `status`', 'event pet.created, payload `data.status`', 'event pet.status_changed, payload `data.status`'])
+  t.strictSame(places, [
+    'GET /pets, response 200 body `status`',
+    'POST /pets, response 201 body `status`',
+    'GET /pets/{petId}, response 200 body `status`',
+    'event pet.created, payload `data.status`',
+    'event pet.status_changed, payload `data.status`',
+  ])
   t.ok(
     lines.every((line) => line.endsWith('(property-removed at #/components/schemas/Pet/properties/status)')),
     'each named where the change is written, as reviewed exceptions and version changes name it',
@@ -54,18 +67,28 @@ t.test('parameters by name: one made required, one added', async (t) => {
   newer.paths['/pets'].get.parameters.push({ name: 'sort', in: 'query', required: false, schema: { type: 'string', enum: ['name'] } })
   const changes = await compareDocuments(older, newer)
   const lines = differencesOf(changes, older, newer)
-  t.match(lines, [{ where: 'GET /pets, parameter `status` (query)', rule: 'parameter-became-required', pointer: '#/components/parameters/StatusFilter/required' }])
+  t.match(lines, [
+    { where: 'GET /pets, parameter `status` (query)', rule: 'parameter-became-required', pointer: '#/components/parameters/StatusFilter/required' },
+  ])
   t.strictSame(compatibleLines(changes, newer, older), ['GET /pets: added parameter `sort` (query)'])
 })
 
 t.test('a 4xx an operation gained is breaking; a 2xx, or a header of an answer, is not a refusal', async (t) => {
   const lines = await breaking((spec) => {
     const createPet = spec.paths['/pets'].post
-    createPet.responses['422'] = { description: 'The category does not exist.', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
+    createPet.responses['422'] = {
+      description: 'The category does not exist.',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    }
     createPet.responses['202'] = { description: 'Accepted, to be added later.' }
-    spec.components.responses.InvalidRequest.headers = { ...spec.components.responses.InvalidRequest.headers, 'X-Trace': { schema: { type: 'string', maxLength: 64 } } }
+    spec.components.responses.InvalidRequest.headers = {
+      ...spec.components.responses.InvalidRequest.headers,
+      'X-Trace': { schema: { type: 'string', maxLength: 64 } },
+    }
   })
-  t.strictSame(lines, ['POST /pets, response 422: Response 422 was added: a request version 1.2.0 took may be refused. (response-added at #/paths/~1pets/post/responses/422)'])
+  t.strictSame(lines, [
+    'POST /pets, response 422: Response 422 was added: a request version 1.2.0 took may be refused. (response-added at #/paths/~1pets/post/responses/422)',
+  ])
 })
 
 t.test("a new major's entry lists them all as breaking; a later release lists its refusals apart from its compatible changes", async (t) => {
@@ -79,8 +102,19 @@ t.test("a new major's entry lists them all as breaking; a later release lists it
   const major = released()
   edit(major)
   major.info.version = '2.0.0'
-  const entry = await releaseEntry({ version: '2.0.0', date: '2026-11-28', previous: older, current: major, allowed: [], accepted: [], correction: 'it left out the events.' })
-  t.match(entry, /^## 2\.0\.0 \(2026-11-28\)\n\n\*Corrected: it left out the events\.\*\n\n### Breaking changes \(a new major version: 1\.2\.0 is served beside it\)\n/)
+  const entry = await releaseEntry({
+    version: '2.0.0',
+    date: '2026-11-28',
+    previous: older,
+    current: major,
+    allowed: [],
+    accepted: [],
+    correction: 'it left out the events.',
+  })
+  t.match(
+    entry,
+    /^## 2\.0\.0 \(2026-11-28\)\n\n\*Corrected: it left out the events\.\*\n\n### Breaking changes \(a new major version: 1\.2\.0 is served beside it\)\n/,
+  )
   t.match(entry, /^- POST \/pets, response 201 body `status`: Property `status` was removed\./m)
   t.match(entry, /^- event pet\.created, payload `data.status`: Property `status` of `data` was removed\./m)
   t.match(entry, /^- POST \/pets, response 422: Response 422 was added: a request version 1\.2\.0 took may be refused\./m)
@@ -96,22 +130,40 @@ t.test("a new major's entry lists them all as breaking; a later release lists it
     '## 1.3.0 (2026-11-28)\n\n### New refusals (a request the release before took may be refused now)\n\n- POST /pets, response 422: Response 422 was added: a request version 1.2.0 took may be refused. (response-added at #/paths/~1pets/post/responses/422)\n',
   )
   const first = await releaseEntry({ version: '1.0.0', date: '2026-11-23', previous: {}, current: older, allowed: [], accepted: [] })
-  t.match(first, /^## 1\.0\.0 \(2026-11-23\)\n\n### Added\n\n- `listPets` \(GET \/pets\), stable\n/, 'the first release: everything added, compared with nothing')
+  t.match(
+    first,
+    /^## 1\.0\.0 \(2026-11-23\)\n\n### Added\n\n- `listPets` \(GET \/pets\), stable\n/,
+    'the first release: everything added, compared with nothing',
+  )
 })
 
 t.test('where a place is written, and what it is called', async (t) => {
   const document = {
-    paths: { '/a': { get: { parameters: [{ $ref: '#/components/parameters/P' }], responses: { 200: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Node' } } } } } } } },
-    components: { parameters: { P: { name: 'p', in: 'header' } }, schemas: { Node: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } } },
-  }
-  t.strictSame(inPlace(document).paths, {
-    '/a': {
-      get: {
-        parameters: [{ name: 'p', in: 'header' }],
-        responses: { 200: { content: { 'application/json': { schema: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } } } } },
+    paths: {
+      '/a': {
+        get: {
+          parameters: [{ $ref: '#/components/parameters/P' }],
+          responses: { 200: { content: { 'application/json': { schema: { $ref: '#/components/schemas/Node' } } } } },
+        },
       },
     },
-  }, 'written out, but for a $ref inside what it names')
+    components: {
+      parameters: { P: { name: 'p', in: 'header' } },
+      schemas: { Node: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } },
+    },
+  }
+  t.strictSame(
+    inPlace(document).paths,
+    {
+      '/a': {
+        get: {
+          parameters: [{ name: 'p', in: 'header' }],
+          responses: { 200: { content: { 'application/json': { schema: { type: 'object', properties: { next: { $ref: '#/components/schemas/Node' } } } } } } },
+        },
+      },
+    },
+    'written out, but for a $ref inside what it names',
+  )
   const body = '#/paths/~1a/get/responses/200/content/application~1json/schema'
   t.equal(writtenAt(document, `${body}/properties/next/properties/next`), '#/components/schemas/Node/properties/next')
   t.equal(writtenAt(document, '#/paths/~1a/get/parameters/0/name'), '#/components/parameters/P/name')

@@ -152,7 +152,8 @@ function conditionalOn(name: string, store: Store) {
       const petId = await aPet(t, app)
       const orderUrl = `${contract.urlOf('placeOrder')}/${(await call(t, app, { method: 'POST', url: contract.urlOf('placeOrder'), payload: { petId } })).json.id}`
       const tag = String((await read(t, app, orderUrl)).headers.etag)
-      const change = (ifMatch: string, status = 'delivered') => call(t, app, { method: 'PATCH', url: orderUrl, payload: { status }, headers: { 'if-match': ifMatch } })
+      const change = (ifMatch: string, status = 'delivered') =>
+        call(t, app, { method: 'PATCH', url: orderUrl, payload: { status }, headers: { 'if-match': ifMatch } })
 
       for (const stale of ['"v9-unknown"', `W/${tag}`, tag.replace(/^"v[0-9]+/, (version) => (version === '"v1' ? '"v2' : '"v1'))]) {
         const refused = await change(stale)
@@ -173,8 +174,16 @@ function conditionalOn(name: string, store: Store) {
       t.equal((await change('*', 'cancelled')).status, 409, '*: the order exists, and is judged as without If-Match')
       t.equal((await change(tag)).status, 412)
     }
-    t.equal((await call(t, app, { method: 'PATCH', url: `${api}/store/orders/99`, payload: { status: 'delivered' }, headers: { 'if-match': '*' } })).status, 404, 'no such order: 404, whatever If-Match says')
-    t.equal((await call(t, app, { method: 'PATCH', url: `${api}/store/orders/1`, payload: { status: 'delivered' }, headers: { 'if-match': 'x' } })).status, 400, 'a field that is no list of tags is a 400')
+    t.equal(
+      (await call(t, app, { method: 'PATCH', url: `${api}/store/orders/99`, payload: { status: 'delivered' }, headers: { 'if-match': '*' } })).status,
+      404,
+      'no such order: 404, whatever If-Match says',
+    )
+    t.equal(
+      (await call(t, app, { method: 'PATCH', url: `${api}/store/orders/1`, payload: { status: 'delivered' }, headers: { 'if-match': 'x' } })).status,
+      400,
+      'a field that is no list of tags is a 400',
+    )
   })
 
   t.test(`${name}: two staff move one order at once, each with the tag they read: one wins, the other is told 412`, async (t) => {
@@ -184,7 +193,9 @@ function conditionalOn(name: string, store: Store) {
       const orderUrl = `${api}/store/orders/${(await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId } })).json.id}`
       const tag = String((await read(t, app, orderUrl, undefined, staff)).headers.etag)
       const answers = await Promise.all(
-        ['delivered', 'cancelled'].map((status) => call(t, app, { method: 'PATCH', url: orderUrl, payload: { status }, headers: { 'if-match': tag }, key: staff })),
+        ['delivered', 'cancelled'].map((status) =>
+          call(t, app, { method: 'PATCH', url: orderUrl, payload: { status }, headers: { 'if-match': tag }, key: staff }),
+        ),
       )
       t.strictSame(answers.map(({ status }) => status).sort(), [200, 412], `round ${round}: one 200, one 412`)
       const winner = answers.find(({ status }) => status === 200)!.json.status
@@ -225,22 +236,25 @@ function conditionalOn(name: string, store: Store) {
     t.equal((await read(t, app, v2!.urlOf('listOrders'), before[3])).status, 200, "staff's tag is no 304 for the owner")
   })
 
-  t.test(`${name}: the revision is read before the page: a change committed between the two reads makes the tag older than the page, and the next request a 200`, async (t) => {
-    const app = await server(t, store)
-    const categoryId = await aCategory(app)
-    await aPet(t, app)
-    const { storage } = app
-    // (a real write, committed after the revision is read and before the handler reads the page)
-    writeAfterNextRevision(t, storage, () => storage.pets.create({ name: 'Between', categoryId, status: 'available' }))
-    const url = servedContracts[1]!.urlOf('listPets')
-    const first = await read(t, app, url)
-    t.equal(first.json.length, 2, 'the page shows the change made between the reads')
-    const next = await read(t, app, url, String(first.headers.etag))
-    t.equal(next.status, 200, 'so its tag, of the revision before, is stale: a 200, never a 304 over a page it did not show')
-    t.equal(next.body, first.body, 'the same page')
-    t.not(next.headers.etag, first.headers.etag, 'with the tag of the revision it shows')
-    t.equal((await read(t, app, url, String(next.headers.etag))).status, 304, 'which is a 304 then')
-  })
+  t.test(
+    `${name}: the revision is read before the page: a change committed between the two reads makes the tag older than the page, and the next request a 200`,
+    async (t) => {
+      const app = await server(t, store)
+      const categoryId = await aCategory(app)
+      await aPet(t, app)
+      const { storage } = app
+      // (a real write, committed after the revision is read and before the handler reads the page)
+      writeAfterNextRevision(t, storage, () => storage.pets.create({ name: 'Between', categoryId, status: 'available' }))
+      const url = servedContracts[1]!.urlOf('listPets')
+      const first = await read(t, app, url)
+      t.equal(first.json.length, 2, 'the page shows the change made between the reads')
+      const next = await read(t, app, url, String(first.headers.etag))
+      t.equal(next.status, 200, 'so its tag, of the revision before, is stale: a 200, never a 304 over a page it did not show')
+      t.equal(next.body, first.body, 'the same page')
+      t.not(next.headers.etag, first.headers.etag, 'with the tag of the revision it shows')
+      t.equal((await read(t, app, url, String(next.headers.etag))).status, 304, 'which is a 304 then')
+    },
+  )
 
   t.test(`${name}: the store's revision grows in the transaction of every change of a table reads show, by anyone, and with nothing else`, async (t) => {
     const url = await storeUrl(t, name)
@@ -261,36 +275,65 @@ function conditionalOn(name: string, store: Store) {
     await revised('a pet added', async () => (petId = await id("insert into pets (name, category_id, status) values ('Rex', 900, 'available')", [])))
     await revised('a pet renamed', () => sql.run("update pets set name = 'Max' where id = $1", [petId]))
     let orderId = 0
-    await revised('an order placed', async () => (orderId = await id("insert into orders (pet_id, status, placed_at, owner) values ($1, 'placed', 0, 'key:1')", [petId])))
+    await revised(
+      'an order placed',
+      async () => (orderId = await id("insert into orders (pet_id, status, placed_at, owner) values ($1, 'placed', 0, 'key:1')", [petId])),
+    )
     await revised('an order moved', () => sql.run("update orders set status = 'delivered' where id = $1", [orderId]))
     let subscriptionId = 0
-    await revised('a subscription made', async () => (subscriptionId = await id("insert into webhook_subscriptions (owner, url, events, secret, created_at) values ('key:1', 'https://example.com/', '[]', 's', 0)", [])))
+    await revised(
+      'a subscription made',
+      async () =>
+        (subscriptionId = await id(
+          "insert into webhook_subscriptions (owner, url, events, secret, created_at) values ('key:1', 'https://example.com/', '[]', 's', 0)",
+          [],
+        )),
+    )
     await revised('a subscription disabled', () => sql.run("update webhook_subscriptions set status = 'disabled' where id = $1", [subscriptionId]))
     let eventId = 0
-    await revised('an event recorded (the outbox: no read shows it but through a delivery)', async () => (eventId = await id("insert into webhook_events (type, occurred_at, fields) values ('pet.created', 0, '{}')", [])), false)
+    await revised(
+      'an event recorded (the outbox: no read shows it but through a delivery)',
+      async () => (eventId = await id("insert into webhook_events (type, occurred_at, fields) values ('pet.created', 0, '{}')", [])),
+      false,
+    )
     let deliveryId = 0
     const delivery = "insert into webhook_deliveries (subscription_id, event_id, status, attempts, give_up_at, created_at) values ($1, $2, 'pending', 0, 0, 0)"
     await revised('a delivery queued', async () => (deliveryId = await id(delivery, [subscriptionId, eventId])))
-    await revised('a delivery claimed (its lease, which no read shows)', () => sql.run("update webhook_deliveries set lease_owner = 'me', lease_until = 1 where id = $1", [deliveryId]), false)
-    await revised('a delivery attempted', () => sql.run("update webhook_deliveries set attempts = 1, last_status = 500 where id = $1", [deliveryId]))
+    await revised(
+      'a delivery claimed (its lease, which no read shows)',
+      () => sql.run("update webhook_deliveries set lease_owner = 'me', lease_until = 1 where id = $1", [deliveryId]),
+      false,
+    )
+    await revised('a delivery attempted', () => sql.run('update webhook_deliveries set attempts = 1, last_status = 500 where id = $1', [deliveryId]))
     await revised('a delivery forgotten', () => sql.run('delete from webhook_deliveries where id = $1', [deliveryId]))
     await revised('a subscription deleted', () => sql.run('delete from webhook_subscriptions where id = $1', [subscriptionId]))
     await revised('an order removed', () => sql.run('delete from orders where id = $1', [orderId]))
     await revised('a pet removed', () => sql.run('delete from pets where id = $1', [petId]))
     await revised('a category removed', () => sql.run('delete from categories where id = 900'))
     await revised('a key issued', () => storage.keys.issue('other', ['pets:read']), false)
-    await revised('an Idempotency-Key kept', () => sql.run("insert into idempotency_keys (principal, idempotency_key, fingerprint, created_at) values ('key:1', 'k', 'f', 0)"), false)
+    await revised(
+      'an Idempotency-Key kept',
+      () => sql.run("insert into idempotency_keys (principal, idempotency_key, fingerprint, created_at) values ('key:1', 'k', 'f', 0)"),
+      false,
+    )
     // (a statement that finds nothing to change, as a periodic job's mostly does, changes no page)
     await revised('an update that finds no row', () => sql.run("update pets set name = 'None' where id = -1"), false)
     await revised("a delivery's update that finds no row", () => sql.run("update webhook_deliveries set status = 'failed' where id = -1"), false)
     await revised('a delete that finds no row', () => sql.run('delete from orders where id = -1'), false)
-    await revised('an insert of no row', () => sql.run("insert into categories (id, name, name_fold, created_at) select 901, 'None', 'none', 0 where 1 = 0"), false)
+    await revised(
+      'an insert of no row',
+      () => sql.run("insert into categories (id, name, name_fold, created_at) select 901, 'None', 'none', 0 where 1 = 0"),
+      false,
+    )
     await revised(
       'a change rolled back',
-      () => sql.transaction(async (tx) => {
-        await tx.run("insert into pets (name, category_id, status) values ('Gone', 1, 'available')")
-        throw new Error('rolled back')
-      }).catch((error: Error) => t.equal(error.message, 'rolled back')),
+      () =>
+        sql
+          .transaction(async (tx) => {
+            await tx.run("insert into pets (name, category_id, status) values ('Gone', 1, 'available')")
+            throw new Error('rolled back')
+          })
+          .catch((error: Error) => t.equal(error.message, 'rolled back')),
       false,
     )
   })
@@ -336,27 +379,39 @@ for (const [name, store] of stores) {
   else conditionalOn(name, store)
 }
 
-t.test("a page's tag, kept for the next request, is the one hashed anew once the kept ones are forgotten (a long URL forgets them); another key has another", async (t) => {
-  const app = await server(t, stores[0]![1])
-  const list = servedContracts[0]!.urlOf('listPets')
-  const first = String((await read(t, app, `${list}?after=0`)).headers.etag)
-  t.equal((await read(t, app, `${list}?after=0`, first)).status, 304, 'kept: the same tag')
-  // (other pages fill what an operation keeps, and it starts over: one long URL does it)
-  await app.inject({ url: `${list}?after=1&filler=${'x'.repeat(70_000)}`, headers: { authorization: `Bearer ${testKey}` } })
-  t.equal((await read(t, app, `${list}?after=0`, first)).status, 304, 'forgotten, then hashed anew: the same tag')
-  t.not((await read(t, app, `${list}?after=0`, undefined, staff)).headers.etag, first, 'another key, with other roles, has another tag')
-})
+t.test(
+  "a page's tag, kept for the next request, is the one hashed anew once the kept ones are forgotten (a long URL forgets them); another key has another",
+  async (t) => {
+    const app = await server(t, stores[0]![1])
+    const list = servedContracts[0]!.urlOf('listPets')
+    const first = String((await read(t, app, `${list}?after=0`)).headers.etag)
+    t.equal((await read(t, app, `${list}?after=0`, first)).status, 304, 'kept: the same tag')
+    // (other pages fill what an operation keeps, and it starts over: one long URL does it)
+    await app.inject({ url: `${list}?after=1&filler=${'x'.repeat(70_000)}`, headers: { authorization: `Bearer ${testKey}` } })
+    t.equal((await read(t, app, `${list}?after=0`, first)).status, 304, 'forgotten, then hashed anew: the same tag')
+    t.not((await read(t, app, `${list}?after=0`, undefined, staff)).headers.etag, first, 'another key, with other roles, has another tag')
+  },
+)
 
-t.test("a page that shows the clock (a subscription's deliveries, their next attempt) keeps the tag of its bytes; a page of the store alone, the revision's", async (t) => {
-  const app = await server(t, stores[0]![1])
-  const v2 = servedContracts[1]!
-  const webhookId = (await call(t, app, { method: 'POST', url: v2.urlOf('createWebhook'), payload: { url: 'https://93.184.215.14/hooks', events: ['pet.created'] } })).json.id
-  const deliveries = await read(t, app, v2.urlOf('listWebhookDeliveries', { webhookId }))
-  t.equal(deliveries.headers.etag, entityTag(2, deliveries.body), "the deliveries' page: its bytes' tag")
-  t.equal((await read(t, app, v2.urlOf('listWebhookDeliveries', { webhookId }), String(deliveries.headers.etag))).status, 304, 'a 304 while they are the same')
-  const pets = await read(t, app, v2.urlOf('listPets'))
-  t.not(pets.headers.etag, entityTag(2, pets.body), "the pets' page: the revision's tag, not its bytes'")
-})
+t.test(
+  "a page that shows the clock (a subscription's deliveries, their next attempt) keeps the tag of its bytes; a page of the store alone, the revision's",
+  async (t) => {
+    const app = await server(t, stores[0]![1])
+    const v2 = servedContracts[1]!
+    const webhookId = (
+      await call(t, app, { method: 'POST', url: v2.urlOf('createWebhook'), payload: { url: 'https://93.184.215.14/hooks', events: ['pet.created'] } })
+    ).json.id
+    const deliveries = await read(t, app, v2.urlOf('listWebhookDeliveries', { webhookId }))
+    t.equal(deliveries.headers.etag, entityTag(2, deliveries.body), "the deliveries' page: its bytes' tag")
+    t.equal(
+      (await read(t, app, v2.urlOf('listWebhookDeliveries', { webhookId }), String(deliveries.headers.etag))).status,
+      304,
+      'a 304 while they are the same',
+    )
+    const pets = await read(t, app, v2.urlOf('listPets'))
+    t.not(pets.headers.etag, entityTag(2, pets.body), "the pets' page: the revision's tag, not its bytes'")
+  },
+)
 
 t.test('the list fields, as RFC 9110 compares them: weakly for If-None-Match, strongly for If-Match', async (t) => {
   t.ok(noneMatchHolds('W/"a"', '"a"'))

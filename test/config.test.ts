@@ -117,8 +117,14 @@ t.test('a bad value is a ConfigError naming the variable and what it may be', as
     [{ DATABASE_POOL_SIZE: '0' }, 'invalid configuration: DATABASE_POOL_SIZE must be >= 1'],
     [{ LOG_LEVEL: 'verbose' }, 'invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent'],
     [{ WEBHOOK_ALLOW_PRIVATE: 'yes' }, 'invalid configuration: WEBHOOK_ALLOW_PRIVATE must be boolean'],
-    [{ API_KEYS: 'good,has space' }, 'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/), each followed by :role+role or not'],
-    [{ API_KEYS: 'good:pets' }, 'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/), each followed by :role+role or not'],
+    [
+      { API_KEYS: 'good,has space' },
+      'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/), each followed by :role+role or not',
+    ],
+    [
+      { API_KEYS: 'good:pets' },
+      'invalid configuration: API_KEYS must be comma-separated tokens (letters, digits and -._~+/), each followed by :role+role or not',
+    ],
     [{ BODY_IDLE_TIMEOUT_MS: '5' }, 'invalid configuration: BODY_IDLE_TIMEOUT_MS must be >= 100'],
     [{ METRICS_PORT: '' }, 'invalid configuration: METRICS_PORT must be integer'],
     [{ METRICS_PORT: '65536' }, 'invalid configuration: METRICS_PORT must be <= 65535'],
@@ -127,9 +133,15 @@ t.test('a bad value is a ConfigError naming the variable and what it may be', as
     [{ RATE_LIMIT_WINDOW_S: '86401' }, 'invalid configuration: RATE_LIMIT_WINDOW_S must be <= 86400'],
     [{ REDIS_URL: 'localhost:6379' }, 'invalid configuration: REDIS_URL must be a redis:// or rediss:// URL'],
     [{ REDIS_KEY_PREFIX: 'has space' }, 'invalid configuration: REDIS_KEY_PREFIX must be 1 to 100 letters, digits and :._-'],
-    [{ CORS_ORIGINS: 'https://app.example.com/path' }, 'invalid configuration: CORS_ORIGINS must be comma-separated origins (scheme://host[:port], no path) or *'],
+    [
+      { CORS_ORIGINS: 'https://app.example.com/path' },
+      'invalid configuration: CORS_ORIGINS must be comma-separated origins (scheme://host[:port], no path) or *',
+    ],
     [{ CORS_ORIGINS: 'app.example.com' }, 'invalid configuration: CORS_ORIGINS must be comma-separated origins (scheme://host[:port], no path) or *'],
-    [{ TRUST_PROXY: 'proxy.example.com' }, 'invalid configuration: TRUST_PROXY must be comma-separated IP addresses or CIDR ranges (or loopback, linklocal, uniquelocal)'],
+    [
+      { TRUST_PROXY: 'proxy.example.com' },
+      'invalid configuration: TRUST_PROXY must be comma-separated IP addresses or CIDR ranges (or loopback, linklocal, uniquelocal)',
+    ],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), new ConfigError(message), JSON.stringify(env))

@@ -37,19 +37,54 @@ function written(t: Test, document: Spec): string {
 const now = new Date('2027-01-01T00:00:00Z')
 
 const cases: [string, (document: Spec) => void, string, string][] = [
-  ['an unknown stability level', (d) => (listPets(d)['x-stability'] = 'alpha'), 'operation listPets', 'x-stability "alpha" is not a level: experimental or beta (none means stable)'],
-  ['a deprecation without its date', (d) => delete getPet(d)['x-deprecated-at'], 'operation getPet', 'a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD'],
-  ['an impossible day', (d) => (getPet(d)['x-deprecated-at'] = '2026-02-30'), 'operation getPet', 'a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD, not "2026-02-30"'],
-  ['a deprecation without its sunset', (d) => delete getPet(d)['x-sunset'], 'operation getPet', 'a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD'],
-  ['a sunset that is no date', (d) => (getPet(d)['x-sunset'] = 'soon'), 'operation getPet', 'a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD, not "soon"'],
-  ['a sunset before the deprecation', (d) => (getPet(d)['x-sunset'] = '2020-01-01'), 'operation getPet', 'x-sunset 2020-01-01 is earlier than x-deprecated-at 2026-11-21'],
+  [
+    'an unknown stability level',
+    (d) => (listPets(d)['x-stability'] = 'alpha'),
+    'operation listPets',
+    'x-stability "alpha" is not a level: experimental or beta (none means stable)',
+  ],
+  [
+    'a deprecation without its date',
+    (d) => delete getPet(d)['x-deprecated-at'],
+    'operation getPet',
+    'a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD',
+  ],
+  [
+    'an impossible day',
+    (d) => (getPet(d)['x-deprecated-at'] = '2026-02-30'),
+    'operation getPet',
+    'a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD, not "2026-02-30"',
+  ],
+  [
+    'a deprecation without its sunset',
+    (d) => delete getPet(d)['x-sunset'],
+    'operation getPet',
+    'a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD',
+  ],
+  [
+    'a sunset that is no date',
+    (d) => (getPet(d)['x-sunset'] = 'soon'),
+    'operation getPet',
+    'a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD, not "soon"',
+  ],
+  [
+    'a sunset before the deprecation',
+    (d) => (getPet(d)['x-sunset'] = '2020-01-01'),
+    'operation getPet',
+    'x-sunset 2020-01-01 is earlier than x-deprecated-at 2026-11-21',
+  ],
   [
     'a notice shorter than the level gives',
     (d) => (getPet(d)['x-sunset'] = '2027-05-19'),
     'operation getPet',
     'x-sunset 2027-05-19 is less than 180 days (the stable notice period, x-service.lifecycle.noticeDays) after x-deprecated-at 2026-11-21',
   ],
-  ['a successor that is no operation', (d) => (getPet(d)['x-successor'] = 'findPets'), 'operation getPet', 'x-successor findPets names no operation of this document'],
+  [
+    'a successor that is no operation',
+    (d) => (getPet(d)['x-successor'] = 'findPets'),
+    'operation getPet',
+    'x-successor findPets names no operation of this document',
+  ],
   [
     'neither a successor nor why none',
     (d) => delete getPet(d)['x-successor'],
@@ -70,7 +105,12 @@ const cases: [string, (document: Spec) => void, string, string][] = [
   ],
   ['brownouts that are no list', (d) => (getPet(d)['x-brownouts'] = 'soon'), 'operation getPet', 'x-brownouts must be a list of {start, end}'],
   ['a sunset on an operation that is not deprecated', (d) => (listPets(d)['x-sunset'] = '2031-01-01'), 'operation listPets', 'x-sunset needs deprecated: true'],
-  ['an unknown level on an event', (d) => (d.webhooks['pet.created'].post['x-stability'] = 'alpha'), 'event pet.created', 'x-stability "alpha" is not a level: experimental or beta (none means stable)'],
+  [
+    'an unknown level on an event',
+    (d) => (d.webhooks['pet.created'].post['x-stability'] = 'alpha'),
+    'event pet.created',
+    'x-stability "alpha" is not a level: experimental or beta (none means stable)',
+  ],
   // the other rules: what a response documents, the roles, x-service
   [
     'a deprecated operation without its 410',
@@ -88,10 +128,20 @@ const cases: [string, (document: Spec) => void, string, string][] = [
     'a deprecated operation whose Link does not admit the one it sends',
     (d) => (getPet(d).responses['404'].headers.Link = { $ref: '#/components/headers/NextPageLink' }),
     'operation getPet',
-    "response 404 documents a Link that does not admit `</v1/pets?id=1>; rel=\"successor-version\", </v1/docs/>; rel=\"deprecation\"; type=\"text/html\"`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'",
+    'response 404 documents a Link that does not admit `</v1/pets?id=1>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"`, which the server sends: document Link as $ref \'#/components/headers/LifecycleLink\'',
   ],
-  ['a role the catalogue lacks', (d) => (listPets(d).security = [{ bearerAuth: ['pets:fly'] }]), 'operation listPets', "needs pets:fly, which bearerAuth's x-roles does not list"],
-  ['a limit that is no number', (d) => (d['x-service'].limits.requestBodyBytes = 'big'), 'x-service', 'limits.requestBodyBytes must be a whole number above 0, not "big"'],
+  [
+    'a role the catalogue lacks',
+    (d) => (listPets(d).security = [{ bearerAuth: ['pets:fly'] }]),
+    'operation listPets',
+    "needs pets:fly, which bearerAuth's x-roles does not list",
+  ],
+  [
+    'a limit that is no number',
+    (d) => (d['x-service'].limits.requestBodyBytes = 'big'),
+    'x-service',
+    'limits.requestBodyBytes must be a whole number above 0, not "big"',
+  ],
 ]
 
 // each case's document, and the document as served, linted in one run of Spectral (on first need)

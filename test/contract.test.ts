@@ -38,27 +38,42 @@ t.test('the contract: base path from the servers, operations by id', async (t) =
   t.strictSame([...contract.operations.keys()].sort(), allOperations)
   t.match(contract.operations.get('getPet'), { method: 'GET', path: '/pets/{petId}' })
   t.match(contract.operations.get('updateOrder'), { method: 'PATCH', path: '/store/orders/{orderId}' })
-  t.equal(contract.urlOf('listOrders'), '/v1/store/orders', 'an operation\'s URL, under the base path')
+  t.equal(contract.urlOf('listOrders'), '/v1/store/orders', "an operation's URL, under the base path")
   t.equal(contract.urlOf('getPet', { petId: 7 }), '/v1/pets/7', 'with its path parameters')
   // (npm run release writes each version's contract: the served one is the last released)
   t.ok(existsSync(join(projectRoot, 'contract', 'released', `${document.info.version}.yaml`)), `info.version ${document.info.version} is a release`)
-  t.ok(document.servers!.every(({ url }) => url.endsWith('/v1')), 'production and staging end in /v1')
+  t.ok(
+    document.servers!.every(({ url }) => url.endsWith('/v1')),
+    'production and staging end in /v1',
+  )
   const security = document.components!.securitySchemes!.bearerAuth as OpenAPIV3.HttpSecurityScheme
   t.match(security, { type: 'http', scheme: 'bearer' })
 })
 
 t.test('a spec the server cannot serve is refused at startup, saying why', async (t) => {
   const load = (edit: (document: OpenAPIV3.Document) => void) => () => editedContract(edit)
-  t.throws(load((d) => d.servers!.push({ url: 'https://example.com/v2' })), /every server URL must end in the same base path, found \["\/v1","\/v2"\]/)
-  t.throws(load((d) => delete d.servers), /every server URL must end in the same base path, found \[\]/)
-  t.throws(load((d) => delete d.paths['/pets']!.get!.operationId), /^openapi.yaml: GET \/pets: has no operationId$/m)
+  t.throws(
+    load((d) => d.servers!.push({ url: 'https://example.com/v2' })),
+    /every server URL must end in the same base path, found \["\/v1","\/v2"\]/,
+  )
+  t.throws(
+    load((d) => delete d.servers),
+    /every server URL must end in the same base path, found \[\]/,
+  )
+  t.throws(
+    load((d) => delete d.paths['/pets']!.get!.operationId),
+    /^openapi.yaml: GET \/pets: has no operationId$/m,
+  )
   t.throws(() => deref(document, { $ref: '#/components/schemas/Cat' }), /#\/components\/schemas\/Cat points to nothing/)
   t.throws(() => deref(document, { $ref: '#/paths/~1pets/get/operationId/length' }), /points to nothing/, 'not inside a string')
   t.throws(() => deref(document, { $ref: 7 } as never), /7 points to nothing/)
   const cycle = { components: { schemas: { A: { $ref: '#/components/schemas/B' }, B: { $ref: '#/components/schemas/A' } } } }
   t.throws(() => deref(cycle, { $ref: '#/components/schemas/A' }), /points to nothing/, 'a cycle of $refs ends')
   t.strictSame(deref(document, { $ref: '#' }), document, 'the whole document')
-  t.throws(load((d) => void ((d as unknown as { webhooks: Record<string, unknown> }).webhooks['pet.adopted'] = { get: {} })), /event pet.adopted: an event is sent as a POST: it needs its post/)
+  t.throws(
+    load((d) => void ((d as unknown as { webhooks: Record<string, unknown> }).webhooks['pet.adopted'] = { get: {} })),
+    /event pet.adopted: an event is sent as a POST: it needs its post/,
+  )
   t.strictSame(deref(document, { $ref: '#/paths/~1pets/get/operationId' }), 'listPets', 'a JSON pointer reads ~1 as /')
 
   const refused = (edit: (document: OpenAPIV3.Document) => void, message: RegExp) => t.throws(load(edit), message)
@@ -77,13 +92,19 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     const found = d.paths['/pets/{petId}']!.get!.responses['200'] as OpenAPIV3.ResponseObject
     found.content!['text/plain'] = { schema: { type: 'string' } }
   }, /operation getPet: must answer 200 in application\/json \(it says application\/json, text\/plain\)/)
-  refused((d) => void delete d.paths['/pets/{petId}']!.get!.responses['410'], /operation getPet: a deprecated operation documents its 410 \(gone, from its sunset on\)/)
+  refused(
+    (d) => void delete d.paths['/pets/{petId}']!.get!.responses['410'],
+    /operation getPet: a deprecated operation documents its 410 \(gone, from its sunset on\)/,
+  )
   refused((d) => {
     const placed = structuredClone(deref<OpenAPIV3.ResponseObject>(d, d.paths['/store/orders']!.post!.responses['201']!))
     delete placed.headers!['API-Stability']
     d.paths['/store/orders']!.post!.responses['201'] = placed
   }, /operation placeOrder: response 201 does not document API-Stability, which the server sends for x-stability/)
-  refused((d) => void delete (d.paths['/store/orders']!.post as Record<string, unknown>)['x-stability'], /operation placeOrder: response 201 documents API-Stability as required, which the server sends only for x-stability/)
+  refused(
+    (d) => void delete (d.paths['/store/orders']!.post as Record<string, unknown>)['x-stability'],
+    /operation placeOrder: response 201 documents API-Stability as required, which the server sends only for x-stability/,
+  )
   refused((d) => {
     const found = d.paths['/pets/{petId}']!.get!.responses['200'] as OpenAPIV3.ResponseObject
     delete found.headers!.Sunset
@@ -92,15 +113,24 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     const found = d.paths['/pets/{petId}']!.get!.responses['200'] as OpenAPIV3.ResponseObject
     delete found.headers
   }, /operation getPet: response 200 does not document Deprecation, Sunset, Link/)
-  refused((d) => void ((d as { 'x-service'?: unknown })['x-service'] = { limits: { requestBodyBytes: 0 } }), /x-service: limits.requestBodyBytes must be a whole number above 0, not 0/)
-  refused((d) => void delete (d as Partial<OpenAPIV3.Document>).info, /^openapi.yaml: info.version: info.version undefined is not a version MAJOR.MINOR.PATCH$/m)
+  refused(
+    (d) => void ((d as { 'x-service'?: unknown })['x-service'] = { limits: { requestBodyBytes: 0 } }),
+    /x-service: limits.requestBodyBytes must be a whole number above 0, not 0/,
+  )
+  refused(
+    (d) => void delete (d as Partial<OpenAPIV3.Document>).info,
+    /^openapi.yaml: info.version: info.version undefined is not a version MAJOR.MINOR.PATCH$/m,
+  )
   refused((d) => void (d.info.version = 'one'), /^openapi.yaml: info.version: info.version "one" is not a version MAJOR.MINOR.PATCH$/m)
   refused((d) => {
     const body = d.paths['/pets']!.post!.requestBody as OpenAPIV3.RequestBodyObject
     delete (body as Partial<OpenAPIV3.RequestBodyObject>).content
   }, /operation createPet: must require an application\/json body \(it takes none\)/)
   refused((d) => void (getPetOf(d)['x-successor'] = 7), /operation getPet: x-successor must be an operationId, not 7/)
-  refused((d) => void (getPetOf(d)['x-successor-parameters'] = { id: '$request.body#/id' }), /operation getPet: x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. \{id: \$request.path.petId\}/)
+  refused(
+    (d) => void (getPetOf(d)['x-successor-parameters'] = { id: '$request.body#/id' }),
+    /operation getPet: x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. \{id: \$request.path.petId\}/,
+  )
   refused((d) => void (getPetOf(d)['x-successor-parameters'] = []), /operation getPet: x-successor-parameters must map/)
   refused((d) => void (getPetOf(d)['x-successor-parameters'] = { id: 7 }), /operation getPet: x-successor-parameters must map/)
   refused((d) => void delete getPetOf(d)['x-successor'], /operation getPet: x-successor-parameters needs x-successor$/m)
@@ -121,37 +151,43 @@ const newestEdited = (edit: (document: OpenAPIV3.Document) => void) => editedCon
 
 t.test('a deprecated operation documents the headers the server sends, and says what to write when it does not', async (t) => {
   const refused = (edit: (document: Spec) => void, ...messages: string[]) =>
-    t.throws(() => editedContract(edit as never), { message: new RegExp(messages.map((message) => `^openapi.yaml: ${escaped(message)}$`).join('\n')) }, messages.join('\n'))
+    t.throws(
+      () => editedContract(edit as never),
+      { message: new RegExp(messages.map((message) => `^openapi.yaml: ${escaped(message)}$`).join('\n')) },
+      messages.join('\n'),
+    )
   const getPet = (d: Spec) => d.paths['/pets/{petId}'].get
   // (the successor's URL as the model makes it for the check: every parameter of the request 1)
   const lifecycle = '</v1/pets?id=1>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"'
   // a shared response, answered by operations that are not deprecated too, documents them as optional
-  refused(
-    (d) => {
-      getPet(d).responses['400'] = { $ref: '#/components/responses/InvalidRequest' }
-      delete d.components.responses.InvalidRequest.headers.Sunset
-    },
-    "operation getPet: response 400 does not document Sunset: add Sunset: $ref '#/components/headers/SunsetWhenDeprecated' to #/components/responses/InvalidRequest",
-  )
+  refused((d) => {
+    getPet(d).responses['400'] = { $ref: '#/components/responses/InvalidRequest' }
+    delete d.components.responses.InvalidRequest.headers.Sunset
+  }, "operation getPet: response 400 does not document Sunset: add Sunset: $ref '#/components/headers/SunsetWhenDeprecated' to #/components/responses/InvalidRequest")
   refused(
     (d) => (getPet(d).responses['200'].headers.Link = { schema: { type: 'string', maxLength: 20 } }),
     `operation getPet: response 200 documents a Link that does not admit \`${lifecycle}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
   )
-  refused(
-    (d) => {
-      getPet(d).responses['400'] = { $ref: '#/components/responses/InvalidRequest' }
-      d.components.responses.InvalidRequest.headers.Link = { schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' } }
-    },
-    `operation getPet: response 400 documents a Link that does not admit \`${lifecycle}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLinkWhenDeprecated'`,
+  refused((d) => {
+    getPet(d).responses['400'] = { $ref: '#/components/responses/InvalidRequest' }
+    d.components.responses.InvalidRequest.headers.Link = { schema: { type: 'string', pattern: '^<[^>]+>; rel="next"$' } }
+  }, `operation getPet: response 400 documents a Link that does not admit \`${lifecycle}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLinkWhenDeprecated'`)
+  t.doesNotThrow(
+    () => editedContract((d: Spec) => void (getPet(d).responses['200'].headers.Link = { description: 'Links.' })),
+    'a Link without a schema admits any',
   )
-  t.doesNotThrow(() => editedContract((d: Spec) => void (getPet(d).responses['200'].headers.Link = { description: 'Links.' })), 'a Link without a schema admits any')
 
   // listPets pages (it takes `after`): its 200 carries the next page's link, then the lifecycle links
   const deprecatedList = (link: unknown) => (d: Spec) => {
     const listPets = d.paths['/pets'].get
     Object.assign(listPets, { deprecated: true, 'x-deprecated-at': '2026-11-21', 'x-sunset': '2030-12-05', 'x-successor-reason': 'none' })
     listPets.responses['410'] = { $ref: '#/components/responses/Gone' }
-    listPets.responses['200'].headers = { ...listPets.responses['200'].headers, Deprecation: { $ref: '#/components/headers/Deprecation' }, Sunset: { $ref: '#/components/headers/Sunset' }, Link: link }
+    listPets.responses['200'].headers = {
+      ...listPets.responses['200'].headers,
+      Deprecation: { $ref: '#/components/headers/Deprecation' },
+      Sunset: { $ref: '#/components/headers/Sunset' },
+      Link: link,
+    }
   }
   const alone = '</v1/docs/>; rel="deprecation"; type="text/html"'
   refused(
@@ -228,6 +264,14 @@ t.test('the server runs the generated validators: without them it does not start
   const app = await build(t, { schemaController: generatedCompilers(empty) })
   // (the first route part the server compiles: the oldest version's listPets, its headers (If-None-Match))
   const [first] = servedContracts
-  await t.rejects(async () => await app.ready(), new RegExp(`validators/get_v${first!.version[0]}_pets_headers\\.cjs is missing: generated/ does not match ${first!.file.replaceAll('.', '\\.')}; run npm run generate`))
-  t.equal(moduleName('serializers', { method: 'GET', url: `${api}/store/orders/:orderId`, httpStatus: '200', contentType: 'application/json' }), `serializers/get_v${api.slice(2)}_store_orders_orderid_200_application_json.cjs`)
+  await t.rejects(
+    async () => await app.ready(),
+    new RegExp(
+      `validators/get_v${first!.version[0]}_pets_headers\\.cjs is missing: generated/ does not match ${first!.file.replaceAll('.', '\\.')}; run npm run generate`,
+    ),
+  )
+  t.equal(
+    moduleName('serializers', { method: 'GET', url: `${api}/store/orders/:orderId`, httpStatus: '200', contentType: 'application/json' }),
+    `serializers/get_v${api.slice(2)}_store_orders_orderid_200_application_json.cjs`,
+  )
 })

@@ -83,7 +83,7 @@ const lifecycleLink = '</v2/docs/>; rel="deprecation"; type="text/html"'
 t.test('deprecating a paged list: its markers, its 410 and the headers of its 200, ten lines added and one changed', async (t) => {
   const { dir, specs, added, changed } = deprecated(t, [markers, gone, headers])
   t.equal(added, 10, 'ten lines added')
-  t.equal(changed, 1, 'one changed: its 200 documents the lifecycle Link, a next page\'s before it')
+  t.equal(changed, 1, "one changed: its 200 documents the lifecycle Link, a next page's before it")
   t.comment(`${added} YAML lines added, ${changed} changed`)
 
   const generated = join(dir, 'generated')
@@ -93,11 +93,21 @@ t.test('deprecating a paged list: its markers, its 410 and the headers of its 20
   t.ok(v2!.operations.get('listCategories')!.lifecycle.deprecation, 'the contract model takes it: listCategories is deprecated')
 
   let now = Date.parse('2027-03-01T00:00:00Z')
-  const app = await build(t, { contracts: [v1!, v2!], schemaController: generatedCompilers(generated), API_KEYS: [testKey, `${curator}:pets:read+categories:write`], clock: () => now })
-  for (const name of ['Bird', 'Rodent', 'Fish']) t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })).status, 201)
+  const app = await build(t, {
+    contracts: [v1!, v2!],
+    schemaController: generatedCompilers(generated),
+    API_KEYS: [testKey, `${curator}:pets:read+categories:write`],
+    clock: () => now,
+  })
+  for (const name of ['Bird', 'Rodent', 'Fish'])
+    t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })).status, 201)
   const lifecycle = { deprecation: `@${Date.parse('2027-01-04T00:00:00Z') / 1000}`, sunset: 'Mon, 05 Jul 2027 00:00:00 GMT' }
   const first = await call(t, app, { url: '/v2/categories?limit=2' })
-  t.match(first, { status: 200, headers: { ...lifecycle, link: `</v2/categories?limit=2&after=2>; rel="next", ${lifecycleLink}` } }, 'a page with more after it: the next page, then the lifecycle links, one field')
+  t.match(
+    first,
+    { status: 200, headers: { ...lifecycle, link: `</v2/categories?limit=2&after=2>; rel="next", ${lifecycleLink}` } },
+    'a page with more after it: the next page, then the lifecycle links, one field',
+  )
   const last = await call(t, app, { url: '/v2/categories?limit=2&after=2' })
   t.match(last, { status: 200, headers: { ...lifecycle, link: lifecycleLink } }, 'the last page: the lifecycle links alone')
   t.equal(last.json.length, 1)
@@ -137,7 +147,11 @@ t.test('with its markers alone, the start, the gate and the lint refuse it in th
   const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
   t.notOk(gate.ok)
   t.notOk(gate.servable)
-  t.strictSame(gate.lines.filter((line) => line.startsWith('openapi-v2.yaml: ')), lines, 'the gate')
+  t.strictSame(
+    gate.lines.filter((line) => line.startsWith('openapi-v2.yaml: ')),
+    lines,
+    'the gate',
+  )
 
   // (npm run generate refuses it too, in those words: the lint reads the bundle as it would be served)
   const served = join(dir, 'served.yaml')

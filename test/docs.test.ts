@@ -16,7 +16,11 @@ t.test('the spec of each version is published without a key: the YAML byte for b
     const yaml = await call(t, app, { url: paths.yaml, key: null })
     t.equal(yaml.status, 200)
     t.equal(yaml.headers['content-type'], 'application/yaml; charset=utf-8')
-    t.equal(yaml.body, readFileSync(join(generatedDir, generated), 'utf8'), `identical to ${contract.file} bundled with the shared parts (generated/${generated})`)
+    t.equal(
+      yaml.body,
+      readFileSync(join(generatedDir, generated), 'utf8'),
+      `identical to ${contract.file} bundled with the shared parts (generated/${generated})`,
+    )
 
     const json = await call(t, app, { url: paths.json, key: null })
     t.equal(json.status, 200)
@@ -24,7 +28,8 @@ t.test('the spec of each version is published without a key: the YAML byte for b
     t.strictSame(json.json, parse(yaml.body))
     for (const { path, method, definition } of contract.operations.values()) {
       const published = json.json.paths[path][method.toLowerCase()]
-      if (definition.deprecated) t.match(published, { deprecated: true, 'x-sunset': definition['x-sunset'] }, `${paths.json}: ${definition.operationId}'s deprecation is published`)
+      if (definition.deprecated)
+        t.match(published, { deprecated: true, 'x-sunset': definition['x-sunset'] }, `${paths.json}: ${definition.operationId}'s deprecation is published`)
     }
     const orders = json.json.paths['/store/orders']
     for (const operation of [orders.get, orders.post, json.json.paths['/store/orders/{orderId}'].get, json.json.paths['/store/orders/{orderId}'].patch]) {
@@ -39,12 +44,20 @@ t.test('each version publishes its own document, byte for byte, and its own docu
   for (const path of specPaths) {
     const { source } = bundledSpec(path)
     const base = `/v${parse(source).info.version.split('.')[0]}`
-    t.equal((await call(t, app, { url: `${base}/openapi.yaml`, key: null })).body, source, `${base}/openapi.yaml is ${basename(path)}, bundled with the shared parts`)
+    t.equal(
+      (await call(t, app, { url: `${base}/openapi.yaml`, key: null })).body,
+      source,
+      `${base}/openapi.yaml is ${basename(path)}, bundled with the shared parts`,
+    )
     t.strictSame((await call(t, app, { url: `${base}/openapi.json`, key: null })).json, parse(source), `${base}/openapi.json is its document`)
     const page = await call(t, app, { url: `${base}/docs/`, key: null })
     t.equal(page.status, 200, `${base}/docs/`)
     const initializer = await call(t, app, { url: `${base}/docs/static/swagger-initializer.js`, key: null })
-    t.match(initializer.body, `"urls":[{"url":"${base}/docs/json","name":"Pet Store Service — version ${base.slice(2)}"}]`, 'the page shows its own version, named so in the definition menu')
+    t.match(
+      initializer.body,
+      `"urls":[{"url":"${base}/docs/json","name":"Pet Store Service — version ${base.slice(2)}"}]`,
+      'the page shows its own version, named so in the definition menu',
+    )
   }
 })
 
@@ -66,7 +79,7 @@ t.test('the documentation page is served without a key and tries requests agains
   }
   const initializer = await call(t, app, { url: `${docs}static/swagger-initializer.js`, key: null })
   t.match(initializer.body, /"showExtensions":true/, 'x-stability and x-sunset show on the page')
-  t.match(initializer.body, `"urls":[{"url":"${docs}json","name":"${pageTitle(newest)}"}]`, "the page shows its copy of the published spec")
+  t.match(initializer.body, `"urls":[{"url":"${docs}json","name":"${pageTitle(newest)}"}]`, 'the page shows its copy of the published spec')
   t.notMatch(initializer.body, json, 'not the published one, which is linked from it')
   const asset = await call(t, app, { url: `${docs}static/swagger-ui-bundle.js`, key: null })
   t.equal(asset.status, 200)
@@ -84,19 +97,25 @@ t.test("each page's document: titled with its version, the other versions linked
   const two = pages.get('/v2')!
   t.equal(two.info.title, 'Pet Store Service — version 2')
   t.equal(one.info.title, 'Pet Store Service — version 1')
-  t.match(two.info.description, /^\*\*This page shows version 2 \(the newest\)\*\* of the API, whose published document is \[\/v2\/openapi\.yaml\]\(\/v2\/openapi\.yaml\) \(\[JSON\]\(\/v2\/openapi\.json\)\)\. Other versions served here: \[version 1\]\(\/v1\/docs\/\)\.\n\n/)
+  t.match(
+    two.info.description,
+    /^\*\*This page shows version 2 \(the newest\)\*\* of the API, whose published document is \[\/v2\/openapi\.yaml\]\(\/v2\/openapi\.yaml\) \(\[JSON\]\(\/v2\/openapi\.json\)\)\. Other versions served here: \[version 1\]\(\/v1\/docs\/\)\.\n\n/,
+  )
   t.match(one.info.description, /^\*\*This page shows version 1\*\* [^\n]* Other versions served here: \[version 2 \(the newest\)\]\(\/v2\/docs\/\)\.\n\n/)
-  t.ok(two.info.description!.endsWith(v2.document.info.description!), 'then the document\'s own description')
+  t.ok(two.info.description!.endsWith(v2.document.info.description!), "then the document's own description")
   t.strictSame(two.servers, [{ url: '/v2', description: 'This server' }, ...v2.document.servers!], 'Try it out calls this server first')
 
-  const parameters = (document: OpenAPIV3.Document, path: string) => (document.paths[path]!.get!.parameters as OpenAPIV3.ParameterObject[])
+  const parameters = (document: OpenAPIV3.Document, path: string) => document.paths[path]!.get!.parameters as OpenAPIV3.ParameterObject[]
   for (const parameter of parameters(two, '/pets')) {
     t.equal(parameter.required, false)
     t.notOk('$ref' in parameter, `${parameter.name}: written out`)
     t.equal(parameter.example, undefined)
     t.equal((parameter.schema as OpenAPIV3.SchemaObject).example, undefined, `${parameter.name}: no example to fill it with`)
   }
-  t.strictSame(parameters(two, '/pets').map(({ name }) => name), ['limit', 'id', 'status', 'categoryId', 'after', 'If-None-Match'])
+  t.strictSame(
+    parameters(two, '/pets').map(({ name }) => name),
+    ['limit', 'id', 'status', 'categoryId', 'after', 'If-None-Match'],
+  )
   t.equal((parameters(two, '/pets')[0]!.schema as OpenAPIV3.SchemaObject).default, 20, 'a default stays')
   t.strictSame(parameters(one, '/pets/{petId}')[0], v1.document.paths['/pets/{petId}']!.get!.parameters![0], 'a required parameter (petId) keeps its example')
   t.equal((v2.document.components!.schemas!.PetId as OpenAPIV3.SchemaObject).example, 1, 'the published document keeps its examples')
@@ -105,6 +124,8 @@ t.test("each page's document: titled with its version, the other versions linked
   // a parameter written with content, not schema, keeps its content
   const document = structuredClone(v2.document)
   document.paths['/pets']!.get!.parameters = [{ name: 'filter', in: 'query', example: '{}', content: { 'application/json': { schema: { type: 'object' } } } }]
-  t.strictSame(pageDocument({ ...v2, document }, [v2]).paths['/pets']!.get!.parameters, [{ name: 'filter', in: 'query', content: { 'application/json': { schema: { type: 'object' } } } }])
+  t.strictSame(pageDocument({ ...v2, document }, [v2]).paths['/pets']!.get!.parameters, [
+    { name: 'filter', in: 'query', content: { 'application/json': { schema: { type: 'object' } } } },
+  ])
   t.notMatch(pageDocument(v2, [v2]).info.description, 'Other versions', 'served alone, it links no other')
 })

@@ -34,7 +34,12 @@ interface Stream {
  * they do. A client stops at its first request without an answer.
  */
 async function createWhileKilling(server: ServerProcess): Promise<Stream> {
-  const category = await fetch(`${server.url}${api}/categories`, { method: 'POST', headers, body: JSON.stringify({ name: 'Streamed' }), signal: AbortSignal.timeout(10_000) })
+  const category = await fetch(`${server.url}${api}/categories`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'Streamed' }),
+    signal: AbortSignal.timeout(10_000),
+  })
   const { id: categoryId } = (await category.json()) as { id: number }
   const acknowledged: Pet[] = []
   let unanswered = 0

@@ -23,10 +23,16 @@ t.test('the error codes are one catalogue, shared by every version; a code an ol
 
 t.test('validation failures read as the rule that was broken', async (t) => {
   const issue = { instancePath: '/name', message: 'must match pattern "^x$"', params: {} }
-  t.equal(describeValidation({ ...issue, keyword: 'pattern', parentSchema: { description: ' Letters only. ' } }, 'body'), 'body/name is not valid: Letters only.')
+  t.equal(
+    describeValidation({ ...issue, keyword: 'pattern', parentSchema: { description: ' Letters only. ' } }, 'body'),
+    'body/name is not valid: Letters only.',
+  )
   t.equal(describeValidation({ ...issue, keyword: 'pattern' }, 'body'), 'body/name is not valid: must match pattern "^x$"')
   t.equal(describeValidation({ ...issue, keyword: 'enum', params: { allowedValues: ['a', 'b'] } }, 'querystring'), 'query/name must be one of: a, b')
-  t.equal(describeValidation({ ...issue, instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'x' } }, 'body'), "body must NOT have additional property 'x'")
+  t.equal(
+    describeValidation({ ...issue, instancePath: '', keyword: 'additionalProperties', params: { additionalProperty: 'x' } }, 'body'),
+    "body must NOT have additional property 'x'",
+  )
   t.equal(describeValidation({ ...issue, instancePath: '/petId', keyword: 'type', message: 'must be integer' }, 'params'), 'path/petId must be integer')
 })
 
@@ -41,12 +47,20 @@ t.test('a failure of the server is a 500 internal_error that reveals nothing, an
   const stream = new Writable({ write: (chunk, _encoding, done) => ((logs += chunk), done()) })
   const app = await build(t, { LOG_LEVEL: 'info', logger: { stream } })
   await app.storage.close() // the database goes away under the running app
-  for (const request of [{ url: `${api}/pets` }, { url: `${api}/store/orders/1` }, { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } }]) {
+  for (const request of [
+    { url: `${api}/pets` },
+    { url: `${api}/store/orders/1` },
+    { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } },
+  ]) {
     const response = await call(t, app, { key: 'a-stored-key-that-cannot-be-checked', ...request })
     t.strictSame(response.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
   }
   // with a key from API_KEYS the request gets past authentication, to the repositories
-  for (const request of [{ url: `${api}/pets` }, { url: `${api}/store/orders/1` }, { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } }]) {
+  for (const request of [
+    { url: `${api}/pets` },
+    { url: `${api}/store/orders/1` },
+    { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } },
+  ]) {
     const response = await call(t, app, request)
     t.strictSame(response.json, { code: 'internal_error', message: 'Internal server error', status: 500 })
   }
@@ -67,10 +81,14 @@ t.test('an unavailable database is logged once per cause and interval, with the 
   const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
   for (let i = 0; i < 50; i++) report(refused)
   report(down)
-  t.strictSame(logged.map(({ err, failedRequests }) => [err.message, failedRequests]), [
-    [refused.message, 1],
-    [down.message, 1],
-  ], 'each cause at once, the first time, and not again within the interval')
+  t.strictSame(
+    logged.map(({ err, failedRequests }) => [err.message, failedRequests]),
+    [
+      [refused.message, 1],
+      [down.message, 1],
+    ],
+    'each cause at once, the first time, and not again within the interval',
+  )
   await sleep(120)
   report(refused)
   t.strictSame(logged.at(-1), { err: refused, failedRequests: 50 }, 'after the interval, again, with the requests it failed since')

@@ -20,10 +20,18 @@ const withoutTimes = (value: unknown) =>
 for (const contract of loadContracts()) {
   const { document } = contract
   t.test(`the examples of ${contract.file} run in the order it states, on a fresh store`, async (t) => {
-    t.match(document.info.description, /## Examples\s+The examples of the operations run in order on a fresh store[^#]*`x-examples-order`/, 'the description says how')
+    t.match(
+      document.info.description,
+      /## Examples\s+The examples of the operations run in order on a fresh store[^#]*`x-examples-order`/,
+      'the description says how',
+    )
     const order = examplesOrder(contract)
     if (order === undefined) return t.fail('x-examples-order lists the operations whose examples run, each an operationId or `operationId: [names]`')
-    t.strictSame(order.filter(({ id }) => !contract.operations.has(id)), [], 'x-examples-order names operations of the document')
+    t.strictSame(
+      order.filter(({ id }) => !contract.operations.has(id)),
+      [],
+      'x-examples-order names operations of the document',
+    )
     const app = await build(t, { API_KEYS: [everyRole(contract)] })
     for (const step of order) {
       const operation = contract.operations.get(step.id)!
@@ -36,7 +44,8 @@ for (const contract of loadContracts()) {
         if (i > 0) continue
         t.strictSame(withoutTimes(answer.json), withoutTimes(response.content!['application/json']!.example), `${step.id} answers its example`)
         const location = response.headers?.Location
-        if (location !== undefined) t.equal(answer.headers.location, deref<OpenAPIV3.HeaderObject>(document, location).example, `${step.id}: its Location's example`)
+        if (location !== undefined)
+          t.equal(answer.headers.location, deref<OpenAPIV3.HeaderObject>(document, location).example, `${step.id}: its Location's example`)
       }
     }
   })

@@ -111,131 +111,146 @@ t.test('9. a full disk: 503 unavailable with Retry-After, SQLITE_FULL in the log
   t.ok(stored >= 2, 'what was acknowledged is there')
 })
 
-t.test('9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, for key checks too; recovery without a restart', { skip: postgresMissing }, async (t) => {
-  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
-  const timeoutMs = 1_000
-  const { lines, logger } = logCapture()
-  const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: timeoutMs, LOG_LEVEL: 'error', logger })
-  const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
-  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
-  t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'the key is known, and cached')
+t.test(
+  '9. PostgreSQL down, then frozen: 503 with Retry-After within the bound, for key checks too; recovery without a restart',
+  { skip: postgresMissing },
+  async (t) => {
+    const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+    const timeoutMs = 1_000
+    const { lines, logger } = logCapture()
+    const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: timeoutMs, LOG_LEVEL: 'error', logger })
+    const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
+    t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'the key is known, and cached')
 
-  /** every kind of request is a 503 unavailable, each within `boundMs` */
-  const allUnavailable = async (when: string, boundMs: number) => {
-    for (const request of [
-      { url: '/v1/pets', key },
-      { method: 'POST' as const, url: '/v1/pets', payload: rex, key },
-      { url: '/v1/pets', key: 'pet_00000000_a-key-never-issued-000000000' },
-    ]) {
-      const started = Date.now()
-      const response = await call(t, app, request)
-      const ms = Date.now() - started
-      t.equal(response.status, 503, `${when}: ${request.method ?? 'GET'} ${request.url} (${request.key === key ? 'stored key' : 'unknown key'})`)
-      t.equal(response.json.code, 'unavailable')
-      t.equal(response.headers['retry-after'], '5')
-      t.ok(ms <= boundMs, `answered in ${ms} ms (bound ${boundMs} ms)`)
-    }
-  }
-  const recovers = (when: string) => recoversBy(t, app, key, when)
-
-  await proxy.down()
-  await allUnavailable('down', 1_000)
-  await sleep(1_500) // long enough for a try to listen for key revocations again to fail
-  await allUnavailable('still down', 1_000)
-  await proxy.up()
-  await recovers('back up')
-
-  proxy.freeze(true)
-  // a query waits at most DATABASE_TIMEOUT_MS on the server and a second more on the client
-  await allUnavailable('frozen', timeoutMs * 2 + 1_500)
-  proxy.freeze(false)
-  await recovers('thawed')
-  t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'nothing was lost')
-  t.ok(
-    lines.some((line) => line.msg === 'the database is unavailable'),
-    'each is logged with its cause',
-  )
-})
-
-t.test('9. PostgreSQL refuses us (login taken away, a privilege revoked, the database dropped): 503 with Retry-After, each cause logged once, recovery without a restart', { skip: postgresMissing }, async (t) => {
-  const role = await freshRole(t)
-  const { lines, logger } = logCapture()
-  const app = await build(t, { DATABASE_URL: role.url, API_KEYS: [], LOG_LEVEL: 'error', logger })
-  const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
-  t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
-  const endSessions = () => role.asAdmin(`select pg_terminate_backend(pid) from pg_stat_activity where usename = '${role.name}'`)
-
-  /** `rounds` of reads and creates (stored key, cached, and a key never issued) are each a 503 */
-  const allUnavailable = async (when: string, rounds = 10) => {
-    const statuses: number[] = []
-    for (let i = 0; i < rounds; i++) {
+    /** every kind of request is a 503 unavailable, each within `boundMs` */
+    const allUnavailable = async (when: string, boundMs: number) => {
       for (const request of [
         { url: '/v1/pets', key },
         { method: 'POST' as const, url: '/v1/pets', payload: rex, key },
         { url: '/v1/pets', key: 'pet_00000000_a-key-never-issued-000000000' },
       ]) {
+        const started = Date.now()
         const response = await call(t, app, request)
-        statuses.push(response.status)
-        if (response.status === 503 && response.headers['retry-after'] !== '5') t.fail(`${when}: a 503 without Retry-After: 5`)
+        const ms = Date.now() - started
+        t.equal(response.status, 503, `${when}: ${request.method ?? 'GET'} ${request.url} (${request.key === key ? 'stored key' : 'unknown key'})`)
+        t.equal(response.json.code, 'unavailable')
+        t.equal(response.headers['retry-after'], '5')
+        t.ok(ms <= boundMs, `answered in ${ms} ms (bound ${boundMs} ms)`)
       }
     }
-    t.strictSame(new Set(statuses), new Set([503]), `${when}: every request is a 503 (${statuses.length} requests)`)
-  }
-  const recovers = (when: string) => recoversBy(t, app, key, when)
-  /** the causes logged since `from`, by SQLSTATE: each once, however many requests it failed */
-  const loggedCauses = (from: number) => {
-    const logged = lines.slice(from).filter((line) => line.msg === 'the database is unavailable')
-    const codes = logged.map((line) => (line.err as { code?: string }).code)
-    t.equal(new Set(codes).size, codes.length, `each cause is logged once: ${codes.join(', ')}`)
-    t.notOk(lines.slice(from).some((line) => line.msg === 'request failed'), 'no request failed as a bug')
-    return codes
-  }
+    const recovers = (when: string) => recoversBy(t, app, key, when)
 
-  let from = lines.length
-  await role.asAdmin(`alter role ${role.name} nologin`)
-  await endSessions()
-  await allUnavailable('the role may not log in')
-  t.ok(loggedCauses(from).includes('28000'), 'the log says the role may not log in (28000)')
-  await role.asAdmin(`alter role ${role.name} login`)
-  await recovers('allowed to log in again')
+    await proxy.down()
+    await allUnavailable('down', 1_000)
+    await sleep(1_500) // long enough for a try to listen for key revocations again to fail
+    await allUnavailable('still down', 1_000)
+    await proxy.up()
+    await recovers('back up')
 
-  from = lines.length
-  await role.asAdmin(`revoke all on pets, api_keys from ${role.name}`, { inDatabase: true })
-  await allUnavailable('the privileges on its tables revoked')
-  t.ok(loggedCauses(from).includes('42501'), 'the log says which privilege is missing (42501)')
-  await role.asAdmin(`grant all on pets, api_keys to ${role.name}`, { inDatabase: true })
-  await recovers('granted again')
+    proxy.freeze(true)
+    // a query waits at most DATABASE_TIMEOUT_MS on the server and a second more on the client
+    await allUnavailable('frozen', timeoutMs * 2 + 1_500)
+    proxy.freeze(false)
+    await recovers('thawed')
+    t.equal((await call(t, app, { url: '/v1/pets/1', key })).status, 200, 'nothing was lost')
+    t.ok(
+      lines.some((line) => line.msg === 'the database is unavailable'),
+      'each is logged with its cause',
+    )
+  },
+)
 
-  from = lines.length
-  await role.asAdmin(`drop database ${role.name} with (force)`)
-  await allUnavailable('its database dropped', 3)
-  t.ok(loggedCauses(from).includes('3D000'), 'the log says the database does not exist (3D000)')
-})
+t.test(
+  '9. PostgreSQL refuses us (login taken away, a privilege revoked, the database dropped): 503 with Retry-After, each cause logged once, recovery without a restart',
+  { skip: postgresMissing },
+  async (t) => {
+    const role = await freshRole(t)
+    const { lines, logger } = logCapture()
+    const app = await build(t, { DATABASE_URL: role.url, API_KEYS: [], LOG_LEVEL: 'error', logger })
+    const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
+    t.equal((await call(t, app, { method: 'POST', url: '/v1/pets', payload: rex, key })).status, 201)
+    const endSessions = () => role.asAdmin(`select pg_terminate_backend(pid) from pg_stat_activity where usename = '${role.name}'`)
 
-t.test('9. the connection that listens for key revocations, lost as it starts to listen: keys are checked in the database meanwhile, and one listener comes back', { skip: postgresMissing }, async (t) => {
-  const target = await freshPostgres(t)
-  const proxy = await databaseProxy(t, new URL(target))
-  proxy.cutOnListen(true)
-  const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], LOG_LEVEL: 'silent' })
-  const { key, record } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
-  const listeners = async () => {
-    const { rows } = await query(target, "select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'")
-    return rows[0].n as number
-  }
-  await sleep(1_500) // a second try to listen, lost too
-  t.equal(await listeners(), 0, 'no one listens')
-  t.equal((await call(t, app, { url: '/v1/pets', key })).status, 200)
-  await query(target, `update api_keys set revoked_at = 1 where id = ${record.id}`)
-  t.equal((await call(t, app, { url: '/v1/pets', key })).status, 401, 'a revocation holds at once: without a listener, no cache is trusted')
-  proxy.cutOnListen(false)
-  let n = 0
-  for (let tries = 0; tries < 50 && n === 0; tries++) {
-    await sleep(100)
-    n = await listeners()
-  }
-  await sleep(1_500) // had a lost connection been retried twice, a second listener would be here now
-  t.equal(await listeners(), 1, 'one listener again, not two')
-})
+    /** `rounds` of reads and creates (stored key, cached, and a key never issued) are each a 503 */
+    const allUnavailable = async (when: string, rounds = 10) => {
+      const statuses: number[] = []
+      for (let i = 0; i < rounds; i++) {
+        for (const request of [
+          { url: '/v1/pets', key },
+          { method: 'POST' as const, url: '/v1/pets', payload: rex, key },
+          { url: '/v1/pets', key: 'pet_00000000_a-key-never-issued-000000000' },
+        ]) {
+          const response = await call(t, app, request)
+          statuses.push(response.status)
+          if (response.status === 503 && response.headers['retry-after'] !== '5') t.fail(`${when}: a 503 without Retry-After: 5`)
+        }
+      }
+      t.strictSame(new Set(statuses), new Set([503]), `${when}: every request is a 503 (${statuses.length} requests)`)
+    }
+    const recovers = (when: string) => recoversBy(t, app, key, when)
+    /** the causes logged since `from`, by SQLSTATE: each once, however many requests it failed */
+    const loggedCauses = (from: number) => {
+      const logged = lines.slice(from).filter((line) => line.msg === 'the database is unavailable')
+      const codes = logged.map((line) => (line.err as { code?: string }).code)
+      t.equal(new Set(codes).size, codes.length, `each cause is logged once: ${codes.join(', ')}`)
+      t.notOk(
+        lines.slice(from).some((line) => line.msg === 'request failed'),
+        'no request failed as a bug',
+      )
+      return codes
+    }
+
+    let from = lines.length
+    await role.asAdmin(`alter role ${role.name} nologin`)
+    await endSessions()
+    await allUnavailable('the role may not log in')
+    t.ok(loggedCauses(from).includes('28000'), 'the log says the role may not log in (28000)')
+    await role.asAdmin(`alter role ${role.name} login`)
+    await recovers('allowed to log in again')
+
+    from = lines.length
+    await role.asAdmin(`revoke all on pets, api_keys from ${role.name}`, { inDatabase: true })
+    await allUnavailable('the privileges on its tables revoked')
+    t.ok(loggedCauses(from).includes('42501'), 'the log says which privilege is missing (42501)')
+    await role.asAdmin(`grant all on pets, api_keys to ${role.name}`, { inDatabase: true })
+    await recovers('granted again')
+
+    from = lines.length
+    await role.asAdmin(`drop database ${role.name} with (force)`)
+    await allUnavailable('its database dropped', 3)
+    t.ok(loggedCauses(from).includes('3D000'), 'the log says the database does not exist (3D000)')
+  },
+)
+
+t.test(
+  '9. the connection that listens for key revocations, lost as it starts to listen: keys are checked in the database meanwhile, and one listener comes back',
+  { skip: postgresMissing },
+  async (t) => {
+    const target = await freshPostgres(t)
+    const proxy = await databaseProxy(t, new URL(target))
+    proxy.cutOnListen(true)
+    const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], LOG_LEVEL: 'silent' })
+    const { key, record } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
+    const listeners = async () => {
+      const { rows } = await query(target, "select count(*)::int as n from pg_stat_activity where datname = current_database() and query ilike 'listen %'")
+      return rows[0].n as number
+    }
+    await sleep(1_500) // a second try to listen, lost too
+    t.equal(await listeners(), 0, 'no one listens')
+    t.equal((await call(t, app, { url: '/v1/pets', key })).status, 200)
+    await query(target, `update api_keys set revoked_at = 1 where id = ${record.id}`)
+    t.equal((await call(t, app, { url: '/v1/pets', key })).status, 401, 'a revocation holds at once: without a listener, no cache is trusted')
+    proxy.cutOnListen(false)
+    let n = 0
+    for (let tries = 0; tries < 50 && n === 0; tries++) {
+      await sleep(100)
+      n = await listeners()
+    }
+    await sleep(1_500) // had a lost connection been retried twice, a second listener would be here now
+    t.equal(await listeners(), 1, 'one listener again, not two')
+  },
+)
 
 t.test('6. no secret in the access log, wherever the client puts it', async (t) => {
   const { lines, logger } = logCapture()
@@ -260,7 +275,8 @@ t.test('6. no secret in the access log, wherever the client puts it', async (t) 
   const access = lines.filter((line) => line.msg === 'request completed')
   t.equal(access.length, urls.length + 1, 'one access line per request')
   const text = JSON.stringify(lines)
-  for (const secret of [testKey, issued, 'abc123secret', issued.slice(13), whsec.slice(6, 30)]) t.notOk(text.includes(secret), `the log does not hold ${secret.slice(0, 6)}…`)
+  for (const secret of [testKey, issued, 'abc123secret', issued.slice(13), whsec.slice(6, 30)])
+    t.notOk(text.includes(secret), `the log does not hold ${secret.slice(0, 6)}…`)
   t.match(access[0], { res: { url: '/v1/pets?limit=1&api_key=[redacted]' } }, 'the rest of the URL stays, for the reader')
   t.match(access[4], { res: { url: `/v1/pets?q=${issued.slice(0, 13)}[redacted]` } }, 'an issued key keeps its prefix, to be recognised')
   t.match(access[9], { res: { url: '/v1/pets?q=whsec_[redacted]' } }, 'a webhook secret is known by its prefix alone')

@@ -66,8 +66,14 @@ t.test('a first start without API_KEYS creates one key and shows it once, with a
   t.equal(response.status, 200, 'the key works')
   const { roles } = loadContracts().at(-1)!
   t.strictSame(storedRoles(file), [...roles.firstKey], "it holds the first key's roles (x-roles): the default ones, and those marked firstKey")
-  t.ok(roles.firstKey.includes('categories:write') && !roles.defaults.includes('categories:write'), 'categories:write among them, which no other key holds by default')
-  t.notOk(roles.firstKey.some((role) => roles.staff.includes(role)), 'and no staff role')
+  t.ok(
+    roles.firstKey.includes('categories:write') && !roles.defaults.includes('categories:write'),
+    'categories:write among them, which no other key holds by default',
+  )
+  t.notOk(
+    roles.firstKey.some((role) => roles.staff.includes(role)),
+    'and no staff role',
+  )
 
   const second = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: '' })
   t.notMatch(second.stdout(), /pet_|curl/, 'a second start on the same store shows no key')
@@ -77,9 +83,18 @@ t.test('a first start without API_KEYS creates one key and shows it once, with a
   t.equal(first.match(anyKey)?.length, 2, 'the first start showed the key once, in all it printed')
   t.equal(first.match(/curl/g)?.length, 1)
   const logs = jsonLines(first)
-  t.ok(logs.some((line) => /"prefix":"pet_[0-9a-f]{8}".*"msg":"issued the first API key, shown once on stdout"/.test(line)), 'the log says a key was issued')
-  t.ok(logs.some((line) => line.includes('"msg":"request completed"')), 'the log has the requests')
-  t.notOk([...logs, ...jsonLines(later)].some((line) => line.includes(key)), 'no log line holds the key')
+  t.ok(
+    logs.some((line) => /"prefix":"pet_[0-9a-f]{8}".*"msg":"issued the first API key, shown once on stdout"/.test(line)),
+    'the log says a key was issued',
+  )
+  t.ok(
+    logs.some((line) => line.includes('"msg":"request completed"')),
+    'the log has the requests',
+  )
+  t.notOk(
+    [...logs, ...jsonLines(later)].some((line) => line.includes(key)),
+    'no log line holds the key',
+  )
 })
 
 t.test('a start with API_KEYS set creates and shows no key, even on an empty store', async (t) => {

@@ -42,9 +42,7 @@ t.test('when a batch fails, every write in it fails, and the next batch is not a
 t.test('on SQLite, concurrent creates share commits and keep their order', async (t) => {
   const storage = await openStorage(`sqlite:${join(mkdtempSync(join(tmpdir(), 'petstore-group-')), 'pets.db')}`, { poolSize: 1 })
   t.teardown(() => storage.close())
-  const created = await Promise.all(
-    Array.from({ length: 100 }, (_, i) => storage.pets.create({ name: `Pet ${i}`, categoryId: i + 1, status: 'available' })),
-  )
+  const created = await Promise.all(Array.from({ length: 100 }, (_, i) => storage.pets.create({ name: `Pet ${i}`, categoryId: i + 1, status: 'available' })))
   t.strictSame(
     created.map(({ id, categoryId }) => [id, categoryId]),
     Array.from({ length: 100 }, (_, i) => [i + 1, i + 1]),
@@ -82,14 +80,21 @@ t.test('transactions(): on SQLite, works that arrive together share one transact
     ),
   )
   t.equal(begun, 1, 'one transaction for the twenty')
-  t.strictSame(ids, Array.from({ length: 20 }, (_, i) => ids[0]! + i), 'each in its order, with its own result')
+  t.strictSame(
+    ids,
+    Array.from({ length: 20 }, (_, i) => ids[0]! + i),
+    'each in its order, with its own result',
+  )
 
   // a failing work fails its whole transaction: nothing of it is stored
   const failed = await Promise.allSettled([
     write(async (tx) => tx.run("insert into pets (name, category_id, status) values ('Lost', 1, 'available')")),
     write(async (tx) => tx.run('insert into no_such_table values (1)')),
   ])
-  t.strictSame(failed.map((result) => result.status), ['rejected', 'rejected'])
+  t.strictSame(
+    failed.map((result) => result.status),
+    ['rejected', 'rejected'],
+  )
   t.equal(reader.prepare("select count(*) from pets where name = 'Lost'").pluck().get(), 0)
 })
 

@@ -83,60 +83,68 @@ t.test('draining (SIGTERM): /readyz is 503 with the Error body and Retry-After a
   await drained
 })
 
-t.test('on PostgreSQL: 200; down: 503 at once, logged once with the cause; frozen: 503 within the bound; back: 200, logged once', { skip: postgresMissing }, async (t) => {
-  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
-  const { lines, logger } = logCapture()
-  // (a statement's timeout far from the probe's 1 s bound, so that a machine slowed by other work
-  // cannot blur the two: CI's machine has taken 2.5 times an idle one's time for the whole suite)
-  const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: 5_000, LOG_LEVEL: 'info', logger })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as AddressInfo
-  const readiness = () => lines.filter((line) => /^(not )?ready/.test(String(line.msg)))
+t.test(
+  'on PostgreSQL: 200; down: 503 at once, logged once with the cause; frozen: 503 within the bound; back: 200, logged once',
+  { skip: postgresMissing },
+  async (t) => {
+    const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+    const { lines, logger } = logCapture()
+    // (a statement's timeout far from the probe's 1 s bound, so that a machine slowed by other work
+    // cannot blur the two: CI's machine has taken 2.5 times an idle one's time for the whole suite)
+    const app = await build(t, { DATABASE_URL: proxy.url, API_KEYS: [], DATABASE_TIMEOUT_MS: 5_000, LOG_LEVEL: 'info', logger })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const { port } = app.server.address() as AddressInfo
+    const readiness = () => lines.filter((line) => /^(not )?ready/.test(String(line.msg)))
 
-  t.equal((await get(port, '/readyz')).status, 200)
+    t.equal((await get(port, '/readyz')).status, 200)
 
-  await proxy.down()
-  for (let i = 0; i < 3; i++) {
+    await proxy.down()
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now()
+      const { status, json, headers } = await get(port, '/readyz')
+      t.equal(status, 503, `down, probe ${i + 1}`)
+      t.strictSame(json, { code: 'unavailable', message: 'Not ready: the database does not answer', status: 503 })
+      t.equal(headers['retry-after'], '5')
+      t.ok(Date.now() - started < 2_500, 'a refused connection is a 503 at once, not after the 5 s timeout')
+    }
+    t.equal((await get(port, '/livez')).status, 200, 'alive: the process answers')
+    t.equal(readiness().length, 1, 'three failed probes, one log line')
+    t.match(
+      readiness()[0],
+      { level: 40, msg: 'not ready: the database does not answer', err: { message: /ECONNREFUSED|Connection terminated/ } },
+      'a warning with the cause',
+    )
+
+    await proxy.up()
+    let status = 0
+    for (let tries = 0; tries < 50 && status !== 200; tries++) {
+      status = (await get(port, '/readyz')).status
+      if (status !== 200) await sleep(100)
+    }
+    t.equal(status, 200, 'ready again by itself')
+    t.match(readiness()[1], { level: 30, msg: 'ready: the database answers again' })
+
+    proxy.freeze(true)
+    // concurrent probes share one statement; each is answered within the 1 s bound, not the 5 s timeout
     const started = Date.now()
-    const { status, json, headers } = await get(port, '/readyz')
-    t.equal(status, 503, `down, probe ${i + 1}`)
-    t.strictSame(json, { code: 'unavailable', message: 'Not ready: the database does not answer', status: 503 })
-    t.equal(headers['retry-after'], '5')
-    t.ok(Date.now() - started < 2_500, 'a refused connection is a 503 at once, not after the 5 s timeout')
-  }
-  t.equal((await get(port, '/livez')).status, 200, 'alive: the process answers')
-  t.equal(readiness().length, 1, 'three failed probes, one log line')
-  t.match(readiness()[0], { level: 40, msg: 'not ready: the database does not answer', err: { message: /ECONNREFUSED|Connection terminated/ } }, 'a warning with the cause')
-
-  await proxy.up()
-  let status = 0
-  for (let tries = 0; tries < 50 && status !== 200; tries++) {
-    status = (await get(port, '/readyz')).status
-    if (status !== 200) await sleep(100)
-  }
-  t.equal(status, 200, 'ready again by itself')
-  t.match(readiness()[1], { level: 30, msg: 'ready: the database answers again' })
-
-  proxy.freeze(true)
-  // concurrent probes share one statement; each is answered within the 1 s bound, not the 5 s timeout
-  const started = Date.now()
-  const frozen = await Promise.all([get(port, '/readyz'), get(port, '/readyz'), get(port, '/readyz')])
-  const ms = Date.now() - started
-  t.strictSame(
-    frozen.map((probe) => probe.status),
-    [503, 503, 503],
-  )
-  t.ok(ms >= 900 && ms < 3_500, `frozen: answered after the 1 s bound (${ms} ms)`)
-  t.match(readiness()[2], { level: 40, err: { message: 'no answer within 1000 ms' } })
-  proxy.freeze(false)
-  status = 0
-  for (let tries = 0; tries < 80 && status !== 200; tries++) {
-    status = (await get(port, '/readyz')).status
-    if (status !== 200) await sleep(100)
-  }
-  t.equal(status, 200, 'thawed: ready again')
-  t.equal(readiness().length, 4, 'one line per change, none per probe')
-})
+    const frozen = await Promise.all([get(port, '/readyz'), get(port, '/readyz'), get(port, '/readyz')])
+    const ms = Date.now() - started
+    t.strictSame(
+      frozen.map((probe) => probe.status),
+      [503, 503, 503],
+    )
+    t.ok(ms >= 900 && ms < 3_500, `frozen: answered after the 1 s bound (${ms} ms)`)
+    t.match(readiness()[2], { level: 40, err: { message: 'no answer within 1000 ms' } })
+    proxy.freeze(false)
+    status = 0
+    for (let tries = 0; tries < 80 && status !== 200; tries++) {
+      status = (await get(port, '/readyz')).status
+      if (status !== 200) await sleep(100)
+    }
+    t.equal(status, 200, 'thawed: ready again')
+    t.equal(readiness().length, 4, 'one line per change, none per probe')
+  },
+)
 
 t.test('the readiness bound is DATABASE_TIMEOUT_MS when that is shorter than 1 s', { skip: postgresMissing }, async (t) => {
   const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))

@@ -154,7 +154,7 @@ t.test('1. a request refused before its body is read (401, 415) closes the conne
   t.match(JSON.parse(encoded.body).message, /Unsupported Content-Encoding "gzip"/)
 })
 
-t.test('1. a request without a body keeps its connection; a body the server never reads (a GET\'s) closes it after the answer', async (t) => {
+t.test("1. a request without a body keeps its connection; a body the server never reads (a GET's) closes it after the answer", async (t) => {
   const { port } = await serve(t)
   const get = `GET ${api}/pets?limit=1 HTTP/1.1\r\nHost: x\r\n${auth}\r\n`
   // two requests on one connection, the second asking to close: both answered, in order
@@ -271,7 +271,7 @@ t.test('7. what Node would answer alone gets the Error body: no Host, several Ho
   t.equal(proxy.headers['cache-control'], 'no-store')
 })
 
-t.test('10. HEAD wherever GET works; nosniff, and no-store on API answers but a read\'s 200; one Authorization only; __proto__ named', async (t) => {
+t.test("10. HEAD wherever GET works; nosniff, and no-store on API answers but a read's 200; one Authorization only; __proto__ named", async (t) => {
   const { app, port } = await serve(t)
   await call(t, app, { method: 'POST', url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } })
   await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: 1 } })
@@ -327,7 +327,12 @@ t.test('3. a body that is not UTF-8, or holds a string that is not Unicode, is a
     t.equal(response.status, 400, message)
     t.equal(response.json.message, message)
   }
-  const pair = await call(t, app, { method: 'POST', url: `${api}/pets`, payload: '{"name":"\\ud83d\\udc36","categoryId":1}', headers: { 'content-type': 'application/json' } })
+  const pair = await call(t, app, {
+    method: 'POST',
+    url: `${api}/pets`,
+    payload: '{"name":"\\ud83d\\udc36","categoryId":1}',
+    headers: { 'content-type': 'application/json' },
+  })
   t.equal(pair.status, 201, 'an escaped surrogate pair is a real character')
   t.equal(pair.json.name, '🐶')
   t.equal((await call(t, app, { url: `${api}/pets` })).json.length, 1, 'only that one was stored')
@@ -346,14 +351,18 @@ t.test('1. a chunked body past the limit is a 413 as it arrives; a client that n
 
   // announces 1 GiB without a key, and sends as fast as it can
   let sent = 0
-  const endless = await exchange(port, async (socket) => {
-    socket.write(postHead(1024 ** 3, ''))
-    const block = Buffer.alloc(1024 * 1024, ' ')
-    while (!socket.destroyed && sent < 256 * block.length) {
-      sent += block.length
-      if (!socket.write(block)) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve))
-    }
-  }, { stubborn: true })
+  const endless = await exchange(
+    port,
+    async (socket) => {
+      socket.write(postHead(1024 ** 3, ''))
+      const block = Buffer.alloc(1024 * 1024, ' ')
+      while (!socket.destroyed && sent < 256 * block.length) {
+        sent += block.length
+        if (!socket.write(block)) await new Promise((resolve) => socket.once('drain', resolve).once('close', resolve))
+      }
+    },
+    { stubborn: true },
+  )
   t.equal(endless.status, 401, 'the answer was read first, then the connection was cut')
 })
 

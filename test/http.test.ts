@@ -70,7 +70,10 @@ t.test('HTTP details: chunked bodies are read, a short body is a 400, keep-alive
   const chunked = await raw(`${head}Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`)
   t.match(chunked, /^HTTP\/1\.1 201 Created/)
   const short = await raw(`${head}Content-Length: ${body.length + 5}\r\n\r\n${body}`)
-  t.match(short, /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*\r\n\r\n\{"code":"invalid_request","message":"The HTTP request could not be read \(HPE_INVALID_EOF_STATE\)","status":400\}$/)
+  t.match(
+    short,
+    /^HTTP\/1\.1 400 Bad Request\r\n[\s\S]*\r\n\r\n\{"code":"invalid_request","message":"The HTTP request could not be read \(HPE_INVALID_EOF_STATE\)","status":400\}$/,
+  )
   const huge = await raw(`GET ${api}/pets HTTP/1.1\r\nHost: x\r\nX-Padding: ${'x'.repeat(17 * 1024)}\r\n\r\n`)
   t.match(huge, /"message":"The request headers are larger than 16 KiB","status":400\}$/)
   const reset = connect(Number(port), '127.0.0.1')

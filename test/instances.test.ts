@@ -74,7 +74,8 @@ t.test('two instances on one PostgreSQL database share one catalogue', { skip: p
     startServer(t, { DATABASE_URL: named('petstore-b'), API_KEYS: curatingTestKey }),
   ])
   // the categories of the pets below, each added through one instance
-  for (const [i, name] of ['Bird', 'Rodent', 'Fish', 'Cat'].entries()) t.equal((await request(t, i % 2 ? b : a, 'POST', `${api}/categories`, { name })).json.id, i + 1)
+  for (const [i, name] of ['Bird', 'Rodent', 'Fish', 'Cat'].entries())
+    t.equal((await request(t, i % 2 ? b : a, 'POST', `${api}/categories`, { name })).json.id, i + 1)
   const one = async (server: ServerProcess, id: number) => (await request(t, server, 'GET', `${api}/pets?id=${id}`)).json[0]
 
   t.test('a pet created through one is read through the other', async (t) => {

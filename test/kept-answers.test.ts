@@ -48,33 +48,44 @@ async function counted(t: Test, url: string) {
 const read = (t: Test, app: FastifyInstance, url: string, key = testKey) => call(t, app, { url, key })
 
 function keptOn(name: string) {
-  t.test(`${name}: one object read again while the store is as it was is answered as before, its row not read again; another key's is its own; a page and a refusal are read anew`, async (t) => {
-    const { app, reads } = await counted(t, await storeUrl(t, name))
-    const categoryId = await aCategory(app)
-    const petId = (await call(t, app, { method: 'POST', url: v2!.urlOf('createPet'), payload: { name: 'Rex', categoryId } })).json.id
-    const rowsRead = () => reads.pets + reads.categories
-    for (const [major, url] of [[1, v1!.urlOf('getPet', { petId })], [2, v2!.urlOf('getCategory', { categoryId })]] as const) {
-      const before = rowsRead()
-      const first = await read(t, app, url)
-      t.equal(first.status, 200, url)
-      t.equal(first.headers.etag, entityTag(major, first.body), `${url}: tagged by its bytes as that version sends them`)
-      const again = await read(t, app, url)
-      t.equal(again.body, first.body, `${url}: the same answer`)
-      t.equal(again.headers['content-type'], first.headers['content-type'], `${url}: of the same type`)
-      t.equal(again.headers.etag, first.headers.etag, `${url}: with the same tag`)
-      t.equal(again.headers.link, first.headers.link, `${url}: and the same links`)
-      t.equal(rowsRead(), before + 1, `${url}: its row read once`)
-      const other = await read(t, app, url, otherKey)
-      t.equal(other.body, first.body, `${url}: another key is shown the same`)
-      t.equal(rowsRead(), before + 2, `${url}: from a read of its own (its view is not the first key's)`)
-    }
-    for (const url of [v1!.urlOf('listPets'), `${v2!.urlOf('listPets')}?id=${petId}`, v2!.urlOf('listCategories'), v2!.urlOf('getCategory', { categoryId: 999 })]) {
-      const before = rowsRead()
-      const first = await read(t, app, url)
-      t.equal((await read(t, app, url)).body, first.body, `${url}: the same answer`)
-      t.equal(rowsRead(), before + 2, `${url}: read anew (a page is revalidated by its tag; a refusal is not kept)`)
-    }
-  })
+  t.test(
+    `${name}: one object read again while the store is as it was is answered as before, its row not read again; another key's is its own; a page and a refusal are read anew`,
+    async (t) => {
+      const { app, reads } = await counted(t, await storeUrl(t, name))
+      const categoryId = await aCategory(app)
+      const petId = (await call(t, app, { method: 'POST', url: v2!.urlOf('createPet'), payload: { name: 'Rex', categoryId } })).json.id
+      const rowsRead = () => reads.pets + reads.categories
+      for (const [major, url] of [
+        [1, v1!.urlOf('getPet', { petId })],
+        [2, v2!.urlOf('getCategory', { categoryId })],
+      ] as const) {
+        const before = rowsRead()
+        const first = await read(t, app, url)
+        t.equal(first.status, 200, url)
+        t.equal(first.headers.etag, entityTag(major, first.body), `${url}: tagged by its bytes as that version sends them`)
+        const again = await read(t, app, url)
+        t.equal(again.body, first.body, `${url}: the same answer`)
+        t.equal(again.headers['content-type'], first.headers['content-type'], `${url}: of the same type`)
+        t.equal(again.headers.etag, first.headers.etag, `${url}: with the same tag`)
+        t.equal(again.headers.link, first.headers.link, `${url}: and the same links`)
+        t.equal(rowsRead(), before + 1, `${url}: its row read once`)
+        const other = await read(t, app, url, otherKey)
+        t.equal(other.body, first.body, `${url}: another key is shown the same`)
+        t.equal(rowsRead(), before + 2, `${url}: from a read of its own (its view is not the first key's)`)
+      }
+      for (const url of [
+        v1!.urlOf('listPets'),
+        `${v2!.urlOf('listPets')}?id=${petId}`,
+        v2!.urlOf('listCategories'),
+        v2!.urlOf('getCategory', { categoryId: 999 }),
+      ]) {
+        const before = rowsRead()
+        const first = await read(t, app, url)
+        t.equal((await read(t, app, url)).body, first.body, `${url}: the same answer`)
+        t.equal(rowsRead(), before + 2, `${url}: read anew (a page is revalidated by its tag; a refusal is not kept)`)
+      }
+    },
+  )
 
   t.test(`${name}: a change by anyone is seen by the next read: through the API, and by another connection`, async (t) => {
     const url = await storeUrl(t, name)
@@ -94,19 +105,22 @@ function keptOn(name: string) {
     t.equal((await read(t, app, getCategory)).json.name, 'Parrot', 'a category renamed by another connection: the next read shows it')
   })
 
-  t.test(`${name}: a change committed between the revision's read and the row's makes the answer newer than its revision: the next read, at the next revision, reads the row again`, async (t) => {
-    const url = await storeUrl(t, name)
-    const { app, reads } = await counted(t, url)
-    const categoryId = await aCategory(app)
-    const petId = (await call(t, app, { method: 'POST', url: v2!.urlOf('createPet'), payload: { name: 'Rex', categoryId } })).json.id
-    const { sql } = await connect(url, { poolSize: 1 }).then((database) => (t.teardown(() => database.close()), database))
-    writeAfterNextRevision(t, app.storage, () => sql.run("update pets set name = 'Between' where id = $1", [petId]))
-    const getPet = v1!.urlOf('getPet', { petId })
-    t.equal((await read(t, app, getPet)).json.name, 'Between', 'the answer shows the change made between the reads')
-    const before = reads.pets
-    t.equal((await read(t, app, getPet)).json.name, 'Between', 'as does the next')
-    t.equal(reads.pets, before + 1, 'which read the row again: the revision had moved')
-  })
+  t.test(
+    `${name}: a change committed between the revision's read and the row's makes the answer newer than its revision: the next read, at the next revision, reads the row again`,
+    async (t) => {
+      const url = await storeUrl(t, name)
+      const { app, reads } = await counted(t, url)
+      const categoryId = await aCategory(app)
+      const petId = (await call(t, app, { method: 'POST', url: v2!.urlOf('createPet'), payload: { name: 'Rex', categoryId } })).json.id
+      const { sql } = await connect(url, { poolSize: 1 }).then((database) => (t.teardown(() => database.close()), database))
+      writeAfterNextRevision(t, app.storage, () => sql.run("update pets set name = 'Between' where id = $1", [petId]))
+      const getPet = v1!.urlOf('getPet', { petId })
+      t.equal((await read(t, app, getPet)).json.name, 'Between', 'the answer shows the change made between the reads')
+      const before = reads.pets
+      t.equal((await read(t, app, getPet)).json.name, 'Between', 'as does the next')
+      t.equal(reads.pets, before + 1, 'which read the row again: the revision had moved')
+    },
+  )
 }
 
 for (const name of ['SQLite', 'PostgreSQL']) {

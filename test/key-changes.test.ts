@@ -8,7 +8,7 @@ import { sqliteKeyChanges } from '../src/storage/key-changes.js'
 import { postgresKeyChanges } from '../src/storage/postgres-key-changes.js'
 import { sleep } from './helpers/concurrency.js'
 
-t.test("SQLite: data_version is asked at most once a window, and a change waits out the window before it is done", async (t) => {
+t.test('SQLite: data_version is asked at most once a window, and a change waits out the window before it is done', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-key-changes-')), 'keys.db')
   const [ours, theirs] = [new SQLite(file), new SQLite(file)]
   t.teardown(() => {

@@ -226,7 +226,10 @@ t.test('keys CLI on SQLite: a created key works at once, revoke refuses it at th
   t.equal(revoked.stdout, `Revoked key ${ci.id}: every instance refuses it from the next request on.\n`)
   t.equal(await petsStatus(server, ci.key), 401, 'the very next request with it is refused')
   t.equal(await petsStatus(server, bot.key), 200, 'the other key still works')
-  const [missing, gone] = await Promise.all([keysCli(t, url, 'set-roles', '99', '--role', 'pets:read'), keysCli(t, url, 'set-roles', String(ci.id), '--role', 'pets:read')])
+  const [missing, gone] = await Promise.all([
+    keysCli(t, url, 'set-roles', '99', '--role', 'pets:read'),
+    keysCli(t, url, 'set-roles', String(ci.id), '--role', 'pets:read'),
+  ])
   t.equal(missing.code, 1)
   t.equal(missing.stderr, 'petstore keys: no key has id 99\n')
   t.equal(gone.code, 1)
@@ -324,7 +327,10 @@ t.test('keys CLI: --help prints the usage; an empty store says so; a bad setting
     run(t, 'scripts/keys.ts', ['list'], { DATABASE_URL: `sqlite:${dir}/x.db`, DATABASE_POOL_SIZE: '0' }),
   ])
   t.equal(help.code, 0)
-  t.match(help.stdout, /^Usage: npm run -s keys -- <command>\n[^]*revoke ID[^]*set-roles ID --role ROLE[^]*roles {2,}the roles a key may hold[^]*a revoked\nkey[^]*an unknown role/)
+  t.match(
+    help.stdout,
+    /^Usage: npm run -s keys -- <command>\n[^]*revoke ID[^]*set-roles ID --role ROLE[^]*roles {2,}the roles a key may hold[^]*a revoked\nkey[^]*an unknown role/,
+  )
   t.equal(empty.code, 0)
   t.equal(empty.stdout, 'No API keys yet. Create one: npm run -s keys -- create --name NAME\n')
   t.equal(badUrl.code, 1)

@@ -12,7 +12,19 @@ import t from 'tap'
 import { projectRoot } from '../src/core/paths.js'
 
 /** The layers, lowest first: each may import from those before it. */
-const layers = [['core'], ['contract', 'storage'], ['http', 'limits'], ['auth'], ['docs', 'ops'], ['events'], ['versions'], ['categories'], ['pets'], ['orders', 'webhooks'], ['.']]
+const layers = [
+  ['core'],
+  ['contract', 'storage'],
+  ['http', 'limits'],
+  ['auth'],
+  ['docs', 'ops'],
+  ['events'],
+  ['versions'],
+  ['categories'],
+  ['pets'],
+  ['orders', 'webhooks'],
+  ['.'],
+]
 
 const src = join(projectRoot, 'src')
 const layerOf = (folder: string) => layers.findIndex((layer) => layer.includes(folder))
@@ -50,7 +62,11 @@ t.test('a module imports from its own folder or from a layer below', async (t) =
 t.test('the contract model knows nothing of Fastify or of files but its loader and bundler', async (t) => {
   const found = modules()
     .filter(({ folder, file }) => folder === 'contract' && file !== 'contract/load.ts' && file !== 'contract/bundle.ts')
-    .flatMap(({ file, imports }) => imports.filter((target) => !target.startsWith('contract/') && !target.startsWith('core/errors') && target !== 'openapi-types').map((target) => `${file} -> ${target}`))
+    .flatMap(({ file, imports }) =>
+      imports
+        .filter((target) => !target.startsWith('contract/') && !target.startsWith('core/errors') && target !== 'openapi-types')
+        .map((target) => `${file} -> ${target}`),
+    )
   t.strictSame(found, [])
 })
 

@@ -14,19 +14,39 @@ const noticeDays = { beta: 30, stable: 180 }
 const documentOf = (paths: Record<string, unknown>) => ({ paths })
 
 t.test('the changelog: no change, a removal, a deprecation without sunset or successor, none in force', async (t) => {
-  const old = documentOf({ '/a': { parameters: [], get: { operationId: 'getA', deprecated: true, 'x-deprecated-at': '2026-01-01', 'x-sunset': '2026-12-01' } }, '/b': { get: { operationId: 'getB' } } })
-  t.equal(entry({ version: '1.0.1', date: '2026-11-25', previous: old, current: old, compatible: [], allowed: [] }), '## 1.0.1 (2026-11-25)\n\nNo change a client can see.\n')
+  const old = documentOf({
+    '/a': { parameters: [], get: { operationId: 'getA', deprecated: true, 'x-deprecated-at': '2026-01-01', 'x-sunset': '2026-12-01' } },
+    '/b': { get: { operationId: 'getB' } },
+  })
+  t.equal(
+    entry({ version: '1.0.1', date: '2026-11-25', previous: old, current: old, compatible: [], allowed: [] }),
+    '## 1.0.1 (2026-11-25)\n\nNo change a client can see.\n',
+  )
   const current = documentOf({ '/c': { post: { operationId: 'postC', deprecated: true, 'x-deprecated-at': '2026-11-25' } } })
   const text = entry({ version: '1.1.0', date: '2026-11-25', previous: old, current, compatible: [], allowed: [] })
   t.match(text, '- `getA` (GET /a)\n- `getB` (GET /b)\n', 'a removal before its sunset (a new major) says no sunset')
   const later = entry({ version: '1.1.0', date: '2026-12-01', previous: old, current, compatible: [], allowed: [] })
   t.match(later, '- `getA` (GET /a), its sunset 2026-12-01 passed\n- `getB` (GET /b)\n', 'from its sunset on, it says so')
-  t.match(entry({ version: '2.0.0', date: '2026-11-25', previous: { info: { version: '1.1.0' }, ...old }, current: old, compatible: [], allowed: [], breaking: ['  GET /b: gone'] }), /^### Breaking changes \(a new major version: 1\.1\.0 is served beside it\)\n\n- GET \/b: gone$/m)
+  t.match(
+    entry({
+      version: '2.0.0',
+      date: '2026-11-25',
+      previous: { info: { version: '1.1.0' }, ...old },
+      current: old,
+      compatible: [],
+      allowed: [],
+      breaking: ['  GET /b: gone'],
+    }),
+    /^### Breaking changes \(a new major version: 1\.1\.0 is served beside it\)\n\n- GET \/b: gone$/m,
+  )
   t.match(text, '- `postC` (POST /c): deprecated on 2026-11-25; no successor')
   t.match(inForce([documentOf({})]), 'None.')
   t.match(inForce([documentOf({ '/a': old.paths['/a'], '/c': current.paths['/c'] })]), /`getA`.*\n- `postC`/, 'one without a sunset comes last')
   t.match(withEntry('# old title, no entries\n', text, [current]), /## Deprecations and sunsets in force\n\n- `postC`.*\n\n## 1\.1\.0 \(2026-11-25\)/)
-  const second = { info: { version: '2.0.0' }, ...documentOf({ '/d': { get: { operationId: 'getD', deprecated: true, 'x-deprecated-at': '2027-01-01', 'x-sunset': '2028-01-01' } } }) }
+  const second = {
+    info: { version: '2.0.0' },
+    ...documentOf({ '/d': { get: { operationId: 'getD', deprecated: true, 'x-deprecated-at': '2027-01-01', 'x-sunset': '2028-01-01' } } }),
+  }
   t.match(inForce([{ info: { version: '1.1.0' }, ...current }, second]), /^- version 2: `getD` \(GET \/d\)/m, 'each served document, named by its version')
 })
 
@@ -63,7 +83,11 @@ t.test('compatible changes, one line per place and kind', async (t) => {
     'a parameter by its name, its $ref followed; an item of a list by its name, where it has one',
   )
   t.strictSame(
-    compatibleLines([change('#/paths/~1pets/get/parameters/1', 'removed'), change('#/paths/~1pets/get/parameters/0', 'removed')], { paths: { '/pets': { get: {} } } }, named),
+    compatibleLines(
+      [change('#/paths/~1pets/get/parameters/1', 'removed'), change('#/paths/~1pets/get/parameters/0', 'removed')],
+      { paths: { '/pets': { get: {} } } },
+      named,
+    ),
     ['GET /pets: removed parameter `id` (query), parameter 0'],
     'a parameter the newer document lacks: by its name in the older; one neither names: by its place',
   )
@@ -95,7 +119,12 @@ t.test('compatible changes, one line per place and kind', async (t) => {
     'a list of parameters by each name; a header once with its answers; examples and their order left out (a property named example kept)',
   )
   t.strictSame(
-    compatibleLines([change('#/paths/~1a/get/responses/304'), change('#/paths/~1b/get/responses/304'), change('#/paths/~1b/get/responses/412'), change('#/paths/~1c/get/responses/304')]),
+    compatibleLines([
+      change('#/paths/~1a/get/responses/304'),
+      change('#/paths/~1b/get/responses/304'),
+      change('#/paths/~1b/get/responses/412'),
+      change('#/paths/~1c/get/responses/304'),
+    ]),
     ['GET /a, GET /c: added response 304', 'GET /b: added response 304, response 412'],
     'operations that changed alike share a line',
   )

@@ -49,7 +49,11 @@ t.test('every response of the deprecated getPet carries Deprecation, Sunset and 
   // (a value no request could be valid with, as long as a client likes, is left out: the Link keeps its bound)
   const long = await call(t, app, { url: `/v1/pets/${'1'.repeat(101)}` })
   t.equal(long.status, 400)
-  t.equal(long.headers.link, '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"', 'a value of 101 characters: the successor without it')
+  t.equal(
+    long.headers.link,
+    '</v1/pets>; rel="successor-version", </v1/docs/>; rel="deprecation"; type="text/html"',
+    'a value of 101 characters: the successor without it',
+  )
   t.ok(Date.parse(expected.sunset) > Number(expected.deprecation.slice(1)) * 1000, 'Sunset is later than Deprecation')
 })
 
@@ -61,11 +65,14 @@ t.test("getPet's successor, followed over real HTTP as its Link says, reads that
   const old = await fetch(`${origin}/v1/pets/2`, { headers })
   t.equal(old.status, 200)
   const successor = /<([^>]+)>; rel="successor-version"/.exec(old.headers.get('link')!)?.[1]
-  t.equal(successor, '/v1/pets?id=2', 'the Link names listPets with the pet\'s id')
+  t.equal(successor, '/v1/pets?id=2', "the Link names listPets with the pet's id")
   const followed = await fetch(new URL(successor!, origin), { headers })
   t.equal(followed.status, 200)
   t.strictSame(await followed.json(), [await old.json()], 'its page is that one pet, as getPet showed it')
-  const none = await fetch(new URL(/<([^>]+)>; rel="successor-version"/.exec((await fetch(`${origin}/v1/pets/9`, { headers })).headers.get('link')!)![1]!, origin), { headers })
+  const none = await fetch(
+    new URL(/<([^>]+)>; rel="successor-version"/.exec((await fetch(`${origin}/v1/pets/9`, { headers })).headers.get('link')!)![1]!, origin),
+    { headers },
+  )
   t.strictSame(await none.json(), [], "and a pet there is not, getPet's 404, is an empty page")
   t.match(getPet.definition.description, 'GET /v2/pets?id={petId}', 'the description names where version 2 reads one pet')
 })
@@ -93,7 +100,11 @@ function documentHeaders(document: OpenAPIV3.Document, id: string, headers: Reco
 }
 
 t.test('lifecycle markers are read from the spec: editing the YAML changes the headers, no code involved', async (t) => {
-  const moved = withOperation('getPet', ({ 'x-successor': _, 'x-successor-parameters': _parameters, ...definition }) => ({ ...definition, 'x-sunset': '2031-01-31', 'x-successor-reason': 'listPets reads pets' }))
+  const moved = withOperation('getPet', ({ 'x-successor': _, 'x-successor-parameters': _parameters, ...definition }) => ({
+    ...definition,
+    'x-sunset': '2031-01-31',
+    'x-successor-reason': 'listPets reads pets',
+  }))
   const app = await build(t, { contract: moved })
   const pet = await call(t, app, { url: '/v1/pets/1' })
   t.equal(pet.headers.sunset, 'Fri, 31 Jan 2031 00:00:00 GMT')
@@ -186,7 +197,11 @@ t.test('from its sunset on, getPet answers 410 gone, after authentication, its h
 
   now = sunset
   const after = await call(t, app, { url: '/v1/pets/1' })
-  t.comment(`HTTP ${after.status}\n${Object.entries(after.headers).map(([name, value]) => `${name}: ${value}`).join('\n')}\n\n${after.body}`)
+  t.comment(
+    `HTTP ${after.status}\n${Object.entries(after.headers)
+      .map(([name, value]) => `${name}: ${value}`)
+      .join('\n')}\n\n${after.body}`,
+  )
   t.equal(after.status, 410, 'at the instant of the sunset: 410')
   t.strictSame(after.json, { code: 'gone', message: 'getPet was removed on 2030-12-05 (its sunset): use listPets, GET /v1/pets?id=1', status: 410 })
   t.equal(after.headers.sunset, 'Thu, 05 Dec 2030 00:00:00 GMT')
@@ -220,17 +235,30 @@ t.test('brownouts declared in the spec: 410 within each interval, 200 around the
     const response = await call(t, app, { url: '/v1/pets/1' })
     t.equal(response.status, status, at)
     if (at === '2030-11-01T14:00:00Z') {
-      t.equal(response.json.message, 'getPet is unavailable until 2030-11-01T15:00:00Z, a brownout before its removal on 2030-12-05: use listPets, GET /v1/pets?id=1')
+      t.equal(
+        response.json.message,
+        'getPet is unavailable until 2030-11-01T15:00:00Z, a brownout before its removal on 2030-12-05: use listPets, GET /v1/pets?id=1',
+      )
     }
   }
 })
 
 t.test('a stable operation gets no lifecycle headers; a deprecated one without a successor is gone without naming one', async (t) => {
-  const stable = withOperation('getPet', ({ deprecated, 'x-deprecated-at': _at, 'x-sunset': _sunset, 'x-successor': _successor, 'x-successor-parameters': _parameters, ...definition }) => definition)
+  const stable = withOperation(
+    'getPet',
+    ({ deprecated, 'x-deprecated-at': _at, 'x-sunset': _sunset, 'x-successor': _successor, 'x-successor-parameters': _parameters, ...definition }) =>
+      definition,
+  )
   t.equal(lifecycleHeaders(stable.operations.get('getPet')!, stable), undefined)
   t.equal(retirement(stable.operations.get('getPet')!, stable), undefined, 'never gone')
-  const noSuccessor = withOperation('getPet', ({ 'x-successor': _, 'x-successor-parameters': _parameters, ...definition }) => ({ ...definition, 'x-successor-reason': 'none is needed' }))
-  t.equal(retirement(noSuccessor.operations.get('getPet')!, noSuccessor)!(Date.parse('2031-01-01T00:00:00Z'))!.message, 'getPet was removed on 2030-12-05 (its sunset)')
+  const noSuccessor = withOperation('getPet', ({ 'x-successor': _, 'x-successor-parameters': _parameters, ...definition }) => ({
+    ...definition,
+    'x-successor-reason': 'none is needed',
+  }))
+  t.equal(
+    retirement(noSuccessor.operations.get('getPet')!, noSuccessor)!(Date.parse('2031-01-01T00:00:00Z'))!.message,
+    'getPet was removed on 2030-12-05 (its sunset)',
+  )
 })
 
 t.test('the changelog is served without a key, as Markdown, and the spec links it', async (t) => {
@@ -241,12 +269,21 @@ t.test('the changelog is served without a key, as Markdown, and the spec links i
   t.equal(response.status, 200)
   t.equal(response.headers['content-type'], 'text/markdown; charset=utf-8')
   t.equal(response.body, readFileSync(changelogPath, 'utf8'))
-  t.match(response.body, /^## Deprecations and sunsets in force\n\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m)
+  t.match(
+    response.body,
+    /^## Deprecations and sunsets in force\n\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m,
+  )
   const document = loadContract().document as { externalDocs?: { url: string } }
   t.equal(new URL(document.externalDocs!.url).pathname, '/v1/changelog')
 })
 
 t.test('goneAt: an operation without a deprecation, or a deprecation without its sunset, is never gone', async (t) => {
-  t.equal(goneAt('listPets', { level: 'stable' }, Date.now(), () => ''), undefined)
-  t.equal(goneAt('getPet', { level: 'stable', deprecation: { brownouts: [] } }, Date.now(), () => ''), undefined)
+  t.equal(
+    goneAt('listPets', { level: 'stable' }, Date.now(), () => ''),
+    undefined,
+  )
+  t.equal(
+    goneAt('getPet', { level: 'stable', deprecation: { brownouts: [] } }, Date.now(), () => ''),
+    undefined,
+  )
 })

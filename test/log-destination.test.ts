@@ -29,11 +29,15 @@ t.test('lines that come faster than one write can take are all written, whole an
   const started = performance.now()
   for (let i = 0; i < 20_000; i++) log.write(line(i))
   // written in the background, in a few writes
-  while (readFileSync(file, 'utf8').length < 20_000 * line(0).length && performance.now() - started < 10_000) await new Promise((resolve) => setTimeout(resolve, 10))
+  while (readFileSync(file, 'utf8').length < 20_000 * line(0).length && performance.now() - started < 10_000)
+    await new Promise((resolve) => setTimeout(resolve, 10))
   t.ok(performance.now() - started < 5_000, `written in ${Math.round(performance.now() - started)} ms`)
   const lines = readFileSync(file, 'utf8').split('\n').slice(0, -1)
   t.equal(lines.length, 20_000)
-  t.ok(lines.every((text, i) => JSON.parse(text).i === i), 'each whole, in order')
+  t.ok(
+    lines.every((text, i) => JSON.parse(text).i === i),
+    'each whole, in order',
+  )
   t.equal(dropped, 0)
   // sonic-boom's defaults take 16 KiB a write: some 250 writes for these 4 MB
   t.ok(writes <= 5, `in ${writes} writes: each takes what came during the one before`)

@@ -62,70 +62,77 @@ async function served(t: Test, options: Parameters<typeof build>[1] = {}) {
 
 const requests = 'petstore_http_request_duration_seconds'
 
-t.test('SQLite: requests counted by operationId and status, unmatched ones as "unmatched", probes and docs by route; histogram buckets cumulative', async (t) => {
-  const { app, metrics, send } = await served(t)
-  const rex = JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) })
-  const creates = await Promise.all(Array.from({ length: 5 }, () => send(`${api}/pets`, { method: 'POST', body: rex })))
-  t.strictSame(
-    creates.map(({ status }) => status),
-    [201, 201, 201, 201, 201],
-  )
-  const published = newest.service.paths.json
-  for (let i = 0; i < 3; i++) await send(`${api}/pets?limit=2`)
-  await send(`${api}/store/orders/999`)
-  await send(`${api}/pets`, { key: null })
-  await send(`${api}/pets`, { method: 'POST', body: '{"name":', key: testKey })
-  await send('/nowhere')
-  await send(`${api}/pets`, { method: 'DELETE' })
-  await send(`${api}/store/orders/%zz`)
-  await send('/livez', { key: null })
-  await send('/readyz', { key: null, method: 'HEAD' })
-  await send(published, { key: null })
+t.test(
+  'SQLite: requests counted by operationId and status, unmatched ones as "unmatched", probes and docs by route; histogram buckets cumulative',
+  async (t) => {
+    const { app, metrics, send } = await served(t)
+    const rex = JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) })
+    const creates = await Promise.all(Array.from({ length: 5 }, () => send(`${api}/pets`, { method: 'POST', body: rex })))
+    t.strictSame(
+      creates.map(({ status }) => status),
+      [201, 201, 201, 201, 201],
+    )
+    const published = newest.service.paths.json
+    for (let i = 0; i < 3; i++) await send(`${api}/pets?limit=2`)
+    await send(`${api}/store/orders/999`)
+    await send(`${api}/pets`, { key: null })
+    await send(`${api}/pets`, { method: 'POST', body: '{"name":', key: testKey })
+    await send('/nowhere')
+    await send(`${api}/pets`, { method: 'DELETE' })
+    await send(`${api}/store/orders/%zz`)
+    await send('/livez', { key: null })
+    await send('/readyz', { key: null, method: 'HEAD' })
+    await send(published, { key: null })
 
-  const samples = await scrape(metrics)
-  const count = (operation: string, status: string) => value(samples, `${requests}_count`, { operation, status })
-  t.equal(count('createPet', '201'), 5)
-  t.equal(count('listPets', '200'), 3)
-  t.equal(count('getOrder', '404'), 1)
-  t.equal(count('listPets', '401'), 1, 'a refused request is counted under its operation')
-  t.equal(count('createPet', '400'), 1)
-  t.equal(count('unmatched', '404'), 1, 'a path the API lacks')
-  t.equal(count('unmatched', '405'), 1, 'a method the path lacks')
-  t.equal(count('unmatched', '400'), 1, 'a malformed URL, answered before routing')
-  t.equal(count('/livez', '200'), 1)
-  t.equal(count('/readyz', '200'), 1, 'HEAD as GET')
-  t.equal(count(published, '200'), 1)
-  const operations = new Set(samples.filter((s) => s.name === `${requests}_count`).map((s) => s.labels.operation))
-  t.strictSame([...operations].sort(), ['/livez', '/readyz', published, 'createPet', 'getOrder', 'listPets', 'unmatched'].sort(), 'no path or id becomes a label')
+    const samples = await scrape(metrics)
+    const count = (operation: string, status: string) => value(samples, `${requests}_count`, { operation, status })
+    t.equal(count('createPet', '201'), 5)
+    t.equal(count('listPets', '200'), 3)
+    t.equal(count('getOrder', '404'), 1)
+    t.equal(count('listPets', '401'), 1, 'a refused request is counted under its operation')
+    t.equal(count('createPet', '400'), 1)
+    t.equal(count('unmatched', '404'), 1, 'a path the API lacks')
+    t.equal(count('unmatched', '405'), 1, 'a method the path lacks')
+    t.equal(count('unmatched', '400'), 1, 'a malformed URL, answered before routing')
+    t.equal(count('/livez', '200'), 1)
+    t.equal(count('/readyz', '200'), 1, 'HEAD as GET')
+    t.equal(count(published, '200'), 1)
+    const operations = new Set(samples.filter((s) => s.name === `${requests}_count`).map((s) => s.labels.operation))
+    t.strictSame(
+      [...operations].sort(),
+      ['/livez', '/readyz', published, 'createPet', 'getOrder', 'listPets', 'unmatched'].sort(),
+      'no path or id becomes a label',
+    )
 
-  const buckets = samples.filter((s) => s.name === `${requests}_bucket` && s.labels.operation === 'listPets' && s.labels.status === '200')
-  t.strictSame(
-    buckets.map((b) => b.labels.le),
-    ['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'],
-  )
-  t.ok(
-    buckets.every((b, i) => i === 0 || b.value >= buckets[i - 1]!.value),
-    'cumulative',
-  )
-  t.equal(buckets.at(-1)!.value, 3, '+Inf holds every request')
-  const sum = value(samples, `${requests}_sum`, { operation: 'listPets', status: '200' })!
-  t.ok(sum > 0 && sum < 3 * 10, `seconds, not milliseconds (sum ${sum})`)
+    const buckets = samples.filter((s) => s.name === `${requests}_bucket` && s.labels.operation === 'listPets' && s.labels.status === '200')
+    t.strictSame(
+      buckets.map((b) => b.labels.le),
+      ['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf'],
+    )
+    t.ok(
+      buckets.every((b, i) => i === 0 || b.value >= buckets[i - 1]!.value),
+      'cumulative',
+    )
+    t.equal(buckets.at(-1)!.value, 3, '+Inf holds every request')
+    const sum = value(samples, `${requests}_sum`, { operation: 'listPets', status: '200' })!
+    t.ok(sum > 0 && sum < 3 * 10, `seconds, not milliseconds (sum ${sum})`)
 
-  t.equal(value(samples, 'petstore_db_commits_total')! >= 1, true, 'creates were committed')
-  t.ok(value(samples, 'petstore_db_commits_total')! <= 5, 'in at most one commit each')
-  t.equal(value(samples, 'petstore_db_committed_writes_total'), 5)
-  t.ok(value(samples, 'petstore_db_commit_seconds_total')! > 0)
-  t.equal(value(samples, 'petstore_db_commit_queued_writes'), 0)
-  t.equal(value(samples, 'petstore_db_pool_open_connections'), undefined, 'SQLite has no pool to report')
-  t.ok(value(samples, 'process_resident_memory_bytes')! > 0, "the process's own metrics too")
-  t.ok(value(samples, 'nodejs_eventloop_lag_seconds') !== undefined)
+    t.equal(value(samples, 'petstore_db_commits_total')! >= 1, true, 'creates were committed')
+    t.ok(value(samples, 'petstore_db_commits_total')! <= 5, 'in at most one commit each')
+    t.equal(value(samples, 'petstore_db_committed_writes_total'), 5)
+    t.ok(value(samples, 'petstore_db_commit_seconds_total')! > 0)
+    t.equal(value(samples, 'petstore_db_commit_queued_writes'), 0)
+    t.equal(value(samples, 'petstore_db_pool_open_connections'), undefined, 'SQLite has no pool to report')
+    t.ok(value(samples, 'process_resident_memory_bytes')! > 0, "the process's own metrics too")
+    t.ok(value(samples, 'nodejs_eventloop_lag_seconds') !== undefined)
 
-  // counters keep counting across scrapes
-  await send(`${api}/pets`, { method: 'POST', body: rex })
-  const later = await scrape(metrics)
-  t.equal(value(later, 'petstore_db_committed_writes_total'), 6)
-  t.equal(value(later, `${requests}_count`, { operation: 'createPet', status: '201' }), 6)
-})
+    // counters keep counting across scrapes
+    await send(`${api}/pets`, { method: 'POST', body: rex })
+    const later = await scrape(metrics)
+    t.equal(value(later, 'petstore_db_committed_writes_total'), 6)
+    t.equal(value(later, `${requests}_count`, { operation: 'createPet', status: '201' }), 6)
+  },
+)
 
 t.test('rate-limit refusals: both reasons from 0; the limiter counts through app.metrics.rateLimitRefused', async (t) => {
   const { app, metrics } = await served(t)
@@ -157,61 +164,65 @@ t.test('connections refused past MAX_CONNECTIONS are counted', async (t) => {
   t.equal(refused, 1)
 })
 
-t.test('PostgreSQL: pool and read-connection gauges, read at scrape time; writes waiting for the one connection show, and reads waiting for their answers', { skip: postgresMissing }, async (t) => {
-  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
-  // (the webhook dispatcher looks for deliveries on the same pool: once a minute here, so that the
-  // requests below are the only ones waiting for its connection)
-  const { app, metrics, send } = await served(t, {
-    DATABASE_URL: proxy.url,
-    DATABASE_POOL_SIZE: 1,
-    DATABASE_READ_CONNECTIONS: 1,
-    DATABASE_TIMEOUT_MS: 3_000,
-    WEBHOOK_POLL_MS: 60_000,
-  })
-  const rex = { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) }) }
-  const pet = JSON.parse((await send(`${api}/pets`, rex)).body) as { id: number }
-  // (the service's own background reads, the webhook dispatcher's first look among them, may be
-  // on their way at the first scrape: they are answered within moments)
-  let samples = await scrape(metrics)
-  for (let tries = 0; tries < 40 && value(samples, 'petstore_db_read_unanswered_statements') !== 0; tries++) {
-    await sleep(25)
-    samples = await scrape(metrics)
-  }
-  t.equal(value(samples, 'petstore_db_pool_max_connections'), 1)
-  t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
-  t.equal(value(samples, 'petstore_db_pool_idle_connections'), 1)
-  t.equal(value(samples, 'petstore_db_pool_waiting_requests'), 0)
-  t.equal(value(samples, 'petstore_db_read_max_connections'), 1)
-  t.equal(value(samples, 'petstore_db_read_open_connections'), 1, 'opened by the check at start')
-  t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0)
-  t.equal(value(samples, 'petstore_db_commits_total'), undefined, 'PostgreSQL groups commits itself')
-  t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '201' }), 1)
+t.test(
+  'PostgreSQL: pool and read-connection gauges, read at scrape time; writes waiting for the one connection show, and reads waiting for their answers',
+  { skip: postgresMissing },
+  async (t) => {
+    const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+    // (the webhook dispatcher looks for deliveries on the same pool: once a minute here, so that the
+    // requests below are the only ones waiting for its connection)
+    const { app, metrics, send } = await served(t, {
+      DATABASE_URL: proxy.url,
+      DATABASE_POOL_SIZE: 1,
+      DATABASE_READ_CONNECTIONS: 1,
+      DATABASE_TIMEOUT_MS: 3_000,
+      WEBHOOK_POLL_MS: 60_000,
+    })
+    const rex = { method: 'POST', body: JSON.stringify({ name: 'Rex', categoryId: await aCategory(app) }) }
+    const pet = JSON.parse((await send(`${api}/pets`, rex)).body) as { id: number }
+    // (the service's own background reads, the webhook dispatcher's first look among them, may be
+    // on their way at the first scrape: they are answered within moments)
+    let samples = await scrape(metrics)
+    for (let tries = 0; tries < 40 && value(samples, 'petstore_db_read_unanswered_statements') !== 0; tries++) {
+      await sleep(25)
+      samples = await scrape(metrics)
+    }
+    t.equal(value(samples, 'petstore_db_pool_max_connections'), 1)
+    t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
+    t.equal(value(samples, 'petstore_db_pool_idle_connections'), 1)
+    t.equal(value(samples, 'petstore_db_pool_waiting_requests'), 0)
+    t.equal(value(samples, 'petstore_db_read_max_connections'), 1)
+    t.equal(value(samples, 'petstore_db_read_open_connections'), 1, 'opened by the check at start')
+    t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0)
+    t.equal(value(samples, 'petstore_db_commits_total'), undefined, 'PostgreSQL groups commits itself')
+    t.equal(value(samples, `${requests}_count`, { operation: 'createPet', status: '201' }), 1)
 
-  // the database hangs: the first order (a transaction) holds the connection, three more wait for
-  // it; the reads are all sent, on the one read connection, and wait for their answers
-  proxy.freeze(true)
-  const order = { method: 'POST', body: JSON.stringify({ petId: pet.id }) }
-  const stuck = [...Array.from({ length: 4 }, () => send(`${api}/store/orders`, order)), ...Array.from({ length: 2 }, () => send(`${api}/pets?limit=1`))]
-  let waiting: [number | undefined, number | undefined] = [undefined, undefined]
-  for (let tries = 0; tries < 40 && !(waiting[0] === 3 && waiting[1] === 2); tries++) {
-    await sleep(25)
+    // the database hangs: the first order (a transaction) holds the connection, three more wait for
+    // it; the reads are all sent, on the one read connection, and wait for their answers
+    proxy.freeze(true)
+    const order = { method: 'POST', body: JSON.stringify({ petId: pet.id }) }
+    const stuck = [...Array.from({ length: 4 }, () => send(`${api}/store/orders`, order)), ...Array.from({ length: 2 }, () => send(`${api}/pets?limit=1`))]
+    let waiting: [number | undefined, number | undefined] = [undefined, undefined]
+    for (let tries = 0; tries < 40 && !(waiting[0] === 3 && waiting[1] === 2); tries++) {
+      await sleep(25)
+      samples = await scrape(metrics)
+      waiting = [value(samples, 'petstore_db_pool_waiting_requests'), value(samples, 'petstore_db_read_unanswered_statements')]
+    }
+    t.strictSame(waiting, [3, 2], 'three orders wait for the connection, two reads for their answers')
+    t.equal(value(samples, 'petstore_db_pool_idle_connections'), 0, 'none idle')
+    t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
+    const statuses = (await Promise.all(stuck)).map(({ status }) => status)
+    t.ok(
+      statuses.every((status) => status === 503),
+      `each answered 503 (${statuses})`,
+    )
+    proxy.freeze(false)
     samples = await scrape(metrics)
-    waiting = [value(samples, 'petstore_db_pool_waiting_requests'), value(samples, 'petstore_db_read_unanswered_statements')]
-  }
-  t.strictSame(waiting, [3, 2], 'three orders wait for the connection, two reads for their answers')
-  t.equal(value(samples, 'petstore_db_pool_idle_connections'), 0, 'none idle')
-  t.equal(value(samples, 'petstore_db_pool_open_connections'), 1)
-  const statuses = (await Promise.all(stuck)).map(({ status }) => status)
-  t.ok(
-    statuses.every((status) => status === 503),
-    `each answered 503 (${statuses})`,
-  )
-  proxy.freeze(false)
-  samples = await scrape(metrics)
-  t.equal(value(samples, `${requests}_count`, { operation: 'placeOrder', status: '503' }), 4)
-  t.equal(value(samples, `${requests}_count`, { operation: 'listPets', status: '503' }), 2)
-  t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0, 'none left unanswered')
-})
+    t.equal(value(samples, `${requests}_count`, { operation: 'placeOrder', status: '503' }), 4)
+    t.equal(value(samples, `${requests}_count`, { operation: 'listPets', status: '503' }), 2)
+    t.equal(value(samples, 'petstore_db_read_unanswered_statements'), 0, 'none left unanswered')
+  },
+)
 
 t.test('PostgreSQL with DATABASE_READ_CONNECTIONS=0: reads use the pool, and there are no read gauges', { skip: postgresMissing }, async (t) => {
   const url = await freshPostgres(t)
@@ -221,7 +232,10 @@ t.test('PostgreSQL with DATABASE_READ_CONNECTIONS=0: reads use the pool, and the
   t.equal(value(samples, 'petstore_db_pool_open_connections'), 1, 'the read was made on the pool')
   t.equal(value(samples, 'petstore_db_read_max_connections'), undefined)
   t.equal(value(samples, 'petstore_db_read_open_connections'), undefined)
-  const { rows } = await query(url, "select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query not ilike 'listen %'")
+  const { rows } = await query(
+    url,
+    "select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and query not ilike 'listen %'",
+  )
   t.equal(rows[0].n, 1, 'one connection: the pool’s')
 })
 

@@ -97,9 +97,7 @@ t.test('npm run migrate on PostgreSQL applies every migration, then nothing the 
 /** Starts `count` migrate processes on one fresh database and lets them go at the same instant. */
 async function migrateTogether(t: Test, url: string, count: number) {
   const signal = join(tempDir(t), 'go')
-  const processes = Array.from({ length: count }, () =>
-    launch(t, 'test/fixtures/migrate-on-signal.ts', [signal], { DATABASE_URL: url }),
-  )
+  const processes = Array.from({ length: count }, () => launch(t, 'test/fixtures/migrate-on-signal.ts', [signal], { DATABASE_URL: url }))
   const deadline = Date.now() + 60_000
   while (!processes.every((process) => process.stdout().startsWith('ready\n'))) {
     if (processes.some((process) => process.child.exitCode !== null) || Date.now() > deadline) {
@@ -279,9 +277,7 @@ t.test('a database migrated by a newer version (a migration this one lacks) is r
   const database = await connect('sqlite::memory:', { poolSize: 1 })
   t.teardown(() => database.db.destroy())
   await migrate(database)
-  await sql`insert into kysely_migration (name, timestamp) values ('9999_from_a_newer_version', ${new Date().toISOString()})`.execute(
-    database.db,
-  )
+  await sql`insert into kysely_migration (name, timestamp) values ('9999_from_a_newer_version', ${new Date().toISOString()})`.execute(database.db)
   const error = await migrate(database).catch((error: Error) => error)
   t.ok(error instanceof MigrationError, 'a MigrationError: the server reports it in one line')
   t.match(

@@ -24,7 +24,12 @@ t.test(`${newest.file} alone: categories, pets, orders and webhooks, each answer
   t.strictSame(app.contracts, [newest], 'one version served')
   const key = curatorKey
   const receiver = await startReceiver(t, undefined, { contract: newest })
-  const hook = await call(t, app, { method: 'POST', url: newest.urlOf('createWebhook'), payload: { url: receiver.url, events: ['pet.created', 'order.placed'] }, key })
+  const hook = await call(t, app, {
+    method: 'POST',
+    url: newest.urlOf('createWebhook'),
+    payload: { url: receiver.url, events: ['pet.created', 'order.placed'] },
+    key,
+  })
   t.equal(hook.status, 201)
   t.equal(hook.headers.location, newest.urlOf('getWebhook', { webhookId: hook.json.id }))
 
@@ -64,16 +69,24 @@ t.test(`${newest.file} alone: its document, documentation page and changelog; no
   t.equal(page.status, 200)
   t.match(page.headers['content-type'], /^text\/html/)
   const initializer = await call(t, app, { url: `${paths.docs}static/swagger-initializer.js`, key: null })
-  t.match(initializer.body, `"urls":[{"url":"${paths.docs}json","name":"${newest.document.info.title} — version ${newest.version[0]}"}]`, 'the page shows its document, and only it')
+  t.match(
+    initializer.body,
+    `"urls":[{"url":"${paths.docs}json","name":"${newest.document.info.title} — version ${newest.version[0]}"}]`,
+    'the page shows its document, and only it',
+  )
   t.notMatch((await call(t, app, { url: `${paths.docs}json`, key: null })).json.info.description, 'Other versions', 'and links no version that is not served')
   t.equal((await call(t, app, { url: paths.changelog, key: null })).status, 200)
 
   const root = await call(t, app, { url: '/', key: null })
-  t.strictSame(root.json, {
-    code: 'not_found',
-    message: `No route GET /: the API is under ${api}; its documentation is at ${paths.docs} and its contract at ${paths.yaml}`,
-    status: 404,
-  }, 'the root points to this version only')
+  t.strictSame(
+    root.json,
+    {
+      code: 'not_found',
+      message: `No route GET /: the API is under ${api}; its documentation is at ${paths.docs} and its contract at ${paths.yaml}`,
+      status: 404,
+    },
+    'the root points to this version only',
+  )
   for (const older of servedContracts.filter((contract) => contract !== newest)) {
     for (const url of [older.urlOf('listPets'), older.service.paths.yaml, older.service.paths.docs]) {
       t.strictSame((await call(t, app, { url })).json, { code: 'not_found', message: `No route GET ${url}`, status: 404 }, `${url}: not served`)

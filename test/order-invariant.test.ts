@@ -155,7 +155,12 @@ async function holds(t: Test, options: { DATABASE_URL?: string; DATABASE_POOL_SI
     plugins: [fc.interruptAfterTimeLimit(timeLimitMs)],
   })
   await underWay
-  t.comment(`${details.numRuns} runs in ${Date.now() - started} ms (seed ${details.seed}): ${[...seen].sort().map(([key, n]) => `${key}×${n}`).join(', ')}`)
+  t.comment(
+    `${details.numRuns} runs in ${Date.now() - started} ms (seed ${details.seed}): ${[...seen]
+      .sort()
+      .map(([key, n]) => `${key}×${n}`)
+      .join(', ')}`,
+  )
   if (details.failed) return t.fail(fc.defaultReportMessage(details) ?? 'the property failed')
   t.ok(details.numRuns >= Math.min(numRuns, 10), `the pets and their orders agreed after each of ${details.numRuns} runs`)
   for (const outcome of ['placeOrder 201', 'placeOrder 409', 'placeOrder 422', 'deliver 200', 'cancel 200', 'deliver 409', 'cancel 409']) {

@@ -113,19 +113,34 @@ function ordersOn(name: string, store: Store) {
     await move(t, server, ids[5]!, 'delivered')
 
     const first = await call(t, server, { url: `${api}/store/orders?limit=3` })
-    t.strictSame(first.json.map((order: { id: number }) => order.id), ids.slice(0, 3))
+    t.strictSame(
+      first.json.map((order: { id: number }) => order.id),
+      ids.slice(0, 3),
+    )
     t.equal(first.headers.link, `<${api}/store/orders?limit=3&after=${ids[2]}>; rel="next"`)
     t.equal(first.headers['api-stability'], 'experimental')
     const rest = await call(t, server, { url: `${api}/store/orders?limit=3&after=${ids[5]}` })
-    t.strictSame(rest.json.map((order: { id: number }) => order.id), [ids[6]])
+    t.strictSame(
+      rest.json.map((order: { id: number }) => order.id),
+      [ids[6]],
+    )
     t.notOk(rest.headers.link, 'no next link on the last page')
 
     const delivered = await call(t, server, { url: `${api}/store/orders?status=delivered&limit=1` })
-    t.strictSame(delivered.json.map((order: { id: number }) => order.id), [ids[1]])
+    t.strictSame(
+      delivered.json.map((order: { id: number }) => order.id),
+      [ids[1]],
+    )
     t.equal(delivered.headers.link, `<${api}/store/orders?limit=1&status=delivered&after=${ids[1]}>; rel="next"`)
     const next = await call(t, server, { url: `${api}/store/orders?status=delivered&limit=1&after=${ids[1]}` })
-    t.strictSame(next.json.map((order: { id: number }) => order.id), [ids[5]])
-    t.strictSame((await call(t, server, { url: `${api}/store/orders?status=placed` })).json.map((order: { id: number }) => order.id), [ids[0], ids[2], ids[4], ids[6]])
+    t.strictSame(
+      next.json.map((order: { id: number }) => order.id),
+      [ids[5]],
+    )
+    t.strictSame(
+      (await call(t, server, { url: `${api}/store/orders?status=placed` })).json.map((order: { id: number }) => order.id),
+      [ids[0], ids[2], ids[4], ids[6]],
+    )
     t.equal((await call(t, server, { url: `${api}/store/orders` })).json.length, 7, '20 by default: all seven')
     const head = await call(t, server, { method: 'HEAD', url: `${api}/store/orders?limit=1` })
     t.equal(head.status, 200)
@@ -204,7 +219,13 @@ function ordersOn(name: string, store: Store) {
       t.match(response.json.message, /^header\/idempotency-key /)
     }
     t.equal((await place(t, server, c, { 'idempotency-key': 'x'.repeat(255) })).status, 409, '255 visible ASCII characters are a key')
-    const anonymous = await call(t, server, { method: 'POST', url: `${api}/store/orders`, headers: { 'idempotency-key': 'bad key' }, payload: 'junk', key: null })
+    const anonymous = await call(t, server, {
+      method: 'POST',
+      url: `${api}/store/orders`,
+      headers: { 'idempotency-key': 'bad key' },
+      payload: 'junk',
+      key: null,
+    })
     t.equal(anonymous.status, 401, 'authentication comes before validation')
     t.equal(anonymous.headers['api-stability'], 'experimental')
   })

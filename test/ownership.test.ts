@@ -101,7 +101,7 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     // an order placed before orders had owners: staff only
     const legacy = await placed(t, server, alice)
     await store.run('update orders set owner = null where id = $1', [legacy])
-    t.equal((await get(alice, legacy)).status, 404, 'an order without owner is no key\'s')
+    t.equal((await get(alice, legacy)).status, 404, "an order without owner is no key's")
     t.strictSame(ids((await list(alice)).json), [ofAlice])
     t.equal((await get(staff, legacy)).status, 200, 'staff see it')
     t.equal((await move(staff, legacy, 'cancelled')).json.status, 'cancelled', 'and move it')
@@ -111,13 +111,24 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     const store = await open(t)
     const server = await app(t, store)
     const subscribe = async (key: string) =>
-      (await call(t, server, { method: 'POST', url: `${api}/webhooks`, payload: { url: 'http://127.0.0.1:9/hook', events: ['order.placed', 'order.status_changed', 'pet.created'] }, key })).json.id
+      (
+        await call(t, server, {
+          method: 'POST',
+          url: `${api}/webhooks`,
+          payload: { url: 'http://127.0.0.1:9/hook', events: ['order.placed', 'order.status_changed', 'pet.created'] },
+          key,
+        })
+      ).json.id
     const subscriptions = { alice: await subscribe(alice), bob: await subscribe(bob), staff: await subscribe(staff) }
     const ofAlice = await placed(t, server, alice)
     await call(t, server, { method: 'PATCH', url: `${api}/store/orders/${ofAlice}`, payload: { status: 'cancelled' }, key: staff })
     const received = async (key: string, id: number) =>
       (await call(t, server, { url: `${api}/webhooks/${id}/deliveries`, key })).json.map(({ eventType }: { eventType: string }) => eventType).sort()
-    t.strictSame(await received(alice, subscriptions.alice), ['order.placed', 'order.status_changed', 'pet.created'], 'the owner is told of its order, also when staff move it')
+    t.strictSame(
+      await received(alice, subscriptions.alice),
+      ['order.placed', 'order.status_changed', 'pet.created'],
+      'the owner is told of its order, also when staff move it',
+    )
     t.strictSame(await received(bob, subscriptions.bob), ['pet.created'], 'another key only of the pet')
     t.strictSame(await received(staff, subscriptions.staff), ['pet.created'], 'staff read orders, they are not sent them')
 
@@ -131,7 +142,11 @@ function ownershipOn(name: string, open: (t: Test) => Promise<Store>) {
     const legacy = await placed(t, server, bob)
     await store.run('update orders set owner = null where id = $1', [legacy])
     await call(t, server, { method: 'PATCH', url: `${api}/store/orders/${legacy}`, payload: { status: 'delivered' }, key: staff })
-    t.strictSame(await received(bob, subscriptions.bob), ['order.placed', 'pet.created', 'pet.created', 'pet.created'], 'no order.status_changed for an order without owner')
+    t.strictSame(
+      await received(bob, subscriptions.bob),
+      ['order.placed', 'pet.created', 'pet.created', 'pet.created'],
+      'no order.status_changed for an order without owner',
+    )
   })
 }
 

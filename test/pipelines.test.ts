@@ -37,31 +37,35 @@ const failure = (statement: Promise<unknown>) =>
 
 const pidsOf = async (rows: Promise<{ pid: number } | undefined>[]) => new Set((await Promise.all(rows)).map((row) => row!.pid))
 
-t.test('reads go on the pipelined connections, at most their number; writes, locking reads and transactions on the pool', { skip: postgresMissing }, async (t) => {
-  const { sql, reads } = opened(t, await freshPostgres(t), 2)
-  t.strictSame(reads.stats(), { max: 2, open: 0, unanswered: 0 }, 'nothing opened before the first read')
-  const pooled = (await sql.transaction((tx) => Promise.resolve(tx.row<{ pid: number }>(pid))))!.pid
+t.test(
+  'reads go on the pipelined connections, at most their number; writes, locking reads and transactions on the pool',
+  { skip: postgresMissing },
+  async (t) => {
+    const { sql, reads } = opened(t, await freshPostgres(t), 2)
+    t.strictSame(reads.stats(), { max: 2, open: 0, unanswered: 0 }, 'nothing opened before the first read')
+    const pooled = (await sql.transaction((tx) => Promise.resolve(tx.row<{ pid: number }>(pid))))!.pid
 
-  const many = Array.from({ length: 50 }, () => Promise.resolve(sql.row<{ pid: number }>(pid)))
-  t.equal(reads.stats().unanswered, 50, 'all fifty are on their way at once')
-  const readers = await pidsOf(many)
-  t.equal(readers.size, 2, 'fifty reads at once, on the two connections')
-  t.notOk(readers.has(pooled), 'none on the pool')
-  t.strictSame(reads.stats(), { max: 2, open: 2, unanswered: 0 })
+    const many = Array.from({ length: 50 }, () => Promise.resolve(sql.row<{ pid: number }>(pid)))
+    t.equal(reads.stats().unanswered, 50, 'all fifty are on their way at once')
+    const readers = await pidsOf(many)
+    t.equal(readers.size, 2, 'fifty reads at once, on the two connections')
+    t.notOk(readers.has(pooled), 'none on the pool')
+    t.strictSame(reads.stats(), { max: 2, open: 2, unanswered: 0 })
 
-  await sql.run('create table items (id serial primary key, name text not null)')
-  t.equal(await sql.run("insert into items (name) values ('a')"), 1)
-  const written = await sql.row<{ pid: number }>("insert into items (name) values ('b') returning pg_backend_pid() as pid")
-  t.equal(written!.pid, pooled, 'a write is on the pool')
-  const locked = await sql.row<{ pid: number }>('select pg_backend_pid() as pid from items where id = 1 for update')
-  t.equal(locked!.pid, pooled, 'a read that locks is on the pool (it could wait, and hold up the reads behind it)')
-  t.strictSame(await sql.rows('select name from items order by id'), [{ name: 'a' }, { name: 'b' }], 'a read sees what was written before it')
+    await sql.run('create table items (id serial primary key, name text not null)')
+    t.equal(await sql.run("insert into items (name) values ('a')"), 1)
+    const written = await sql.row<{ pid: number }>("insert into items (name) values ('b') returning pg_backend_pid() as pid")
+    t.equal(written!.pid, pooled, 'a write is on the pool')
+    const locked = await sql.row<{ pid: number }>('select pg_backend_pid() as pid from items where id = 1 for update')
+    t.equal(locked!.pid, pooled, 'a read that locks is on the pool (it could wait, and hold up the reads behind it)')
+    t.strictSame(await sql.rows('select name from items order by id'), [{ name: 'a' }, { name: 'b' }], 'a read sees what was written before it')
 
-  await reads.close()
-  t.strictSame(reads.stats(), { max: 2, open: 0, unanswered: 0 }, 'closed: none open')
-  t.match(await failure(Promise.resolve(sql.row(pid))), { message: /after they were closed/ }, 'a read after close fails, and opens nothing')
-  t.equal(reads.stats().open, 0)
-})
+    await reads.close()
+    t.strictSame(reads.stats(), { max: 2, open: 0, unanswered: 0 }, 'closed: none open')
+    t.match(await failure(Promise.resolve(sql.row(pid))), { message: /after they were closed/ }, 'a read after close fails, and opens nothing')
+    t.equal(reads.stats().open, 0)
+  },
+)
 
 t.test('a read that fails fails alone: the ones sent with it are answered', { skip: postgresMissing }, async (t) => {
   const { sql } = opened(t, await freshPostgres(t), 1)
@@ -85,30 +89,34 @@ t.test('a read connection ended by the server: its reads fail as unavailable; th
   t.equal(reads.stats().open, 1)
 })
 
-t.test('a frozen server: reads fail as unavailable after the bound, and the connection is replaced; one that never opens fails within the connect bound', { skip: postgresMissing }, async (t) => {
-  const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
-  const boundMs = 300
-  const { sql, reads } = opened(t, proxy.url, 1, boundMs, 500)
-  const first = (await sql.row<{ pid: number }>(pid))!.pid
-  proxy.freeze(true)
-  const started = performance.now()
-  const errors = await Promise.all([1, 2, 3].map(() => failure(Promise.resolve(sql.row('select 1')))))
-  const ms = performance.now() - started
-  t.ok(
-    errors.every((error) => error instanceof StorageUnavailable),
-    'the three reads: unavailable',
-  )
-  t.ok(ms >= boundMs && ms < boundMs + 250, `after the bound of ${boundMs} ms (${Math.round(ms)} ms)`)
-  t.equal(reads.stats().unanswered, 0)
+t.test(
+  'a frozen server: reads fail as unavailable after the bound, and the connection is replaced; one that never opens fails within the connect bound',
+  { skip: postgresMissing },
+  async (t) => {
+    const proxy = await databaseProxy(t, new URL(await freshPostgres(t)))
+    const boundMs = 300
+    const { sql, reads } = opened(t, proxy.url, 1, boundMs, 500)
+    const first = (await sql.row<{ pid: number }>(pid))!.pid
+    proxy.freeze(true)
+    const started = performance.now()
+    const errors = await Promise.all([1, 2, 3].map(() => failure(Promise.resolve(sql.row('select 1')))))
+    const ms = performance.now() - started
+    t.ok(
+      errors.every((error) => error instanceof StorageUnavailable),
+      'the three reads: unavailable',
+    )
+    t.ok(ms >= boundMs && ms < boundMs + 250, `after the bound of ${boundMs} ms (${Math.round(ms)} ms)`)
+    t.equal(reads.stats().unanswered, 0)
 
-  // frozen still: a new connection cannot open
-  const opening = performance.now()
-  const refused = await failure(Promise.resolve(sql.row('select 1')))
-  t.ok(refused instanceof StorageUnavailable, `a connection that does not open: unavailable (${refused?.message})`)
-  t.ok(performance.now() - opening < 500 + 250, 'within the connect bound')
-  proxy.freeze(false)
-  t.not((await sql.row<{ pid: number }>(pid))!.pid, first, 'thawed: answered, on a new connection')
-})
+    // frozen still: a new connection cannot open
+    const opening = performance.now()
+    const refused = await failure(Promise.resolve(sql.row('select 1')))
+    t.ok(refused instanceof StorageUnavailable, `a connection that does not open: unavailable (${refused?.message})`)
+    t.ok(performance.now() - opening < 500 + 250, 'within the connect bound')
+    proxy.freeze(false)
+    t.not((await sql.row<{ pid: number }>(pid))!.pid, first, 'thawed: answered, on a new connection')
+  },
+)
 
 t.test('a server that refuses us: each read fails as unavailable, with its reason (28000)', { skip: postgresMissing }, async (t) => {
   const role = await freshRole(t)

@@ -33,17 +33,28 @@ t.test('each spec: the document parsed at generate time is the one parsing gives
   const recorded = (sources: Record<string, string>) => {
     const dir = emptyDir()
     mkdirSync(join(dir, 'v1'))
-    writeFileSync(join(dir, 'v1', parsedSpecModule), `module.exports = ${JSON.stringify({ sources, documentJson: JSON.stringify({ ...parsed.document, recorded: true }) })}`)
+    writeFileSync(
+      join(dir, 'v1', parsedSpecModule),
+      `module.exports = ${JSON.stringify({ sources, documentJson: JSON.stringify({ ...parsed.document, recorded: true }) })}`,
+    )
     writeFileSync(join(dir, 'v1', 'openapi.yaml'), 'the text recorded')
     return dir
   }
   const shared = 'contract/shared/common.yaml'
   const own = { 'openapi.yaml': sha256(specPath) }
   t.strictSame(loadContract(specPath, recorded({ ...own, [shared]: 'other' })).document, parsed.document, 'a shared file changed since')
-  t.strictSame(loadContract(specPath, recorded({ 'openapi.yaml': 'other', [shared]: sha256(join(projectRoot, shared)) })).document, parsed.document, 'its own text changed since')
+  t.strictSame(
+    loadContract(specPath, recorded({ 'openapi.yaml': 'other', [shared]: sha256(join(projectRoot, shared)) })).document,
+    parsed.document,
+    'its own text changed since',
+  )
   t.strictSame(loadContract(specPath, recorded({ ...own, 'contract/shared/gone.yaml': 'x' })).document, parsed.document, 'a source that is no more')
   const current = loadContract(specPath, recorded({ ...own, [shared]: sha256(join(projectRoot, shared)) }))
-  t.strictSame([current.document, current.source], [{ ...parsed.document, recorded: true }, 'the text recorded'], 'every source as recorded: the recorded document and text')
+  t.strictSame(
+    [current.document, current.source],
+    [{ ...parsed.document, recorded: true }, 'the text recorded'],
+    'every source as recorded: the recorded document and text',
+  )
 })
 
 t.test("glue's validator: the meta-schema compiled at generate time, the same verdicts", async (t) => {

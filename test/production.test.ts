@@ -93,13 +93,16 @@ t.before(async () => {
 /** `npm start` in the copy until it logs its URL (or ends: the URL is then undefined). */
 async function npmStart(t: Test, env: Record<string, string>) {
   const server = npm(t, dir, ['start'], { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', ...env })
-  const url = await within(processBound, (async () => {
-    for (;;) {
-      const found = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]
-      if (found !== undefined || server.child.exitCode !== null) return found
-      await sleep(50)
-    }
-  })())
+  const url = await within(
+    processBound,
+    (async () => {
+      for (;;) {
+        const found = /"url":"(http:\/\/[^"]+)"/.exec(server.stdout())?.[1]
+        if (found !== undefined || server.child.exitCode !== null) return found
+        await sleep(50)
+      }
+    })(),
+  )
   return { ...server, url }
 }
 
@@ -188,7 +191,9 @@ t.test('Ctrl-C on npm start (the terminal signals the whole process group, and n
   let answer = ''
   stalled.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk))
   const body = JSON.stringify({ name: 'Late', categoryId: 1 })
-  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ctrl-c-key\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`)
+  stalled.write(
+    `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ctrl-c-key\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`,
+  )
   await sleep(300)
   // what a terminal does on Ctrl-C: SIGINT to every process of the foreground group (npm's)
   process.kill(-server.child.pid!, 'SIGINT')
@@ -212,13 +217,17 @@ function otherNode(): { node?: string; skip?: string } {
 }
 
 const other = otherNode()
-t.test('npm start under another Node.js than the one node_modules was installed with: one line that says what to do', { skip: other.skip ?? false }, async (t) => {
-  const path = `${dirname(other.node!)}${delimiter}${process.env.PATH}`
-  const started = await npmRun(t, dir, ['start'], { PATH: path, API_KEYS: 'other-node-key', DATABASE_URL: 'sqlite::memory:', PORT: '0' })
-  t.equal(started.code, 1)
-  t.match(
-    started.stderr,
-    /^petstore: better-sqlite3 was built for another Node\.js \(NODE_MODULE_VERSION \d+; Node\.js v[\d.]+ needs \d+\): run npm rebuild with the Node\.js that runs the server\n/,
-  )
-  t.notMatch(started.stderr, /\n\s+at /, 'no stack trace')
-})
+t.test(
+  'npm start under another Node.js than the one node_modules was installed with: one line that says what to do',
+  { skip: other.skip ?? false },
+  async (t) => {
+    const path = `${dirname(other.node!)}${delimiter}${process.env.PATH}`
+    const started = await npmRun(t, dir, ['start'], { PATH: path, API_KEYS: 'other-node-key', DATABASE_URL: 'sqlite::memory:', PORT: '0' })
+    t.equal(started.code, 1)
+    t.match(
+      started.stderr,
+      /^petstore: better-sqlite3 was built for another Node\.js \(NODE_MODULE_VERSION \d+; Node\.js v[\d.]+ needs \d+\): run npm rebuild with the Node\.js that runs the server\n/,
+    )
+    t.notMatch(started.stderr, /\n\s+at /, 'no stack trace')
+  },
+)

@@ -127,11 +127,13 @@ function versionOf(contract: Contract): Version {
     })
     const reference = operation.definition.requestBody
     const bodySchema = reference && deref<OpenAPIV3.RequestBodyObject>(document, reference).content['application/json']?.schema
-    const location =
-      reference && '$ref' in reference ? reference.$ref : `#/${pointer('paths', operation.path, operation.method.toLowerCase(), 'requestBody')}`
+    const location = reference && '$ref' in reference ? reference.$ref : `#/${pointer('paths', operation.path, operation.method.toLowerCase(), 'requestBody')}`
     const body = bodySchema && resolve(bodySchema)
     const codeOf = (status: string) =>
-      (deref<OpenAPIV3.ResponseObject>(document, operation.definition.responses[status]!).content?.['application/json']?.example as { code?: string } | undefined)?.code
+      (
+        deref<OpenAPIV3.ResponseObject>(document, operation.definition.responses[status]!).content?.['application/json']?.example as
+          { code?: string } | undefined
+      )?.code
     return {
       id: operation.id,
       method: operation.method,
@@ -144,7 +146,11 @@ function versionOf(contract: Contract): Version {
         },
       }),
       documented: new Set(Object.keys(operation.definition.responses).map(Number)),
-      keyedOnly: new Set(Object.keys(operation.definition.responses).filter((status) => codeOf(status) === 'idempotency_key_reused').map(Number)),
+      keyedOnly: new Set(
+        Object.keys(operation.definition.responses)
+          .filter((status) => codeOf(status) === 'idempotency_key_reused')
+          .map(Number),
+      ),
       roles: operation.roles ?? [],
     }
   })
@@ -174,15 +180,48 @@ const bodyLimit = 16 * 1024
 
 /** Texts that a lax integer parser takes for a number (issue 6, point 2), and other near misses. */
 const junkTexts = [
-  '1e2', '0x10', '0x1', '+5', ' 5', '5 ', '\t5', '007', '00', '-0', '-1', '20.0', '1.0', '1.', '.5', '1_000', '1,5',
-  'Infinity', '-Infinity', 'NaN', '1e400', '0b1', '0o7', '１２', '١٢', '𝟙', '', 'null', 'true', '[]', '{}', 'undefined',
-  '\u0000', '%', '5\n', 'available ', 'AVAILABLE', 'sold,pending', '\ud800', '🐕',
+  '1e2',
+  '0x10',
+  '0x1',
+  '+5',
+  ' 5',
+  '5 ',
+  '\t5',
+  '007',
+  '00',
+  '-0',
+  '-1',
+  '20.0',
+  '1.0',
+  '1.',
+  '.5',
+  '1_000',
+  '1,5',
+  'Infinity',
+  '-Infinity',
+  'NaN',
+  '1e400',
+  '0b1',
+  '0o7',
+  '１２',
+  '١٢',
+  '𝟙',
+  '',
+  'null',
+  'true',
+  '[]',
+  '{}',
+  'undefined',
+  '\u0000',
+  '%',
+  '5\n',
+  'available ',
+  'AVAILABLE',
+  'sold,pending',
+  '\ud800',
+  '🐕',
 ]
-const junkText = fc.oneof(
-  fc.constantFrom(...junkTexts),
-  fc.string({ unit: 'binary', maxLength: 12 }),
-  fc.string({ unit: 'grapheme', maxLength: 6 }),
-)
+const junkText = fc.oneof(fc.constantFrom(...junkTexts), fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ unit: 'grapheme', maxLength: 6 }))
 
 /** The text of a parameter value: valid ones, values just out of range, and junk. */
 function parameterText(schema: Schema): fc.Arbitrary<string> {
@@ -281,9 +320,9 @@ function queryPair(name: fc.Arbitrary<string>, text: fc.Arbitrary<string>): fc.A
 function targetFor(version: Version, operation: OperationSpec): fc.Arbitrary<Target> {
   const inPath = operation.parameters.filter((p) => p.in === 'path')
   const inQuery = operation.parameters.filter((p) => p.in === 'query')
-  const pathValues = fc.record(
-    Object.fromEntries(inPath.map((p) => [p.name, fc.record({ text: parameterText(p.schema), encoding })])),
-  ) as fc.Arbitrary<Target['pathValues']>
+  const pathValues = fc.record(Object.fromEntries(inPath.map((p) => [p.name, fc.record({ text: parameterText(p.schema), encoding })]))) as fc.Arbitrary<
+    Target['pathValues']
+  >
   const pairs = [
     ...inQuery.map((p) => ({ weight: 4, arbitrary: queryPair(fc.constant(p.name), parameterText(p.schema)) })),
     { weight: 1, arbitrary: queryPair(unknownQueryName(version), fc.oneof(junkText, fc.constant(testKey))) },
@@ -305,9 +344,9 @@ function unknownTarget(version: Version): fc.Arbitrary<Target> {
     .oneof(
       fc.constantFrom('/', '//', basePath, '/v9/pets', '/pets', `${basePath.toUpperCase()}/pets`, `${basePath}//pets`),
       fc.constantFrom(`${basePath}/pets/1/2`, `${basePath}/pets/1/`, `${basePath}/cats`),
-      fc.tuple(fc.constantFrom(...version.operations.map(({ path }) => path)), fc.webSegment()).map(
-        ([path, segment]) => `${basePath}${path.replace(/\{[^}]+\}/g, '1')}/${segment}`,
-      ),
+      fc
+        .tuple(fc.constantFrom(...version.operations.map(({ path }) => path)), fc.webSegment())
+        .map(([path, segment]) => `${basePath}${path.replace(/\{[^}]+\}/g, '1')}/${segment}`),
       fc.webSegment().map((segment) => `/${segment}`),
     )
     .filter(
@@ -353,16 +392,28 @@ const authorization: fc.Arbitrary<string[]> = fc.oneof(
   { weight: 1, arbitrary: fc.constant<string[]>([`Bearer ${testKey}`, `Bearer ${testKey}`]) },
   {
     weight: 2,
-    arbitrary: fc.oneof(
-      fc.constantFrom(
-        '', 'Bearer', 'Bearer ', `Bearer ${testKey}x`, `Bearer ${testKey.toUpperCase()}`, `Bearer ${testKey} ${testKey}`,
-        `Token ${testKey}`, `Bearer=${testKey}`, `Bearer\t${testKey}`, `Bearer,${testKey}`, testKey,
-        `Basic ${Buffer.from(`${testKey}:`).toString('base64')}`,
-        `Bearer ${testKey}\u00e9`, 'Bearer \u00ff\u00fe',
-      ),
-      // header text as Node reads it: latin1, visible characters and obs-text
-      fc.string({ unit: headerCharacter, maxLength: 30 }),
-    ).map((value) => [value]),
+    arbitrary: fc
+      .oneof(
+        fc.constantFrom(
+          '',
+          'Bearer',
+          'Bearer ',
+          `Bearer ${testKey}x`,
+          `Bearer ${testKey.toUpperCase()}`,
+          `Bearer ${testKey} ${testKey}`,
+          `Token ${testKey}`,
+          `Bearer=${testKey}`,
+          `Bearer\t${testKey}`,
+          `Bearer,${testKey}`,
+          testKey,
+          `Basic ${Buffer.from(`${testKey}:`).toString('base64')}`,
+          `Bearer ${testKey}\u00e9`,
+          'Bearer \u00ff\u00fe',
+        ),
+        // header text as Node reads it: latin1, visible characters and obs-text
+        fc.string({ unit: headerCharacter, maxLength: 30 }),
+      )
+      .map((value) => [value]),
   },
 )
 
@@ -374,11 +425,28 @@ const contentType: fc.Arbitrary<string | undefined> = fc.oneof(
   {
     weight: 3,
     arbitrary: fc.constantFrom(
-      'Application/JSON', 'APPLICATION/JSON; CHARSET=UTF-8', 'application/json; foo=bar', 'application/json ; charset=utf-8',
-      'application/json; charset=iso-8859-1', 'application/json; charset=utf-16', 'application/json; charset=us-ascii',
-      'application/json; charset=latin1', 'application/json; charset=', 'application/json; charset=utf8',
-      'text/plain', 'text/json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml',
-      'application/json-patch+json', 'application/vnd.api+json', 'application/jsonp', 'application/*', '*/*', 'json', '',
+      'Application/JSON',
+      'APPLICATION/JSON; CHARSET=UTF-8',
+      'application/json; foo=bar',
+      'application/json ; charset=utf-8',
+      'application/json; charset=iso-8859-1',
+      'application/json; charset=utf-16',
+      'application/json; charset=us-ascii',
+      'application/json; charset=latin1',
+      'application/json; charset=',
+      'application/json; charset=utf8',
+      'text/plain',
+      'text/json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/xml',
+      'application/json-patch+json',
+      'application/vnd.api+json',
+      'application/jsonp',
+      'application/*',
+      '*/*',
+      'json',
+      '',
     ),
   },
   { weight: 1, arbitrary: fc.constant(undefined) },
@@ -388,7 +456,22 @@ const contentType: fc.Arbitrary<string | undefined> = fc.oneof(
  * no name may hold (control characters, lone surrogates), and names with nothing visible. */
 function stringValue(schema: Schema): fc.Arbitrary<string> {
   const max = schema.maxLength ?? 50
-  const invisibleUnit = fc.constantFrom(' ', '\u00a0', '\u3000', '\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u202e', '\ufe0f', '\u3164', '\u0085', '\u2028')
+  const invisibleUnit = fc.constantFrom(
+    ' ',
+    '\u00a0',
+    '\u3000',
+    '\u200b',
+    '\u200c',
+    '\u200d',
+    '\u2060',
+    '\ufeff',
+    '\u00ad',
+    '\u202e',
+    '\ufe0f',
+    '\u3164',
+    '\u0085',
+    '\u2028',
+  )
   const hostileUnit = fc.oneof(
     fc.constantFrom('\ud800', '\udfff', '\u0000', '\n', '\u007f', '\u0085', '\u2028', '\ufeff', ' ', '\u00a0', '\u200d', '"', '\\'),
     fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
@@ -432,11 +515,28 @@ function propertyValue(schema: Schema): fc.Arbitrary<unknown> {
 
 /** A JSON text standing for one value, spliced into a body by bytes. */
 const literals: Buffer[] = [
-  '1e400', '-1e400', '1.0', '1E0', '-0', '9007199254740993', '0x10', 'Infinity', 'NaN', '01', '+1', '1.',
-  '"\\ud800"', '"Rex\\udfff"', '"\\udc00\\ud800"', '"\\ud83d\\udc36"', '"\\u0000"', '"\\u00e9"', '"R\\u0065x"',
+  '1e400',
+  '-1e400',
+  '1.0',
+  '1E0',
+  '-0',
+  '9007199254740993',
+  '0x10',
+  'Infinity',
+  'NaN',
+  '01',
+  '+1',
+  '1.',
+  '"\\ud800"',
+  '"Rex\\udfff"',
+  '"\\udc00\\ud800"',
+  '"\\ud83d\\udc36"',
+  '"\\u0000"',
+  '"\\u00e9"',
+  '"R\\u0065x"',
 ].map((text) => Buffer.from(text))
-const invalidUtf8: Buffer[] = [[0xff], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80]].map(
-  (bytes) => Buffer.from(bytes),
+const invalidUtf8: Buffer[] = [[0xff], [0xc3, 0x28], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82], [0x80]].map((bytes) =>
+  Buffer.from(bytes),
 )
 const splice = '\u0001splice\u0001'
 
@@ -542,7 +642,12 @@ function requestFor(version: Version, operation: OperationSpec): fc.Arbitrary<Ge
   const parameterHeaders = fc.tuple(
     ...operation.parameters
       .filter((p) => p.in === 'header')
-      .map((p) => sometimes(70, fc.array(headerText(p.schema), { minLength: 1, maxLength: 2 }).map((values) => values.map((value) => [p.name, value] as [string, string])))),
+      .map((p) =>
+        sometimes(
+          70,
+          fc.array(headerText(p.schema), { minLength: 1, maxLength: 2 }).map((values) => values.map((value) => [p.name, value] as [string, string])),
+        ),
+      ),
   )
   const headers = fc
     .record({
@@ -901,7 +1006,10 @@ function problems(version: Version, request: GeneratedRequest, answer: Answer): 
   // those that carry an `ETag`, which say `Cache-Control: private, no-cache` instead." (Which
   // answers carry an ETag, the contract check below holds to the document.)
   const cacheControl = answer.headers.etag === undefined ? 'no-store' : 'private, no-cache'
-  for (const [name, value] of [['cache-control', cacheControl], ['x-content-type-options', 'nosniff']] as const) {
+  for (const [name, value] of [
+    ['cache-control', cacheControl],
+    ['x-content-type-options', 'nosniff'],
+  ] as const) {
     if (answer.headers[name] !== value) found.push(`${name} is ${JSON.stringify(answer.headers[name])}, not ${value}`)
   }
   const body = answer.body.toString('utf8')
@@ -985,13 +1093,15 @@ function knownRequests(version: Version): [string, GeneratedRequest][] {
   const oneAt = (text: string) => `${contract.basePath}${one.path.replace(/\{[^}]+\}/, text)}`
   return [
     // integers written otherwise than in decimal digits (issue 6, point 2)
-    ...['1e400', 'Infinity', '0x10', '1e2', '20.0', '+5', ' 5', `1${'0'.repeat(308)}`].map(
-      (text): [string, GeneratedRequest] => [`limit=${text.slice(0, 12)}`, request('GET', `${list}?limit=${encodeURIComponent(text)}`)],
-    ),
+    ...['1e400', 'Infinity', '0x10', '1e2', '20.0', '+5', ' 5', `1${'0'.repeat(308)}`].map((text): [string, GeneratedRequest] => [
+      `limit=${text.slice(0, 12)}`,
+      request('GET', `${list}?limit=${encodeURIComponent(text)}`),
+    ]),
     ['after=1e400', request('GET', `${list}?after=1e400`)],
-    ...['1e400', `1${'0'.repeat(308)}`, '007', '0x1', '1.0', 'Infinity'].map(
-      (text): [string, GeneratedRequest] => [`${id!.name} ${text.slice(0, 12)}`, request('GET', oneAt(encodeURIComponent(text)))],
-    ),
+    ...['1e400', `1${'0'.repeat(308)}`, '007', '0x1', '1.0', 'Infinity'].map((text): [string, GeneratedRequest] => [
+      `${id!.name} ${text.slice(0, 12)}`,
+      request('GET', oneAt(encodeURIComponent(text))),
+    ]),
     ['a repeated parameter', request('GET', `${list}?limit=1&limit=2`)],
     // what a 201 acknowledges (category 1 is there in every version: prepare())
     ['a pet', request('POST', create, { headers: json, body: rex })],
@@ -1021,14 +1131,26 @@ function knownRequests(version: Version): [string, GeneratedRequest][] {
 for (const { contract, rules, catalogue, errorCode, operations } of versions) {
   t.test(`the rules the oracle follows are still those of ${contract.file}`, async (t) => {
     t.match(rules, /at most 16 KiB \(larger: `413`\)/, 'the body limit')
-    t.match(rules, /Every response carries\s+`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`,\s+but those that carry an `ETag`, which say `Cache-Control: private, no-cache` instead/, 'the protective headers')
+    t.match(
+      rules,
+      /Every response carries\s+`Cache-Control: no-store` and `X-Content-Type-Options: nosniff`,\s+but those that carry an `ETag`, which say `Cache-Control: private, no-cache` instead/,
+      'the protective headers',
+    )
     t.match(rules, /`HEAD` is answered wherever `GET` is/, 'HEAD')
     t.match(rules, /An integer query or path parameter is written in decimal digits only/, 'strict integers')
     t.match(rules, /Unknown query parameters are\s+ignored/, 'unknown query parameters')
     t.match(rules, /A path that matches no operation is answered\s+with `404`/, '404 for a path the spec lacks')
     t.match(rules, /with a method it\s+does not list, with `405`, code `method_not_allowed` and an `Allow` header/, '405 for a method it lacks')
-    t.match(rules, /cannot be read as HTTP\/1\.1 \(truncated, headers over\s+16 KiB, no `Host` header or more than one, the `CONNECT` method\) is answered with\s+`400`/, '400 for what is not HTTP')
-    t.match(rules, /A key\s+that lacks one is answered `403` \(code `forbidden`\), after the key is checked and\s+before the request is otherwise looked at/, '403 for a key without the role, before the rest')
+    t.match(
+      rules,
+      /cannot be read as HTTP\/1\.1 \(truncated, headers over\s+16 KiB, no `Host` header or more than one, the `CONNECT` method\) is answered with\s+`400`/,
+      '400 for what is not HTTP',
+    )
+    t.match(
+      rules,
+      /A key\s+that lacks one is answered `403` \(code `forbidden`\), after the key is checked and\s+before the request is otherwise looked at/,
+      '403 for a key without the role, before the rest',
+    )
     t.strictSame([...catalogue.keys()], (errorCode as { 'x-extensible-enum'?: string[] })['x-extensible-enum'], 'the catalogue names every code')
     t.equal(catalogue.get('not_found'), 404)
     t.equal(catalogue.get('method_not_allowed'), 405)
@@ -1042,7 +1164,11 @@ async function prepare(t: Test, version: Version, port: number) {
   const { contract } = version
   if (!contract.operations.has('createCategory')) return
   const [category] = requestExamples(contract, 'createCategory')
-  const request = known(version, 'POST', contract.urlOf('createCategory'), { key: false, headers: [['Authorization', `Bearer ${staffKey}`], ...json], body: JSON.stringify(category!.value) })
+  const request = known(version, 'POST', contract.urlOf('createCategory'), {
+    key: false,
+    headers: [['Authorization', `Bearer ${staffKey}`], ...json],
+    body: JSON.stringify(category!.value),
+  })
   t.equal((await exchange(port, wire(request), false)).status, 201, `${contract.urlOf('createCategory')}: a category for the pets`)
 }
 

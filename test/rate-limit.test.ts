@@ -35,7 +35,11 @@ t.test('per API key: the quota counted down in RateLimit, then 429 with Retry-Af
     remaining.push(rateLimit(response.headers.ratelimit)!.r)
   }
   t.strictSame(remaining, [4, 3, 2, 1, 0], 'RateLimit counts down')
-  for (const request of [{ url: `${api}/pets` }, { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } }, { url: `${api}/store/orders/1` }]) {
+  for (const request of [
+    { url: `${api}/pets` },
+    { method: 'POST' as const, url: `${api}/pets`, payload: { name: 'Rex', categoryId: 1 } },
+    { url: `${api}/store/orders/1` },
+  ]) {
     const over = await call(t, app, request)
     t.equal(over.status, 429, `${request.method ?? 'GET'} ${request.url}: past the quota`)
     t.equal(over.json.code, 'too_many_requests')
@@ -58,7 +62,11 @@ t.test('requests arriving together past a quota: exactly the quota is allowed, p
   const tally = (statuses: number[]) => statuses.reduce<Record<number, number>>((counts, status) => ({ ...counts, [status]: (counts[status] ?? 0) + 1 }), {})
   const app = await build(t, limits)
   t.strictSame(tally(await together(12, () => ({ url: `${api}/pets` }), app)), { 200: 5, 429: 7 }, 'one key')
-  t.strictSame(tally(await together(10, (i) => ({ url: `${api}/pets`, key: `${wrongKey}${i}`, remoteAddress: '192.0.2.50' }), app)), { 401: 3, 429: 7 }, 'wrong keys from one address')
+  t.strictSame(
+    tally(await together(10, (i) => ({ url: `${api}/pets`, key: `${wrongKey}${i}`, remoteAddress: '192.0.2.50' }), app)),
+    { 401: 3, 429: 7 },
+    'wrong keys from one address',
+  )
   const open = await build(t, { ...limits, contract: editedContract((d) => void (d.paths['/pets']!.get!.security = []), newestSpecPath) })
   t.strictSame(tally(await together(8, () => ({ url: `${api}/pets`, key: null }), open)), { 200: 3, 429: 5 }, 'an open operation')
 })
@@ -76,55 +84,67 @@ t.test('the quota is whole again when the window ends', async (t) => {
 })
 
 for (const store of ['SQLite', 'PostgreSQL'] as const) {
-  t.test(`${store}: wrong keys, per address: 401 up to the quota, then 429 without asking the key store; a key known at once is still let on`, { skip: store === 'PostgreSQL' && postgresMissing }, async (t) => {
-    const app = await build(t, { ...limits, ...(store === 'PostgreSQL' && { DATABASE_URL: await freshPostgres(t) }) })
-    const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
-    const unseen = (await app.storage.keys.issue('not used yet', app.contract.roles.defaults)).key
-    let lookups = 0
-    const authenticate = app.storage.keys.authenticate.bind(app.storage.keys)
-    app.storage.keys.authenticate = (digest) => {
-      lookups++
-      return authenticate(digest)
-    }
-    t.equal((await call(t, app, { url: `${api}/pets`, key, remoteAddress: '203.0.113.8' })).status, 200, 'the key is used (from elsewhere), and so known')
-    lookups = 0
-    const guesser = '203.0.113.7'
-    const statuses: number[] = []
-    const remaining: number[] = []
-    for (let i = 0; i < 10; i++) {
-      const response = await call(t, app, { url: `${api}/pets`, key: `${wrongKey}${i}`, remoteAddress: guesser })
-      statuses.push(response.status)
-      t.equal(response.headers['ratelimit-policy'], '"address";q=3;w=60')
-      remaining.push(rateLimit(response.headers.ratelimit)!.r)
-    }
-    t.strictSame(statuses, [401, 401, 401, 429, 429, 429, 429, 429, 429, 429])
-    t.strictSame(remaining, [2, 1, 0, 0, 0, 0, 0, 0, 0, 0])
-    t.equal(lookups, 3, 'only the 3 counted were looked up in the key store')
-    for (const request of [{ key: null }, { key: 'Basic Zm9v' }, { key: unseen }]) {
-      const response = await call(t, app, { url: `${api}/pets`, ...request, remoteAddress: guesser })
-      t.equal(response.status, 429, `refused at once: ${request.key === unseen ? 'a valid key this instance has not seen yet, like any other it would have to look up' : `key ${request.key}`}`)
-      t.match(response.json.message, 'for requests without a valid API key from this address')
-    }
-    t.equal(lookups, 3, 'still 3: no guess past the quota reaches the key store')
+  t.test(
+    `${store}: wrong keys, per address: 401 up to the quota, then 429 without asking the key store; a key known at once is still let on`,
+    { skip: store === 'PostgreSQL' && postgresMissing },
+    async (t) => {
+      const app = await build(t, { ...limits, ...(store === 'PostgreSQL' && { DATABASE_URL: await freshPostgres(t) }) })
+      const { key } = await app.storage.keys.issue('ci', app.contract.roles.defaults)
+      const unseen = (await app.storage.keys.issue('not used yet', app.contract.roles.defaults)).key
+      let lookups = 0
+      const authenticate = app.storage.keys.authenticate.bind(app.storage.keys)
+      app.storage.keys.authenticate = (digest) => {
+        lookups++
+        return authenticate(digest)
+      }
+      t.equal((await call(t, app, { url: `${api}/pets`, key, remoteAddress: '203.0.113.8' })).status, 200, 'the key is used (from elsewhere), and so known')
+      lookups = 0
+      const guesser = '203.0.113.7'
+      const statuses: number[] = []
+      const remaining: number[] = []
+      for (let i = 0; i < 10; i++) {
+        const response = await call(t, app, { url: `${api}/pets`, key: `${wrongKey}${i}`, remoteAddress: guesser })
+        statuses.push(response.status)
+        t.equal(response.headers['ratelimit-policy'], '"address";q=3;w=60')
+        remaining.push(rateLimit(response.headers.ratelimit)!.r)
+      }
+      t.strictSame(statuses, [401, 401, 401, 429, 429, 429, 429, 429, 429, 429])
+      t.strictSame(remaining, [2, 1, 0, 0, 0, 0, 0, 0, 0, 0])
+      t.equal(lookups, 3, 'only the 3 counted were looked up in the key store')
+      for (const request of [{ key: null }, { key: 'Basic Zm9v' }, { key: unseen }]) {
+        const response = await call(t, app, { url: `${api}/pets`, ...request, remoteAddress: guesser })
+        t.equal(
+          response.status,
+          429,
+          `refused at once: ${request.key === unseen ? 'a valid key this instance has not seen yet, like any other it would have to look up' : `key ${request.key}`}`,
+        )
+        t.match(response.json.message, 'for requests without a valid API key from this address')
+      }
+      t.equal(lookups, 3, 'still 3: no guess past the quota reaches the key store')
 
-    // a client that holds a key this instance knows is not locked out by its neighbours' failures
-    for (const known of [key, testKey]) {
-      const response = await call(t, app, { url: `${api}/pets`, key: known, remoteAddress: guesser })
-      t.equal(response.status, 200, `from the spent address, ${known === key ? 'a stored key in use' : 'a key of API_KEYS'} is let on`)
-      t.equal(response.headers['ratelimit-policy'], '"key";q=5;w=60', 'counted against its own quota')
-    }
-    t.equal(lookups, 3, 'without asking the key store')
-    t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: guesser })).status, 429, 'and guesses are still refused')
-    t.equal((await call(t, app, { url: `${api}/pets`, key: unseen, remoteAddress: '203.0.113.9' })).status, 200, 'the unseen key works from any other address')
+      // a client that holds a key this instance knows is not locked out by its neighbours' failures
+      for (const known of [key, testKey]) {
+        const response = await call(t, app, { url: `${api}/pets`, key: known, remoteAddress: guesser })
+        t.equal(response.status, 200, `from the spent address, ${known === key ? 'a stored key in use' : 'a key of API_KEYS'} is let on`)
+        t.equal(response.headers['ratelimit-policy'], '"key";q=5;w=60', 'counted against its own quota')
+      }
+      t.equal(lookups, 3, 'without asking the key store')
+      t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: guesser })).status, 429, 'and guesses are still refused')
+      t.equal(
+        (await call(t, app, { url: `${api}/pets`, key: unseen, remoteAddress: '203.0.113.9' })).status,
+        200,
+        'the unseen key works from any other address',
+      )
 
-    const neighbour = await call(t, app, { url: `${api}/pets`, key, remoteAddress: '203.0.113.8' })
-    t.equal(neighbour.status, 200, 'another address is not refused')
-    t.equal(neighbour.headers['ratelimit-policy'], '"key";q=5;w=60', 'an authenticated request shows its key quota')
-    // a valid key's requests do not use its address's quota of failures
-    const valid = '198.51.100.1'
-    for (let i = 0; i < 3; i++) t.equal((await call(t, app, { url: `${api}/pets`, key: unseen, remoteAddress: valid })).status, 200)
-    t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: valid })).status, 401, 'its first failure is a 401')
-  })
+      const neighbour = await call(t, app, { url: `${api}/pets`, key, remoteAddress: '203.0.113.8' })
+      t.equal(neighbour.status, 200, 'another address is not refused')
+      t.equal(neighbour.headers['ratelimit-policy'], '"key";q=5;w=60', 'an authenticated request shows its key quota')
+      // a valid key's requests do not use its address's quota of failures
+      const valid = '198.51.100.1'
+      for (let i = 0; i < 3; i++) t.equal((await call(t, app, { url: `${api}/pets`, key: unseen, remoteAddress: valid })).status, 200)
+      t.equal((await call(t, app, { url: `${api}/pets`, key: wrongKey, remoteAddress: valid })).status, 401, 'its first failure is a 401')
+    },
+  )
 }
 
 t.test('IPv6 clients are counted by their /64: a guesser cannot take a fresh address for each try', async (t) => {
@@ -185,7 +205,7 @@ t.test('the RateLimit fields, and the 429 in the catalogue', async (t) => {
 
 t.test("an Error message keeps to its schema: at most the schema's maxLength characters, no control characters", async (t) => {
   const { errorMessageLength } = newest.service.limits
-  t.equal(errorMessageLength, 500, "the Error.message of the documents (one Error, shared)")
+  t.equal(errorMessageLength, 500, 'the Error.message of the documents (one Error, shared)')
   t.equal(fitMessage('tab\there\nand \u007f', 500), 'tab\uFFFDhere\uFFFDand \uFFFD')
   const long = fitMessage('x'.repeat(600), 500)
   t.equal(long.length, 500)
@@ -240,6 +260,6 @@ t.test('counted alone, in memory: at once, no promise; windows that ended are dr
   counter.consume('c')
   // the sweeps at 1 s and 2 s drop a and b, whose windows ended at 1 s (the first sweep may come
   // between their two ends); c's ends at 2.5 s, after both
-  for (const began = Date.now(); (windows.has('a') || windows.has('b')) && Date.now() - began < 1_400; ) await sleep(20)
+  for (const began = Date.now(); (windows.has('a') || windows.has('b')) && Date.now() - began < 1_400;) await sleep(20)
   t.same([...windows.keys()], ['c'], 'the ended windows are gone; the open one stays')
 })

@@ -53,9 +53,12 @@ t.test('the README on a fresh store: the first start prints its text, and the ve
   const store = join(mkdtempSync(join(tmpdir(), 'petstore-readme-')), 'petstore.db')
   const server = await startServer(t, { DATABASE_URL: `sqlite:${store}`, API_KEYS: '' })
   // (the key is printed once the server listens)
-  await within(15_000, (async () => {
-    while (!server.stdout().includes('Manage keys with')) await new Promise((resolve) => setTimeout(resolve, 20))
-  })())
+  await within(
+    15_000,
+    (async () => {
+      while (!server.stdout().includes('Manage keys with')) await new Promise((resolve) => setTimeout(resolve, 20))
+    })(),
+  )
   const key = /API key: {2}(\S+)/.exec(server.stdout())![1]!
   const printed = /^No API key was set up[\s\S]*?\nManage keys with: .*$/m.exec(server.stdout())![0]
   t.equal(printed.replaceAll(key, readmeKey).replaceAll(server.url, readmeUrl), readmeBlock('first-start'), "the first start's text, as the README shows it")

@@ -32,7 +32,11 @@ function project(t: Test, { shared = false } = {}) {
   cpSync(join(releasedDir, '1.0.0.yaml'), join(files.released, '1.0.0.yaml'))
   const changelog = readFileSync(changelogPath, 'utf8')
   writeFileSync(files.changelog, changelog.slice(0, changelog.indexOf('## 1.')) + changelog.slice(changelog.indexOf('## 1.0.0')))
-  const untouched = () => ({ spec: readFileSync(files.spec, 'utf8'), released: readdirSync(files.released).sort(), changelog: readFileSync(files.changelog, 'utf8') })
+  const untouched = () => ({
+    spec: readFileSync(files.spec, 'utf8'),
+    released: readdirSync(files.released).sort(),
+    changelog: readFileSync(files.changelog, 'utf8'),
+  })
   // (where release makes generated/ anew: beside the spec)
   return { ...files, untouched, now: new Date('2026-11-25T12:00:00Z'), generated: join(dir, 'generated') }
 }
@@ -48,7 +52,11 @@ const before = repoState()
 t.test('refusals write nothing: not a version, not above the last release, a major without its segment', async (t) => {
   const files = project(t)
   const state = files.untouched()
-  await t.rejects(release({ version: '3.0.0' }), { message: /^no served document is of major version 3: write it first \(docs\/compatibility.md\), beside openapi.yaml, openapi-v2.yaml$/ }, 'a major without its document')
+  await t.rejects(
+    release({ version: '3.0.0' }),
+    { message: /^no served document is of major version 3: write it first \(docs\/compatibility.md\), beside openapi.yaml, openapi-v2.yaml$/ },
+    'a major without its document',
+  )
   await t.rejects(release({ ...files, version: 'v1.1' }), { message: '"v1.1" is not a version MAJOR.MINOR.PATCH' }, 'a usage error')
   t.strictSame(await release({ ...files, version: '1.0.0' }), { ok: false, lines: ['1.0.0 is not above the last release, 1.0.0'] })
   t.strictSame(await release({ ...files, version: '0.9.0' }), { ok: false, lines: ['0.9.0 is not above the last release, 1.0.0'] })
@@ -88,7 +96,10 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   const source = readFileSync(files.spec, 'utf8')
   const first = await release({ ...files, version: '1.1.0' })
   t.ok(first.ok, first.lines.join('\n'))
-  t.match(first.lines.at(-1), /^released 1\.1\.0: .*released\/1\.1\.0\.yaml, info\.version of .*openapi\.yaml, its entry in .*CHANGELOG\.md, and .*generated\/ made anew from it$/)
+  t.match(
+    first.lines.at(-1),
+    /^released 1\.1\.0: .*released\/1\.1\.0\.yaml, info\.version of .*openapi\.yaml, its entry in .*CHANGELOG\.md, and .*generated\/ made anew from it$/,
+  )
   t.strictSame((await generate(files.generated, servedBeside(files.spec))).changed, [], 'generated/ beside the spec is as npm run generate makes it')
   const written = readFileSync(files.spec, 'utf8')
   t.equal(written, withVersion(source, '1.1.0'), 'only info.version changed')
@@ -96,8 +107,16 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.equal(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), written, 'the released contract is the spec')
   const changelog = readFileSync(files.changelog, 'utf8')
   t.match(changelog, /## 1\.1\.0 \(2026-11-25\)\n\n### Added\n\n- `listOrders` \(GET \/store\/orders\), experimental\n/)
-  t.match(changelog, /### New refusals \(a request the release before took may be refused now\)\n\n(- .*\n)*- GET \/pets, response 429: Response 429 was added: a request version 1\.0\.0 took may be refused\./, 'a new 4xx: a refusal, never a compatible change')
-  t.match(changelog, /### Compatible changes\n\n(- .*\n)*- GET \/pets: added .*headers [^.]*RateLimit[^.]* on responses 200, /, "a header added to several answers, once with their statuses")
+  t.match(
+    changelog,
+    /### New refusals \(a request the release before took may be refused now\)\n\n(- .*\n)*- GET \/pets, response 429: Response 429 was added: a request version 1\.0\.0 took may be refused\./,
+    'a new 4xx: a refusal, never a compatible change',
+  )
+  t.match(
+    changelog,
+    /### Compatible changes\n\n(- .*\n)*- GET \/pets: added .*headers [^.]*RateLimit[^.]* on responses 200, /,
+    'a header added to several answers, once with their statuses',
+  )
   t.match(changelog, '- tags: added tag store, tag webhooks\n', 'list items by their names, not their indexes')
   t.match(
     changelog,
@@ -105,7 +124,7 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
     'the roles the operations of 1.0.0 now name, with why no client fails',
   )
   t.ok(changelog.indexOf('## 1.1.0') < changelog.indexOf('## 1.0.0'), 'the new entry on top of the old ones')
-  t.ok(changelog.endsWith(readFileSync(changelogPath, 'utf8').slice(readFileSync(changelogPath, 'utf8').indexOf('## 1.0.0'))), '1.0.0\'s entry kept as it was')
+  t.ok(changelog.endsWith(readFileSync(changelogPath, 'utf8').slice(readFileSync(changelogPath, 'utf8').indexOf('## 1.0.0'))), "1.0.0's entry kept as it was")
 
   // 1.2.0: an experimental change, a promotion, a new deprecation with a brownout (of a paged
   // list: its markers, its 410, and on its 200 the lifecycle headers, its Link the lifecycle one)
@@ -138,8 +157,14 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
     /## Deprecations and sunsets in force\n\n- version 1: `listOrders` \(GET \/store\/orders\): deprecated on 2026-11-25; removed on 2027-06-01 \(requests answer 410 from 00:00 UTC that day\); use `getOrder` instead; brownouts \(410 already\): 2027-05-01T12:00:00Z to 2027-05-01T13:00:00Z\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): .*\n/,
     'every deprecation in force, the nearest sunset first',
   )
-  t.match(entry, /## 1\.2\.0 \(2026-11-25\)\n\n### Deprecated\n\n- `listOrders` .*\n\n### Stability\n\n- `getOrder` \(GET \/store\/orders\/\{orderId\}\): experimental to beta\n/)
-  t.match(entry, /### Incompatible changes allowed by their lifecycle\n\n(- allowed \(experimental\): .*\n)*- allowed \(experimental\): GET \/store\/orders: Property `placedAt` of `Order` was removed/)
+  t.match(
+    entry,
+    /## 1\.2\.0 \(2026-11-25\)\n\n### Deprecated\n\n- `listOrders` .*\n\n### Stability\n\n- `getOrder` \(GET \/store\/orders\/\{orderId\}\): experimental to beta\n/,
+  )
+  t.match(
+    entry,
+    /### Incompatible changes allowed by their lifecycle\n\n(- allowed \(experimental\): .*\n)*- allowed \(experimental\): GET \/store\/orders: Property `placedAt` of `Order` was removed/,
+  )
   t.ok(existsSync(join(files.released, '1.2.0.yaml')))
 })
 
@@ -193,10 +218,24 @@ t.test('--dry-run: the gate and the entry said, nothing written', async (t) => {
   const state = files.untouched()
   const dry = await release({ ...files, version: '1.1.0', dryRun: true })
   t.ok(dry.ok, dry.lines.join('\n'))
-  t.match(dry.lines.join('\n'), /^compatible with the released 1\.0\.0\nwould release 1\.1\.0 \(--dry-run: nothing written\); its entry:\n\n## 1\.1\.0 \(2026-11-25\)\n\n### Added\n/)
+  t.match(
+    dry.lines.join('\n'),
+    /^compatible with the released 1\.0\.0\nwould release 1\.1\.0 \(--dry-run: nothing written\); its entry:\n\n## 1\.1\.0 \(2026-11-25\)\n\n### Added\n/,
+  )
   t.strictSame(files.untouched(), state)
   t.notOk(existsSync(files.generated), 'generated/ not made')
-  const cli = await run(t, 'scripts/release.ts', ['1.1.0', '--dry-run', '--spec', files.spec, '--released', files.released, '--changelog', files.changelog, '--now', '2026-11-25'])
+  const cli = await run(t, 'scripts/release.ts', [
+    '1.1.0',
+    '--dry-run',
+    '--spec',
+    files.spec,
+    '--released',
+    files.released,
+    '--changelog',
+    files.changelog,
+    '--now',
+    '2026-11-25',
+  ])
   t.equal(cli.code, 0, cli.stderr)
   t.match(cli.stdout, /would release 1\.1\.0 \(--dry-run: nothing written\)/)
   t.strictSame(files.untouched(), state)
@@ -215,13 +254,22 @@ t.test('--correct: a published entry written anew from the released contracts, i
   const releasedFiles = () => readdirSync(released).map((name) => readFileSync(join(released, name), 'utf8'))
   const before = releasedFiles()
 
-  t.strictSame(await correct({ ...files, version: '9.0.0', note: 'x' }), { ok: false, lines: [`9.0.0 was not released: ${relative(projectRoot, join(released, '9.0.0.yaml'))} does not exist`] })
-  t.strictSame(await correct({ ...files, version: '2.0.0', note: 'two\nlines' }), { ok: false, lines: ['--correct takes one line: what the entry missed before'] })
+  t.strictSame(await correct({ ...files, version: '9.0.0', note: 'x' }), {
+    ok: false,
+    lines: [`9.0.0 was not released: ${relative(projectRoot, join(released, '9.0.0.yaml'))} does not exist`],
+  })
+  t.strictSame(await correct({ ...files, version: '2.0.0', note: 'two\nlines' }), {
+    ok: false,
+    lines: ['--correct takes one line: what the entry missed before'],
+  })
   t.strictSame(await correct({ ...files, version: '2.0.0', note: ' ' }), { ok: false, lines: ['--correct takes one line: what the entry missed before'] })
   t.equal(readFileSync(changelog, 'utf8'), published, 'a refusal writes nothing')
 
   const dry = await correct({ ...files, version: '2.0.0', note: 'the events were left out.', dryRun: true })
-  t.match(dry.lines.join('\n'), /^would correct the entry of 2\.0\.0 \(--dry-run: nothing written\):\n\n## 2\.0\.0 \(2026-11-27\)\n\n\*Corrected: the events were left out\.\*\n/)
+  t.match(
+    dry.lines.join('\n'),
+    /^would correct the entry of 2\.0\.0 \(--dry-run: nothing written\):\n\n## 2\.0\.0 \(2026-11-27\)\n\n\*Corrected: the events were left out\.\*\n/,
+  )
   t.equal(readFileSync(changelog, 'utf8'), published, 'a dry run writes nothing')
 
   const corrected = await correct({ ...files, version: '2.0.0', note: 'the events were left out.' })
@@ -229,7 +277,11 @@ t.test('--correct: a published entry written anew from the released contracts, i
   t.match(corrected.lines, [/^corrected the entry of 2\.0\.0 in .*CHANGELOG\.md, from .*1\.2\.0\.yaml and .*2\.0\.0\.yaml$/])
   const text = readFileSync(changelog, 'utf8')
   const entryOf = (version: string, of: string) => of.slice(of.indexOf(`## ${version} (`), of.indexOf('\n## ', of.indexOf(`## ${version} (`)) + 1)
-  t.equal(entryOf('2.0.0', text), entryOf('2.0.0', readFileSync(changelogPath, 'utf8')).replace(/\*Corrected: .*\*/, '*Corrected: the events were left out.*'), "the repository's entry is what the engine writes")
+  t.equal(
+    entryOf('2.0.0', text),
+    entryOf('2.0.0', readFileSync(changelogPath, 'utf8')).replace(/\*Corrected: .*\*/, '*Corrected: the events were left out.*'),
+    "the repository's entry is what the engine writes",
+  )
   t.match(text, /^- event pet\.created, payload `data\.category`: Property `categoryId` of `data` was renamed to `category`\./m)
   t.match(text, /^- POST \/pets, response 201 body `category`: Property `categoryId` was renamed to `category`\./m)
   t.equal(text.replace(entryOf('2.0.0', text), ''), published.replace(entryOf('2.0.0', published), ''), 'the rest of the changelog as it was')
@@ -238,14 +290,29 @@ t.test('--correct: a published entry written anew from the released contracts, i
   // the last entry (the first release, compared with nothing) and a later one within a major (what the gate allowed on its day)
   const first = await correct({ ...files, version: '1.0.0', note: 'nothing was missing; written anew.' })
   t.ok(first.ok)
-  t.ok(readFileSync(changelog, 'utf8').endsWith('*Corrected: nothing was missing; written anew.*\n\n### Added\n\n- `listPets` (GET /pets), stable\n- `createPet` (POST /pets), stable\n- `getPet` (GET /pets/{petId}), stable\n\n### Deprecated\n\n- `getPet` (GET /pets/{petId}): deprecated on 2026-11-21; removed on 2030-12-05 (requests answer 410 from 00:00 UTC that day); use `listPets` instead\n'))
-  const cli = await run(t, 'scripts/release.ts', ['1.1.0', '--correct', 'the refusals were listed as compatible.', '--released', released, '--changelog', changelog])
+  t.ok(
+    readFileSync(changelog, 'utf8').endsWith(
+      '*Corrected: nothing was missing; written anew.*\n\n### Added\n\n- `listPets` (GET /pets), stable\n- `createPet` (POST /pets), stable\n- `getPet` (GET /pets/{petId}), stable\n\n### Deprecated\n\n- `getPet` (GET /pets/{petId}): deprecated on 2026-11-21; removed on 2030-12-05 (requests answer 410 from 00:00 UTC that day); use `listPets` instead\n',
+    ),
+  )
+  const cli = await run(t, 'scripts/release.ts', [
+    '1.1.0',
+    '--correct',
+    'the refusals were listed as compatible.',
+    '--released',
+    released,
+    '--changelog',
+    changelog,
+  ])
   t.equal(cli.code, 0, cli.stderr)
   const minor = entryOf('1.1.0', readFileSync(changelog, 'utf8'))
   t.match(minor, /### New refusals \(a request the release before took may be refused now\)\n\n- GET \/pets, response 403: Response 403 was added/)
   t.match(minor, /### Changes a diff rates incompatible, which break no client\n\n- GET \/pets: limit is already 1\.\.100/)
   writeFileSync(changelog, '# no entries\n')
-  t.strictSame(await correct({ ...files, version: '2.0.0', note: 'x' }), { ok: false, lines: [`${relative(projectRoot, changelog)} has no entry of 2.0.0 to correct`] })
+  t.strictSame(await correct({ ...files, version: '2.0.0', note: 'x' }), {
+    ok: false,
+    lines: [`${relative(projectRoot, changelog)} has no entry of 2.0.0 to correct`],
+  })
 })
 
 t.test("the repository's contract files are untouched by all of the above", async (t) => {

@@ -63,7 +63,12 @@ t.test('each operation of each version refuses a key without its roles: 401 befo
     const needed = new Set(operation.roles!.flat())
     const key = `narrow-key-${operation.id}`
     keys.set(operation.id, key)
-    API_KEYS.push(entry(key, allRoles.filter((role) => !needed.has(role))))
+    API_KEYS.push(
+      entry(
+        key,
+        allRoles.filter((role) => !needed.has(role)),
+      ),
+    )
   }
   const app = await build(t, { API_KEYS })
   for (const { contract, operation } of operations) {
@@ -149,7 +154,10 @@ t.test('a spec whose roles cannot be enforced is refused at startup, saying why'
 
 t.test('the roles each event needs, from its x-roles under webhooks: those of the operations that read what it carries', async (t) => {
   const { events } = newest
-  t.strictSame(['pet.created', 'pet.status_changed', 'order.placed', 'order.status_changed'].map((type) => events.get(type)!.roles), [['pets:read'], ['pets:read'], ['orders:read'], ['orders:read']])
+  t.strictSame(
+    ['pet.created', 'pet.status_changed', 'order.placed', 'order.status_changed'].map((type) => events.get(type)!.roles),
+    [['pets:read'], ['pets:read'], ['orders:read'], ['orders:read']],
+  )
   t.strictSame(edited(eventRoles(undefined)).events.get('order.placed')!.roles, [], 'an event that names none needs none')
   t.equal(events.get('pet.deleted'), undefined, 'one the spec lacks is not an event')
   t.strictSame(newest.rolesOfEvent('pet.deleted'), [], 'and needs no role')
@@ -181,7 +189,10 @@ t.test('API_KEYS: KEY holds the default roles, KEY:role+role those; an unknown r
 t.test('keys CLI: the roles command; --role checked against the catalogue (exit 2)', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-roles-')), 'keys.db')
   const cases: [string[], RegExp][] = [
-    [['create', '--name', 'ci', '--role', 'pets:read', '--role', 'pets:delete'], /unknown role "pets:delete": the roles are pets:read, pets:write, categories:write, orders:read, orders:write, orders:admin, webhooks:read, webhooks:write\n/],
+    [
+      ['create', '--name', 'ci', '--role', 'pets:read', '--role', 'pets:delete'],
+      /unknown role "pets:delete": the roles are pets:read, pets:write, categories:write, orders:read, orders:write, orders:admin, webhooks:read, webhooks:write\n/,
+    ],
     [['list', '--role', 'pets:read'], /--role goes with create and set-roles only/],
     [['set-roles', '1'], /set-roles needs --role ROLE/],
     [['set-roles', '--role', 'pets:read'], /set-roles takes one ID/],
@@ -197,7 +208,10 @@ t.test('keys CLI: the roles command; --role checked against the catalogue (exit 
   const listed = results[cases.length]!
   t.equal(listed.code, 0)
   t.strictSame(
-    listed.stdout.trimEnd().split('\n').map((row) => row.split(/ {2,}/).slice(0, 2)),
+    listed.stdout
+      .trimEnd()
+      .split('\n')
+      .map((row) => row.split(/ {2,}/).slice(0, 2)),
     [['role', 'default'], ...[...roles.roles].map(([name, role]) => [name, role.default ? 'yes' : 'no'])],
     `roles: the catalogue of ${newest.file}, and which roles are given by default`,
   )

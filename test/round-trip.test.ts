@@ -55,7 +55,11 @@ for (const contract of loadContracts()) {
         if (value === undefined) return t.fail(`${operation.id}'s ${property} has neither an example nor an enum: give it an example (this test sends it)`)
         const app = await build(t, { API_KEYS: [everyRole(contract)] })
         // what the operation needs (a category, a pet...): the examples that run before it
-        for (const step of order.slice(0, order.findIndex(({ id }) => id === operation.id))) await sendStep(t, app, contract, step)
+        for (const step of order.slice(
+          0,
+          order.findIndex(({ id }) => id === operation.id),
+        ))
+          await sendStep(t, app, contract, step)
         const [example] = requestExamples(contract, operation.id)
         const payload = { ...(example!.value as object), [property]: value }
         const answer = await call(t, app, { method: operation.method as 'POST', url: contract.urlOf(operation.id, pathExamples(contract, operation)), payload })
@@ -68,7 +72,13 @@ for (const contract of loadContracts()) {
 
 t.test('a value other than the one the server would take without it', async (t) => {
   const document = {
-    components: { schemas: { Status: { type: 'string', enum: ['available', 'sold'] }, Named: { allOf: [{ $ref: '#/components/schemas/Status' }], default: 'available' }, Free: { type: 'string' } } },
+    components: {
+      schemas: {
+        Status: { type: 'string', enum: ['available', 'sold'] },
+        Named: { allOf: [{ $ref: '#/components/schemas/Status' }], default: 'available' },
+        Free: { type: 'string' },
+      },
+    },
   } as unknown as OpenAPIV3.Document
   t.equal(valueOf(document, { $ref: '#/components/schemas/Named' }), 'sold', 'through its $refs, not the default beside one')
   t.equal(valueOf(document, { type: 'string', example: 'calm' }), 'calm', 'its example')

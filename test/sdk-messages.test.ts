@@ -94,7 +94,8 @@ t.test('a kit type the generated one no longer equals, and a call of an operatio
     { tsc: compiled.output },
   )
 
-  const absent = 'calls getCategory (GET /categories/{categoryId}), which openapi-v3.yaml does not have: v3 runs the programs of v2 (test/fixtures/sdk/v2/): copy that folder to test/fixtures/sdk/v3/ and write them without it there'
+  const absent =
+    'calls getCategory (GET /categories/{categoryId}), which openapi-v3.yaml does not have: v3 runs the programs of v2 (test/fixtures/sdk/v2/): copy that folder to test/fixtures/sdk/v3/ and write them without it there'
   const calls = linesOf(program, "client.GET('/categories/{categoryId}'")
   t.strictSame(
     v3Failures!.slice(0, calls.length),
@@ -124,7 +125,7 @@ t.test('an operation a program does not call is named with the files to add its 
   t.strictSame(
     uncalled(clientOf(changed(v2, v2.file, photos), openapiTypescript), everyOther),
     [
-      'listPetPhotos (GET /pet-photos) of openapi-v2.yaml: the openapi-typescript program of v2 does not call it: add its call to test/fixtures/sdk/v2/openapi-typescript.ts (or, as an order\'s or a webhook\'s, every version\'s, to test/fixtures/sdk/orders-webhooks/openapi-typescript.ts) and what it must report to test/fixtures/sdk/v2/expected.ts',
+      "listPetPhotos (GET /pet-photos) of openapi-v2.yaml: the openapi-typescript program of v2 does not call it: add its call to test/fixtures/sdk/v2/openapi-typescript.ts (or, as an order's or a webhook's, every version's, to test/fixtures/sdk/orders-webhooks/openapi-typescript.ts) and what it must report to test/fixtures/sdk/v2/expected.ts",
     ],
     'in a version with programs of its own: its program and expected.ts',
   )
@@ -133,6 +134,6 @@ t.test('an operation a program does not call is named with the files to add its 
     [
       'listPetPhotos (GET /pet-photos) of openapi-v3.yaml: the openapi-typescript program of v3 does not call it: v3 runs the programs of v2 (test/fixtures/sdk/v2/): copy that folder to test/fixtures/sdk/v3/ and add its call to openapi-typescript.ts and what it must report to expected.ts there',
     ],
-    'in a version that runs an older one\'s programs: the folder to make, and what to add there',
+    "in a version that runs an older one's programs: the folder to make, and what to add there",
   )
 })

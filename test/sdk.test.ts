@@ -63,7 +63,9 @@ t.test('SDKs generated with default options compile under strict and make every 
   // Every version served, each with the programs of its folder (or the nearest older one's).
   const contracts = loadContracts()
   const clients: Client[] = contracts.flatMap((contract) => generators.map((generator) => clientOf(contract, generator)))
-  const expected = new Map(await Promise.all([...new Set(clients.map(({ programs }) => programs))].map(async (programs) => [programs, await expectedOf(programs)] as const)))
+  const expected = new Map(
+    await Promise.all([...new Set(clients.map(({ programs }) => programs))].map(async (programs) => [programs, await expectedOf(programs)] as const)),
+  )
 
   // One server per client, so each program meets an empty store: the app the server runs, on a
   // socket of its own (in this process, so that its start is paid once, not once a client).
@@ -100,7 +102,11 @@ t.test('SDKs generated with default options compile under strict and make every 
   t.comment(`tsc, the ${clients.length} clients: ${compiled.ms} ms`)
   const diagnostics = compiled.output.split('\n').filter((line) => line.includes(' error TS'))
   t.ok(compiled.code === 0 || diagnostics.length > 0, 'tsc ran to its end', { output: compiled.output })
-  t.strictSame(diagnostics.filter((line) => !clients.some(({ folder }) => line.startsWith(folder))), [], 'no error outside the clients')
+  t.strictSame(
+    diagnostics.filter((line) => !clients.some(({ folder }) => line.startsWith(folder))),
+    [],
+    'no error outside the clients',
+  )
 
   const results = await Promise.all(
     clients.map(async (client, index) => {

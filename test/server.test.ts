@@ -23,7 +23,7 @@ t.test('the server logs its URL, answers, and on SIGTERM finishes and exits 0', 
   t.equal(code, 0)
   t.match(server.stdout(), /"msg":"shutting down"/)
   t.notMatch(server.stdout() + server.stderr(), testKey, 'the key is never logged')
-  t.equal(server.stdout().match(/listening/gi)?.length, 1, 'one line says where it listens (not Fastify\'s too)')
+  t.equal(server.stdout().match(/listening/gi)?.length, 1, "one line says where it listens (not Fastify's too)")
 })
 
 t.test('a log nobody reads: the server goes on answering, holds at most LOG_BUFFER_BYTES of lines, drops and counts the rest', async (t) => {
@@ -52,10 +52,19 @@ t.test('bad configuration: one clear line on stderr, exit 1', async (t) => {
     [{ PORT: '99999' }, /^petstore: invalid configuration: PORT must be <= 65535\n$/],
     [{ LOG_LEVEL: 'loud' }, /^petstore: invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent\n$/],
     [{ DATABASE_URL: 'mysql://localhost/pets' }, /^petstore: DATABASE_URL: unknown scheme "mysql:"/],
-    [{ PORT: '3000', METRICS_PORT: '3000' }, /^petstore: invalid configuration: METRICS_PORT must not be PORT \(3000\): the metrics have a port of their own\n$/],
+    [
+      { PORT: '3000', METRICS_PORT: '3000' },
+      /^petstore: invalid configuration: METRICS_PORT must not be PORT \(3000\): the metrics have a port of their own\n$/,
+    ],
     // (port 0, any free port, for both is no conflict)
-    [{ PORT: '0', METRICS_PORT: '0', HOST: 'not-a-host.invalid' }, /^petstore: API listener \(HOST, PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/],
-    [{ METRICS_PORT: '0', METRICS_HOST: 'not-a-host.invalid' }, /^petstore: metrics listener \(METRICS_HOST, METRICS_PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/],
+    [
+      { PORT: '0', METRICS_PORT: '0', HOST: 'not-a-host.invalid' },
+      /^petstore: API listener \(HOST, PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/,
+    ],
+    [
+      { METRICS_PORT: '0', METRICS_HOST: 'not-a-host.invalid' },
+      /^petstore: metrics listener \(METRICS_HOST, METRICS_PORT\): getaddrinfo (ENOTFOUND|EAI_AGAIN) not-a-host\.invalid\n$/,
+    ],
   ]
   // one after the other: each process costs seconds under the TypeScript loader
   for (const [env, message] of cases) {

@@ -10,47 +10,50 @@ import { testKey } from './helpers/app.js'
 import { startServer, within } from './helpers/processes.js'
 import { sleep } from './helpers/concurrency.js'
 
-t.test('on SIGTERM the server stops accepting, finishes the request in flight with Connection: close, closes the database, exits 0 as soon as it is answered', async (t) => {
-  const file = join(mkdtempSync(join(tmpdir(), 'petstore-shutdown-')), 'pets.db')
-  const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: testKey })
-  const { port } = new URL(server.url)
-  const body = JSON.stringify({ name: 'Late', categoryId: 3 })
+t.test(
+  'on SIGTERM the server stops accepting, finishes the request in flight with Connection: close, closes the database, exits 0 as soon as it is answered',
+  async (t) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'petstore-shutdown-')), 'pets.db')
+    const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_KEYS: testKey })
+    const { port } = new URL(server.url)
+    const body = JSON.stringify({ name: 'Late', categoryId: 3 })
 
-  // A client is halfway through sending its request when the signal comes.
-  const socket = connect(Number(port), '127.0.0.1')
-  let answer = ''
-  socket.setEncoding('utf8').on('data', (chunk) => (answer += chunk))
-  const closed = new Promise((resolve) => socket.on('close', resolve))
-  socket.write(
-    `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
-  )
-  await sleep(300)
-  server.child.kill('SIGTERM')
-  await sleep(500)
-  const refused = await fetch(server.url).then(
-    () => false,
-    () => true,
-  )
-  t.ok(refused, 'no new connection is accepted while draining')
-  t.equal(server.child.exitCode, null, 'still running while a request is in flight')
-  // the rest of the body, on a connection the client would keep open
-  socket.write(body.slice(10))
-  const answeredAt = Date.now()
-  await within(5_000, closed)
+    // A client is halfway through sending its request when the signal comes.
+    const socket = connect(Number(port), '127.0.0.1')
+    let answer = ''
+    socket.setEncoding('utf8').on('data', (chunk) => (answer += chunk))
+    const closed = new Promise((resolve) => socket.on('close', resolve))
+    socket.write(
+      `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    )
+    await sleep(300)
+    server.child.kill('SIGTERM')
+    await sleep(500)
+    const refused = await fetch(server.url).then(
+      () => false,
+      () => true,
+    )
+    t.ok(refused, 'no new connection is accepted while draining')
+    t.equal(server.child.exitCode, null, 'still running while a request is in flight')
+    // the rest of the body, on a connection the client would keep open
+    socket.write(body.slice(10))
+    const answeredAt = Date.now()
+    await within(5_000, closed)
 
-  t.match(answer, /^HTTP\/1\.1 201 Created\r\n/, 'the request in flight is answered')
-  t.match(answer, /\r\nConnection: close\r\n/i, 'saying the connection closes: the signal came before the answer')
-  t.match(answer, /"id":1,"name":"Late","categoryId":3,"status":"available"/)
-  const { code } = await within(5_000, server.exited)
-  const exitMs = Date.now() - answeredAt
-  t.equal(code, 0)
-  t.ok(exitMs < 5_000, `the server closed the connection and exited once it had answered (${exitMs} ms; the grace period is 10 s)`)
-  t.notOk(existsSync(`${file}-wal`), 'the database was closed: SQLite checkpoints and removes its WAL on close')
+    t.match(answer, /^HTTP\/1\.1 201 Created\r\n/, 'the request in flight is answered')
+    t.match(answer, /\r\nConnection: close\r\n/i, 'saying the connection closes: the signal came before the answer')
+    t.match(answer, /"id":1,"name":"Late","categoryId":3,"status":"available"/)
+    const { code } = await within(5_000, server.exited)
+    const exitMs = Date.now() - answeredAt
+    t.equal(code, 0)
+    t.ok(exitMs < 5_000, `the server closed the connection and exited once it had answered (${exitMs} ms; the grace period is 10 s)`)
+    t.notOk(existsSync(`${file}-wal`), 'the database was closed: SQLite checkpoints and removes its WAL on close')
 
-  const db = new SQLite(file, { readonly: true })
-  t.teardown(() => db.close())
-  t.strictSame(db.prepare('select name, category_id from pets').all(), [{ name: 'Late', category_id: 3 }], 'the pet is stored')
-})
+    const db = new SQLite(file, { readonly: true })
+    t.teardown(() => db.close())
+    t.strictSame(db.prepare('select name, category_id from pets').all(), [{ name: 'Late', category_id: 3 }], 'the pet is stored')
+  },
+)
 
 t.test('SIGTERM under keep-alive load: every request sent is answered, none reset; a stalled client is cut; exit 0 within the grace period', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-drain-'))
@@ -137,7 +140,9 @@ async function drainingServer(t: Test) {
   stalled.on('error', () => {})
   t.teardown(() => stalled.destroy())
   const body = JSON.stringify({ name: 'In flight', categoryId: 1 })
-  stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`)
+  stalled.write(
+    `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n{`,
+  )
   await sleep(300)
   return { server, finish: () => stalled.end(body.slice(1)), answer: () => answer }
 }

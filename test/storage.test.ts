@@ -45,7 +45,7 @@ const unicodeNames = [
   '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
   'ミケ',
   'مرحبا',
-  "O'Brien\"; drop table pets; --",
+  'O\'Brien"; drop table pets; --',
   '\\x00 not a NUL',
   'x'.repeat(100),
 ]
@@ -70,9 +70,7 @@ function repositoryContract(t: Test, fresh: FreshStore, { persistent }: { persis
       sequential.every((id, i) => i === 0 || id > sequential[i - 1]!),
       'each id is greater than the one before',
     )
-    const concurrent = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => pets.create({ name: `Par ${i}`, categoryId: 2, status: 'sold' })),
-    )
+    const concurrent = await Promise.all(Array.from({ length: 40 }, (_, i) => pets.create({ name: `Par ${i}`, categoryId: 2, status: 'sold' })))
     const ids = concurrent.map((pet) => pet.id)
     t.equal(new Set([...sequential, ...ids]).size, 60, 'no id is given twice')
     t.ok(Math.min(...ids) > sequential.at(-1)!, 'later pets have greater ids')
@@ -189,11 +187,9 @@ async function backends(url: string): Promise<number> {
 /** What a failover or an administrator does: ends every connection to the database. The
  * backends' pids. */
 async function terminateBackends(url: string): Promise<number[]> {
-  const { rows } = await query(
-    url,
-    'select pid, pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()',
-    [new URL(url).pathname.slice(1)],
-  )
+  const { rows } = await query(url, 'select pid, pg_terminate_backend(pid) from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()', [
+    new URL(url).pathname.slice(1),
+  ])
   return rows.map(({ pid }: { pid: number }) => pid)
 }
 
@@ -271,7 +267,11 @@ t.test('PostgreSQL ends the connections of an app under load: only the requests 
   t.comment(`${terminated} connections ended under load: ${failed} requests failed, ${created.length} succeeded`)
   // A request fails only if its connection was the one ended: at most one per connection.
   t.ok(failed <= terminated, `failed requests (${failed}) <= ended connections (${terminated})`)
-  t.strictSame([...statuses.keys()].filter((status) => status !== 201 && status !== 503), [], 'only 201s and 503s (unavailable)')
+  t.strictSame(
+    [...statuses.keys()].filter((status) => status !== 201 && status !== 503),
+    [],
+    'only 201s and 503s (unavailable)',
+  )
   for (let i = 0; i < 10; i++) {
     t.equal((await call(t, app, { method: 'POST', url: `${api}/pets`, payload: rex })).status, 201, 'a create afterwards succeeds')
   }

@@ -25,7 +25,10 @@ const maxLength = schema(newPet.properties?.name).maxLength!
 const pageSize = schema(deref<OpenAPIV3.ParameterObject>(document, document.components!.parameters!.Limit!).schema).maximum!
 
 /** PetName's rule in words: the first sentence of its description, which a 400 quotes. */
-const nameRule = String(schema(newPet.properties?.name).description).trim().split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ')
+const nameRule = String(schema(newPet.properties?.name).description)
+  .trim()
+  .split(/(?<=\.)\s/)[0]!
+  .replace(/\s+/g, ' ')
 
 /** Characters outside the Basic Multilingual Plane: two UTF-16 units and four UTF-8 bytes each. */
 const astral = ['😀', '🐕', '𝔘', '𠜎', '𓃠', '🀄', '𝄞', '\u{10FFFD}']

@@ -40,7 +40,7 @@ async function checkUsageStore(t: Test, url: string) {
       { principal: 'env:0123456789ab', operation: 'listOrders', calls: 1 },
       { principal: 'key:1', operation: 'getPet', calls: 3 },
     ],
-    'both instances\' calls add up',
+    "both instances' calls add up",
   )
   const getPet = records[1]!
   t.ok(getPet.firstCallAt.getTime() >= start && getPet.firstCallAt <= getPet.lastCallAt && getPet.lastCallAt.getTime() <= Date.now(), 'first and last call')
@@ -83,7 +83,7 @@ t.test('counts kept while the store is unavailable are written at the next flush
   t.equal((await storage.usage.list())[0]!.calls, 3, 'nothing lost')
 })
 
-t.test('a deprecated or experimental operation\'s calls are counted per key; metric and access log name the lifecycle', async (t) => {
+t.test("a deprecated or experimental operation's calls are counted per key; metric and access log name the lifecycle", async (t) => {
   const url = tempDb()
   const log = logCapture()
   const other = 'another-env-key-7d2e'
@@ -103,9 +103,15 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
   t.match(exposition, /^petstore_lifecycle_requests_total\{operation="listOrders",lifecycle="experimental",version="2"\} 1$/m, 'each version apart')
   t.notMatch(exposition, /lifecycle_requests_total\{operation="listPets"/, 'a stable operation is not counted')
   const answered = log.lines.filter((line) => line.msg === 'request completed').map((line) => line.res as Record<string, unknown>)
-  t.match(answered.find((res) => res.url === '/v1/pets/1'), { statusCode: 200, lifecycle: 'deprecated' })
-  t.match(answered.find((res) => res.url === '/v1/store/orders'), { lifecycle: 'experimental' })
-  t.notOk('lifecycle' in answered.find((res) => res.url === '/v1/pets')!, 'a stable operation\'s line has no lifecycle')
+  t.match(
+    answered.find((res) => res.url === '/v1/pets/1'),
+    { statusCode: 200, lifecycle: 'deprecated' },
+  )
+  t.match(
+    answered.find((res) => res.url === '/v1/store/orders'),
+    { lifecycle: 'experimental' },
+  )
+  t.notOk('lifecycle' in answered.find((res) => res.url === '/v1/pets')!, "a stable operation's line has no lifecycle")
 
   // a key since deleted from the store, an operation since removed from the spec
   app.storage.usage.note('key:999', { version: 1, operation: 'findPets' })
@@ -115,7 +121,10 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
   const report = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: url })
   t.equal(report.code, 0, report.stderr)
   t.comment(report.stdout)
-  const rows = report.stdout.trimEnd().split('\n').map((line) => line.split(/ {2,}/))
+  const rows = report.stdout
+    .trimEnd()
+    .split('\n')
+    .map((line) => line.split(/ {2,}/))
   t.strictSame(rows[0], ['key', 'name', 'version', 'operation', 'lifecycle', 'calls', 'last call'])
   t.strictSame(
     rows.slice(1).map((row) => row.slice(0, 6)),
@@ -134,7 +143,16 @@ t.test('a deprecated or experimental operation\'s calls are counted per key; met
   t.notMatch(report.stdout, testKey, 'never an API_KEYS key itself')
   const json = await run(t, 'scripts/keys.ts', ['usage', '--json'], { DATABASE_URL: url })
   t.equal(json.code, 0)
-  t.match(JSON.parse(json.stdout)[0], { key: String(stored.record.id), name: 'mobile app', version: 1, operation: 'getPet', lifecycle: 'deprecated', calls: 3, firstCallAt: /Z$/, lastCallAt: /Z$/ })
+  t.match(JSON.parse(json.stdout)[0], {
+    key: String(stored.record.id),
+    name: 'mobile app',
+    version: 1,
+    operation: 'getPet',
+    lifecycle: 'deprecated',
+    calls: 3,
+    firstCallAt: /Z$/,
+    lastCallAt: /Z$/,
+  })
   const empty = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: tempDb() })
   t.equal(empty.stdout, 'No calls to deprecated, experimental or beta operations recorded yet.\n')
   const misused = await run(t, 'scripts/keys.ts', ['list', '--json'], { DATABASE_URL: url })

@@ -50,10 +50,18 @@ function versionOf(major: number, document: OpenAPIV3.Document, edit: (document:
   return contractOf(copy, { file: `openapi-v${major}.yaml` })
 }
 
-t.test('category-object: a Pet of version 2 is made version 1\'s; in force for version 1 only', async (t) => {
+t.test("category-object: a Pet of version 2 is made version 1's; in force for version 1 only", async (t) => {
   t.strictSame(petDown(tom), v1Tom)
-  t.strictSame(JSON.parse(JSON.stringify(petDown({ id: 3, name: 'Kit', category: { id: 9 } }))), { id: 3, name: 'Kit', categoryId: 9 }, 'a category never created, and no status (none sent)')
-  t.strictSame(petDown({ ...tom, tag: 'calm' } as never), v1Tom, 'what version 1\'s Pet has, and nothing else (a property it gains fails the typecheck there until written)')
+  t.strictSame(
+    JSON.parse(JSON.stringify(petDown({ id: 3, name: 'Kit', category: { id: 9 } }))),
+    { id: 3, name: 'Kit', categoryId: 9 },
+    'a category never created, and no status (none sent)',
+  )
+  t.strictSame(
+    petDown({ ...tom, tag: 'calm' } as never),
+    v1Tom,
+    "what version 1's Pet has, and nothing else (a property it gains fails the typecheck there until written)",
+  )
   t.strictSame([categoryObject.inForce({ apiVersion: 1 }), categoryObject.inForce({ apiVersion: 2 })], [true, false])
   t.match(categoryObject.sideEffects, { createPet: /takes a category that does not exist/ })
 })
@@ -80,7 +88,11 @@ t.test('deriving: an operation served by no handler stops the start; refusals pa
   const versions = deriveVersions([v1, v2], changes)
   t.throws(() => versions.derive({ listPets }, v1), /operation createPet of version 1 is served by no handler: no handler serves createPet of openapi-v2.yaml/)
   const everyV1 = Object.fromEntries([...v1.operations.keys()].map((id) => [id, listPets]))
-  t.throws(() => deriveVersions([v1, v2], []).derive(everyV1, v1), /operation getPet of version 1 is served by no handler: openapi-v2.yaml has no getPet, and no change in src\/versions\/ says what serves it/, 'an operation the newer document lacks')
+  t.throws(
+    () => deriveVersions([v1, v2], []).derive(everyV1, v1),
+    /operation getPet of version 1 is served by no handler: openapi-v2.yaml has no getPet, and no change in src\/versions\/ says what serves it/,
+    'an operation the newer document lacks',
+  )
   const refusing: AnyHandler = async () => new ApiError('not_found', 'gone')
   const handlers = Object.fromEntries([...v2.operations.keys()].map((id) => [id, id === 'listPets' ? listPets : refusing]))
   const derived = versions.derive(handlers, v1)
@@ -102,8 +114,15 @@ t.test('changes chain: version 1 through version 2 to a version 3 that renamed l
     document.paths['/pets'].get.operationId = 'findPets'
   })
   const seen: unknown[] = []
-  const findPets: AnyHandler = (request) => (seen.push(request.query), { status: 200, body: [tom], headers: { Link: '</v3/pets?limit=1&after=2>; rel="next"' } })
-  const createPet: AnyHandler = (request) => ({ status: 201, body: { ...tom, name: (request.body as { name: string }).name }, headers: { Location: '/v3/pets?id=2' } })
+  const findPets: AnyHandler = (request) => (
+    seen.push(request.query),
+    { status: 200, body: [tom], headers: { Link: '</v3/pets?limit=1&after=2>; rel="next"' } }
+  )
+  const createPet: AnyHandler = (request) => ({
+    status: 201,
+    body: { ...tom, name: (request.body as { name: string }).name },
+    headers: { Location: '/v3/pets?id=2' },
+  })
   const handlers = Object.fromEntries([...v3.operations.keys()].map((id) => [id, findPets]))
   handlers.createPet = createPet
   const renamed = change({ version: 2, name: 'find-pets', servedBy: { listPets: 'findPets' } })
@@ -111,25 +130,51 @@ t.test('changes chain: version 1 through version 2 to a version 3 that renamed l
   const shouting = change({ version: 2, name: 'shouting', schemas: { NewPet: { up: (pet: { name: string }) => ({ ...pet, name: pet.name.toUpperCase() }) } } })
   const versions = deriveVersions([v1, v2, v3], [renamed, shouting, ...changes])
   const fromV1 = versions.derive(handlers, v1)
-  t.strictSame(await fromV1.getPet!({ params: { petId: 2 }, query: {} } as never, undefined, undefined), { status: 200, body: v1Tom }, "version 1's getPet is version 3's findPets")
+  t.strictSame(
+    await fromV1.getPet!({ params: { petId: 2 }, query: {} } as never, undefined, undefined),
+    { status: 200, body: v1Tom },
+    "version 1's getPet is version 3's findPets",
+  )
   t.strictSame(seen, [{ id: 2, limit: 1 }])
-  t.strictSame(fromV1.listPets!({ params: {}, query: {} } as never, undefined, undefined), { status: 200, body: [v1Tom], headers: { Link: '</v1/pets?limit=1&after=2>; rel="next"' } }, 'its URLs moved down each step')
+  t.strictSame(
+    fromV1.listPets!({ params: {}, query: {} } as never, undefined, undefined),
+    { status: 200, body: [v1Tom], headers: { Link: '</v1/pets?limit=1&after=2>; rel="next"' } },
+    'its URLs moved down each step',
+  )
   const created = await fromV1.createPet!({ params: {}, query: {}, body: { name: 'Kit', categoryId: 1 } } as never, undefined, undefined)
-  t.strictSame(created, { status: 201, body: { ...v1Tom, name: 'KIT' }, headers: { Location: '/v1/pets/2' } }, 'the body made newer on the way up, the answer older on the way down')
+  t.strictSame(
+    created,
+    { status: 201, body: { ...v1Tom, name: 'KIT' }, headers: { Location: '/v1/pets/2' } },
+    'the body made newer on the way up, the answer older on the way down',
+  )
   const fromV2 = versions.derive(handlers, v2)
-  t.strictSame(fromV2.listPets!({ params: {}, query: {} } as never, undefined, undefined), { status: 200, body: [tom], headers: { Link: '</v2/pets?limit=1&after=2>; rel="next"' } })
+  t.strictSame(fromV2.listPets!({ params: {}, query: {} } as never, undefined, undefined), {
+    status: 200,
+    body: [tom],
+    headers: { Link: '</v2/pets?limit=1&after=2>; rel="next"' },
+  })
   t.strictSame(versions.showEvent('pet.created', { data: tom }, 1), { data: v1Tom })
   t.throws(() => deriveVersions([v1, v3], changes), /version 1 is served without version 2, through whose changes it is derived/)
 })
 
 t.test('a change that names what its versions lack is refused at start, each name said', async (t) => {
   const refused = (declared: Parameters<typeof change>[0]) => (t.throws(() => deriveVersions([v1, v2], [change(declared)])) as Error).message
-  t.match(refused({ version: 1, schemas: { Pett: {} } }), /version change test-change changes the schema Pett, which openapi.yaml and openapi-v2.yaml do not both have/)
-  t.match(refused({ version: 1, schemas: { Category: {} } }), /changes the schema Category, which openapi.yaml and openapi-v2.yaml do not both have/, 'one version only')
+  t.match(
+    refused({ version: 1, schemas: { Pett: {} } }),
+    /version change test-change changes the schema Pett, which openapi.yaml and openapi-v2.yaml do not both have/,
+  )
+  t.match(
+    refused({ version: 1, schemas: { Category: {} } }),
+    /changes the schema Category, which openapi.yaml and openapi-v2.yaml do not both have/,
+    'one version only',
+  )
   t.match(refused({ version: 1, operations: { getPett: {} } }), /changes the operation getPett, which openapi.yaml does not have/)
   t.match(refused({ version: 1, servedBy: { getPett: 'listPets' } }), /serves the operation getPett, which openapi.yaml does not have/)
   t.match(refused({ version: 1, servedBy: { getPet: 'findPets' } }), /serves getPet by findPets, which openapi-v2.yaml does not have/)
-  t.match(refused({ version: 1, events: { 'pet.deleted': (fields) => fields } }), /changes the event pet.deleted, which openapi.yaml and openapi-v2.yaml do not both have/)
+  t.match(
+    refused({ version: 1, events: { 'pet.deleted': (fields) => fields } }),
+    /changes the event pet.deleted, which openapi.yaml and openapi-v2.yaml do not both have/,
+  )
   const twice = t.throws(() => deriveVersions([v1, v2], [change({ version: 1, schemas: { Pet: {} }, servedBy: { getPet: 'listPets' } }), ...changes])) as Error
   t.match(twice.message, /changes the schema Pet, which another change of version 1 changes: write them as one/)
   t.match(twice.message, /serves getPet by listPets, which another change of version 1 serves by listPets/)
@@ -145,15 +190,27 @@ t.test('a breaking difference the gate found that no change covers stops the sta
   t.equal(recordedDifferences([edited, v2]).size, 1, 'the same document, read anew: the same record')
   const without = (name: string) => changes.filter((change) => change.name !== name)
   const noCategories = (t.throws(() => deriveVersions([v1, v2], without('category-object'), recorded)) as Error).message
-  t.match(noCategories, /openapi-v2.yaml against openapi.yaml: GET \/pets, response 200 body `category`: Property `categoryId` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/)
-  t.match(noCategories, /POST \/pets, response 422: Response 422 was added: a request version 1\.\d+\.\d+ took may be refused\. \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /)
+  t.match(
+    noCategories,
+    /openapi-v2.yaml against openapi.yaml: GET \/pets, response 200 body `category`: Property `categoryId` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/,
+  )
+  t.match(
+    noCategories,
+    /POST \/pets, response 422: Response 422 was added: a request version 1\.\d+\.\d+ took may be refused\. \(response-added at #\/paths\/~1pets\/post\/responses\/422\): no change of version 1 covers it: write sideEffects: \{ createPet: /,
+  )
   const noGetPet = (t.throws(() => deriveVersions([v1, v2], without('get-pet'), recorded)) as Error).message
-  t.match(noGetPet, /Path `\/pets\/\{petId\}` was removed\. \(path-removed at #\/paths\/~1pets~1\{petId\}\): no change of version 1 covers it: write servedBy: \{ getPet: /)
-  t.match(noGetPet, /POST \/pets, response 201 header Location: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/)
+  t.match(
+    noGetPet,
+    /Path `\/pets\/\{petId\}` was removed\. \(path-removed at #\/paths\/~1pets~1\{petId\}\): no change of version 1 covers it: write servedBy: \{ getPet: /,
+  )
+  t.match(
+    noGetPet,
+    /POST \/pets, response 201 header Location: `pattern` changed .* no change of version 1 covers it: write operations: \{ createPet: \{ down \} \}/,
+  )
   t.notMatch(noGetPet, /NextPageLink/, 'a URL under the version segment is moved by the derive layer: covered')
 })
 
-t.test('a schema\'s transform, wherever the schema sits: arrays, properties, allOf, maps, itself; refused under oneOf', async (t) => {
+t.test("a schema's transform, wherever the schema sits: arrays, properties, allOf, maps, itself; refused under oneOf", async (t) => {
   const schemas = {
     Tag: { type: 'string' },
     Pet: { type: 'object', properties: { tag: { $ref: '#/components/schemas/Tag' }, friend: { $ref: '#/components/schemas/Pet' } } },
@@ -169,31 +226,53 @@ t.test('a schema\'s transform, wherever the schema sits: arrays, properties, all
   t.strictSame(of({ type: 'array', items: { $ref: '#/components/schemas/Tag' } })!(['a', 'b']), ['A', 'B'])
   t.strictSame(of({ type: 'array', items: { $ref: '#/components/schemas/Tag' } })!('a'), 'a', 'a value of another shape: as it is')
   t.strictSame(of({ type: 'object', additionalProperties: { $ref: '#/components/schemas/Tag' } })!({ a: 'b' }), { a: 'B' }, 'a map and nothing else')
-  t.strictSame(of({ $ref: '#/components/schemas/Pet' })!({ tag: 'a', friend: { tag: 'b', friend: { tag: 'c' } } }), { tag: 'A', friend: { tag: 'B', friend: { tag: 'C' } } }, 'a schema that holds itself, to any depth')
+  t.strictSame(
+    of({ $ref: '#/components/schemas/Pet' })!({ tag: 'a', friend: { tag: 'b', friend: { tag: 'c' } } }),
+    { tag: 'A', friend: { tag: 'B', friend: { tag: 'C' } } },
+    'a schema that holds itself, to any depth',
+  )
   t.strictSame(of({ $ref: '#/components/schemas/Pet' })!({ friend: null }), { friend: null }, 'what is not there is left as it is')
   t.strictSame(of({ $ref: '#/components/schemas/Named' })!({ tag: 'a', also: 'b' }), { tag: 'A', also: 'B' }, 'each branch of allOf')
-  t.strictSame(of({ $ref: '#/components/schemas/ByName' })!({ first: 'a', second: 'b' }), { first: 'a', second: 'B' }, 'the values of a map, its declared properties aside')
+  t.strictSame(
+    of({ $ref: '#/components/schemas/ByName' })!({ first: 'a', second: 'b' }),
+    { first: 'a', second: 'B' },
+    'the values of a map, its declared properties aside',
+  )
   t.strictSame(of({ $ref: '#/components/schemas/ByName' })!('a string'), 'a string', 'a value of another shape: as it is')
   t.strictSame(of({ $ref: '#/components/responses/Tags' })!('a'), 'A', 'through a $ref to another part of the document')
   const own = new Map<string, Transform>([['Pet', ({ tag, ...pet }: { tag?: string }) => ({ ...pet, label: tag })]])
   t.strictSame(of({ $ref: '#/components/schemas/Pet' }, own)!({ tag: 'a' }), { label: 'a' }, "a schema's own transform")
-  t.throws(() => of({ $ref: '#/components/schemas/Either' }), /#\/components\/schemas\/Either: a schema a version change transforms is under oneOf, where which branch a value is of cannot be told/)
+  t.throws(
+    () => of({ $ref: '#/components/schemas/Either' }),
+    /#\/components\/schemas\/Either: a schema a version change transforms is under oneOf, where which branch a value is of cannot be told/,
+  )
 })
 
-t.test('an event\'s breaking difference is covered by a change of the event, or of a schema of its payload; outside operations and events, by none', async (t) => {
-  const difference = (path: string, pointer = path): Difference => ({ where: 'there', rule: 'a-rule', pointer, path, message: 'It changed.' })
-  // a version 2 whose order.placed carries another data
-  const v2b = versionOf(2, v2.document, (document) => (document.components.schemas.OrderPlacedEvent.properties.data = { type: 'object' }))
-  const inEvent = difference('#/webhooks/order.placed/post/requestBody/content/application~1json/schema/properties/data')
-  t.match(uncovered([inEvent], v1, v2b, []), [/^there: It changed\. \(a-rule at .*\): no change of version 1 covers it: write events: \{ 'order\.placed': \.\.\. \}/])
-  t.strictSame(uncovered([inEvent], v1, v2b, [change({ version: 1, events: { 'order.placed': (fields) => fields } })]), [], 'the event')
-  t.strictSame(uncovered([inEvent], v1, v2b, [change({ version: 1, schemas: { Order: { down: (order: unknown) => order } } })]), [], 'a schema of its payload')
-  const inSchema = difference(inEvent.path, '#/components/schemas/Order/properties/status')
-  t.match(uncovered([inSchema], v1, v2b, []), [/write schemas: \{ Order: \{ down \} \}/], 'inside a schema: that schema named')
-  t.match(uncovered([difference('#/tags/1')], v1, v2, changes), [/no change covers a difference outside the operations and events; make the documents agree there/])
-  t.strictSame(uncovered([difference('#/paths/~1store~1orders/get/responses/200/headers/Link/schema')], v1, v2, []), [], 'the version segment of a URL')
-  t.strictSame(uncovered([difference('#/paths/~1categories/get/responses/200')], v1, v2, []), [], 'an operation the older version lacks: an addition')
-})
+t.test(
+  "an event's breaking difference is covered by a change of the event, or of a schema of its payload; outside operations and events, by none",
+  async (t) => {
+    const difference = (path: string, pointer = path): Difference => ({ where: 'there', rule: 'a-rule', pointer, path, message: 'It changed.' })
+    // a version 2 whose order.placed carries another data
+    const v2b = versionOf(2, v2.document, (document) => (document.components.schemas.OrderPlacedEvent.properties.data = { type: 'object' }))
+    const inEvent = difference('#/webhooks/order.placed/post/requestBody/content/application~1json/schema/properties/data')
+    t.match(uncovered([inEvent], v1, v2b, []), [
+      /^there: It changed\. \(a-rule at .*\): no change of version 1 covers it: write events: \{ 'order\.placed': \.\.\. \}/,
+    ])
+    t.strictSame(uncovered([inEvent], v1, v2b, [change({ version: 1, events: { 'order.placed': (fields) => fields } })]), [], 'the event')
+    t.strictSame(
+      uncovered([inEvent], v1, v2b, [change({ version: 1, schemas: { Order: { down: (order: unknown) => order } } })]),
+      [],
+      'a schema of its payload',
+    )
+    const inSchema = difference(inEvent.path, '#/components/schemas/Order/properties/status')
+    t.match(uncovered([inSchema], v1, v2b, []), [/write schemas: \{ Order: \{ down \} \}/], 'inside a schema: that schema named')
+    t.match(uncovered([difference('#/tags/1')], v1, v2, changes), [
+      /no change covers a difference outside the operations and events; make the documents agree there/,
+    ])
+    t.strictSame(uncovered([difference('#/paths/~1store~1orders/get/responses/200/headers/Link/schema')], v1, v2, []), [], 'the version segment of a URL')
+    t.strictSame(uncovered([difference('#/paths/~1categories/get/responses/200')], v1, v2, []), [], 'an operation the older version lacks: an addition')
+  },
+)
 
 t.test('the types hold a change to its two versions', async (t) => {
   // (compile-time checks: npm run typecheck fails if one of these names is taken)
@@ -214,7 +293,10 @@ t.test('the types hold a change to its two versions', async (t) => {
 t.test('a start that fails once the storage is open closes it and says why: a change naming an operation version 1 lacks', async (t) => {
   const renamed = structuredClone(v1.document) as unknown as { paths: Record<string, { get: { operationId: string } }> }
   renamed.paths['/pets/{petId}']!.get.operationId = 'readPet'
-  await t.rejects(build(t, { contracts: [contractOf(renamed as never, { file: 'openapi.yaml' }), v2] }), /version change get-pet changes the operation getPet, which openapi.yaml does not have/)
+  await t.rejects(
+    build(t, { contracts: [contractOf(renamed as never, { file: 'openapi.yaml' }), v2] }),
+    /version change get-pet changes the operation getPet, which openapi.yaml does not have/,
+  )
 })
 
 t.test('a change may translate the request alone: the answer goes down as it is', async (t) => {
@@ -225,7 +307,11 @@ t.test('a change may translate the request alone: the answer goes down as it is'
   const document = structuredClone(v1.document) as unknown as { paths: Record<string, { get: { parameters: unknown[] } }> }
   document.paths['/pets']!.get.parameters.push({ name: 'state', in: 'query', schema: { type: 'string' } })
   const older = contractOf(document as never, { file: 'openapi.yaml' })
-  const renamed = change({ version: 1, description: 'status was called state', operations: { listPets: { up: (request) => void (request.query = { status: request.query.state }) } } })
+  const renamed = change({
+    version: 1,
+    description: 'status was called state',
+    operations: { listPets: { up: (request) => void (request.query = { status: request.query.state }) } },
+  })
   const derived = deriveVersions([older, v2], [renamed, getPetFromList]).derive(handlers, older)
   t.strictSame(await derived.listPets!({ params: {}, query: { state: 'sold' } } as never, undefined, undefined), { status: 200, body: [] })
   t.strictSame(seen, [{ status: 'sold' }], 'the request made newer')
@@ -248,13 +334,22 @@ t.test('a query parameter only the newest version declares is, sent to an older 
 })
 
 t.test('served together: one document per major, all promising the same of the server', async (t) => {
-  t.throws(() => servedTogether([v1, v1]), /openapi.yaml \(major version 1\): .*openapi.yaml is of the same major version: each served document has a major of its own/)
+  t.throws(
+    () => servedTogether([v1, v1]),
+    /openapi.yaml \(major version 1\): .*openapi.yaml is of the same major version: each served document has a major of its own/,
+  )
   const document = structuredClone(v2.document) as unknown as { 'x-service': { limits: { requestBodyBytes: number } } }
   document['x-service'].limits.requestBodyBytes = 1024
   const other = contractOf(document as never, { file: 'openapi-v2.yaml' })
-  t.throws(() => servedTogether([v1, other]), /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml \(requestBodyBytes\): the documents served together must state the same/)
+  t.throws(
+    () => servedTogether([v1, other]),
+    /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml \(requestBodyBytes\): the documents served together must state the same/,
+  )
   // the roles a key holds are the newest document's: an older one asks none other, and sends each event to the same roles
-  const roles = structuredClone(v1.document) as unknown as { components: { securitySchemes: { bearerAuth: { 'x-roles': Record<string, { default?: boolean; staff?: boolean }> } } }; webhooks: Record<string, { post: { 'x-roles': string[] } }> }
+  const roles = structuredClone(v1.document) as unknown as {
+    components: { securitySchemes: { bearerAuth: { 'x-roles': Record<string, { default?: boolean; staff?: boolean }> } } }
+    webhooks: Record<string, { post: { 'x-roles': string[] } }>
+  }
   const catalogue = roles.components.securitySchemes.bearerAuth['x-roles']
   catalogue['pets:delete'] = { ...catalogue['pets:write'], default: false }
   catalogue['orders:read']!.default = !catalogue['orders:read']!.default
@@ -265,7 +360,10 @@ t.test('served together: one document per major, all promising the same of the s
   t.match(refused.message, /event pet.created asks other roles than in openapi-v2.yaml/)
   const probed = structuredClone(v2.document) as unknown as { 'x-service': { health: { ready: string } } }
   probed['x-service'].health.ready = '/ready'
-  t.throws(() => servedTogether([v1, contractOf(probed as never, { file: 'openapi-v2.yaml' })]), /x-service.health names other paths than openapi-v2.yaml: one server answers its probes at one place/)
+  t.throws(
+    () => servedTogether([v1, contractOf(probed as never, { file: 'openapi-v2.yaml' })]),
+    /x-service.health names other paths than openapi-v2.yaml: one server answers its probes at one place/,
+  )
   t.strictSame(servedTogether([v2, v1]), [v1, v2], 'oldest first')
 })
 
@@ -286,7 +384,11 @@ t.test('served side by side: what one version makes, the other reads; version 1 
   const v1Made = await call(t, app, { method: 'POST', url: '/v1/pets', payload: { name: 'Rex', categoryId: 7 } })
   t.equal(v1Made.status, 201, 'version 1 takes a category that does not exist')
   t.equal(v1Made.headers.location, '/v1/pets/1')
-  t.strictSame((await call(t, app, { url: '/v2/pets?id=1' })).json, [{ id: 1, name: 'Rex', category: { id: 7 }, status: 'available' }], 'version 2: the category by id alone')
+  t.strictSame(
+    (await call(t, app, { url: '/v2/pets?id=1' })).json,
+    [{ id: 1, name: 'Rex', category: { id: 7 }, status: 'available' }],
+    'version 2: the category by id alone',
+  )
 
   const refused = await call(t, app, { method: 'POST', url: '/v2/pets', payload: { name: 'Tom', categoryId: 1 } })
   t.strictSame(refused.json, { code: 'category_not_found', message: 'Category 1 not found: add it first (createCategory)', status: 422 })
@@ -294,19 +396,31 @@ t.test('served side by side: what one version makes, the other reads; version 1 
   const bird = await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name: 'Bird' }, key: staff })
   t.strictSame([bird.status, bird.json, bird.headers.location], [201, { id: 1, name: 'Bird' }, '/v2/categories/1'])
   const v2Made = await call(t, app, { method: 'POST', url: '/v2/pets', payload: { name: 'Tom', categoryId: 1, status: 'pending' } })
-  t.strictSame([v2Made.status, v2Made.json, v2Made.headers.location], [201, { id: 2, name: 'Tom', category: { id: 1, name: 'Bird' }, status: 'pending' }, '/v2/pets?id=2'])
-
-  t.strictSame((await call(t, app, { url: '/v1/pets/2' })).json, { id: 2, name: 'Tom', categoryId: 1, status: 'pending' }, 'version 1 reads what version 2 made')
-  t.strictSame((await call(t, app, { url: '/v1/pets/3' })).json, { code: 'not_found', message: 'Pet 3 not found', status: 404 })
   t.strictSame(
-    (await call(t, app, { url: '/v1/pets' })).json,
-    [
-      { id: 1, name: 'Rex', categoryId: 7, status: 'available' },
-      { id: 2, name: 'Tom', categoryId: 1, status: 'pending' },
-    ],
+    [v2Made.status, v2Made.json, v2Made.headers.location],
+    [201, { id: 2, name: 'Tom', category: { id: 1, name: 'Bird' }, status: 'pending' }, '/v2/pets?id=2'],
   )
-  t.strictSame((await call(t, app, { url: '/v2/pets?categoryId=1' })).json.map(({ id }: { id: number }) => id), [2], 'version 2 filters by category')
-  t.strictSame((await call(t, app, { url: '/v2/pets?status=available&categoryId=7' })).json.map(({ id }: { id: number }) => id), [1], 'filters combine')
+
+  t.strictSame(
+    (await call(t, app, { url: '/v1/pets/2' })).json,
+    { id: 2, name: 'Tom', categoryId: 1, status: 'pending' },
+    'version 1 reads what version 2 made',
+  )
+  t.strictSame((await call(t, app, { url: '/v1/pets/3' })).json, { code: 'not_found', message: 'Pet 3 not found', status: 404 })
+  t.strictSame((await call(t, app, { url: '/v1/pets' })).json, [
+    { id: 1, name: 'Rex', categoryId: 7, status: 'available' },
+    { id: 2, name: 'Tom', categoryId: 1, status: 'pending' },
+  ])
+  t.strictSame(
+    (await call(t, app, { url: '/v2/pets?categoryId=1' })).json.map(({ id }: { id: number }) => id),
+    [2],
+    'version 2 filters by category',
+  )
+  t.strictSame(
+    (await call(t, app, { url: '/v2/pets?status=available&categoryId=7' })).json.map(({ id }: { id: number }) => id),
+    [1],
+    'filters combine',
+  )
   const page = await call(t, app, { url: '/v2/pets?limit=1&categoryId=1' })
   t.equal(page.headers.link, undefined, 'one pet in the category: no next page')
   const first = await call(t, app, { url: '/v2/pets?limit=1' })
@@ -317,7 +431,11 @@ t.test('served side by side: what one version makes, the other reads; version 1 
     const all = await call(t, app, { url: `/v1/pets?${query}` })
     t.strictSame([all.status, all.json.map(({ id }: { id: number }) => id)], [200, [1, 2]], `/v1/pets?${query}: every pet`)
   }
-  t.equal((await call(t, app, { url: '/v1/pets?limit=1&categoryId=7' })).headers.link, '</v1/pets?limit=1&after=1>; rel="next"', 'and not carried to the next page')
+  t.equal(
+    (await call(t, app, { url: '/v1/pets?limit=1&categoryId=7' })).headers.link,
+    '</v1/pets?limit=1&after=1>; rel="next"',
+    'and not carried to the next page',
+  )
   // `id`, which version 1 has too (getPet's successor), filters in both
   const one = await call(t, app, { url: '/v1/pets?id=2&categoryId=7' })
   t.strictSame([one.status, one.json.map(({ id }: { id: number }) => id)], [200, [2]], "/v1/pets?id=2: that pet, whatever version 2's other filters say")
@@ -344,7 +462,11 @@ async function eventsPerVersion(t: Test, database: Partial<AppOptions>) {
   const receivers = [await startReceiver(t, undefined, { contract: v1 }), await startReceiver(t, undefined, { contract: v2 })]
   const subscriptions: number[] = []
   for (const [i, receiver] of receivers.entries()) {
-    const made = await call(t, app, { method: 'POST', url: `/v${i + 1}/webhooks`, payload: { url: receiver.url, events: ['pet.created', 'pet.status_changed'] } })
+    const made = await call(t, app, {
+      method: 'POST',
+      url: `/v${i + 1}/webhooks`,
+      payload: { url: receiver.url, events: ['pet.created', 'pet.status_changed'] },
+    })
     subscriptions.push(made.json.id)
   }
   await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name: 'Bird' }, key: staff })
@@ -372,8 +494,13 @@ async function eventsPerVersion(t: Test, database: Partial<AppOptions>) {
   // each subscription's deliveries, read through either version, name the same events
   const eventIds = await Promise.all(subscriptions.map(async (id) => (await deliveriesOf(t, app, id)).map(({ eventId }: { eventId: string }) => eventId)))
   t.strictSame(eventIds[0], eventIds[1], 'recorded once, delivered to each')
-  t.strictSame(eventIds[0], v1Sent!.map(({ id }) => id))
+  t.strictSame(
+    eventIds[0],
+    v1Sent!.map(({ id }) => id),
+  )
 }
 
-t.test('SQLite: events in each subscription\'s version', async (t) => eventsPerVersion(t, {}))
-t.test('PostgreSQL: events in each subscription\'s version', { skip: postgresMissing }, async (t) => eventsPerVersion(t, { DATABASE_URL: await freshPostgres(t) }))
+t.test("SQLite: events in each subscription's version", async (t) => eventsPerVersion(t, {}))
+t.test("PostgreSQL: events in each subscription's version", { skip: postgresMissing }, async (t) =>
+  eventsPerVersion(t, { DATABASE_URL: await freshPostgres(t) }),
+)

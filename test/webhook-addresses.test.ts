@@ -106,11 +106,16 @@ t.test('judgeAddress: the range of each address, and where a public one is conne
 
 t.test('a name is judged by every address it resolves to, and the message quotes the URL as written', async (t) => {
   const strict = { allowHttp: false, allowPrivate: false }
-  const answering = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+  const answering =
+    (...addresses: string[]) =>
+    async () =>
+      addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
   await t.rejects(resolveTarget('https://Hooks.Example:8443/x?token=1', strict, answering('93.184.215.14', '::ffff:10.0.0.1')), {
     message: messageOf('Hooks.Example:8443', '10.0.0.1', private_, 'resolves'),
   })
-  await t.rejects(resolveTarget('https://hooks.example/x', strict, answering('2002:a9fe:a9fe::1')), { message: messageOf('hooks.example', '169.254.169.254', 'a link-local address', 'resolves') })
+  await t.rejects(resolveTarget('https://hooks.example/x', strict, answering('2002:a9fe:a9fe::1')), {
+    message: messageOf('hooks.example', '169.254.169.254', 'a link-local address', 'resolves'),
+  })
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('::ffff:93.184.215.14')), { address: '93.184.215.14', family: 4 })
 })
 
@@ -125,7 +130,8 @@ const stores: [string, (t: Test) => Promise<Partial<AppOptions>>][] = [
   ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
 ]
 
-const subscribe = (t: Test, server: FastifyInstance, url: string) => call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })
+const subscribe = (t: Test, server: FastifyInstance, url: string) =>
+  call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })
 
 for (const [name, store] of stores) {
   t.test(`${name}: each range refused at createWebhook (422), and before every attempt`, { skip: name === 'PostgreSQL' && postgresMissing }, async (t) => {
@@ -158,6 +164,7 @@ for (const [name, store] of stores) {
       }
       await sleep(20)
     }
-    for (const [host, address, what] of refused) t.equal(lastErrors.get(`https://${host}/hooks?token=abc`), messageOf(host, address, what), `${host}, at delivery`)
+    for (const [host, address, what] of refused)
+      t.equal(lastErrors.get(`https://${host}/hooks?token=abc`), messageOf(host, address, what), `${host}, at delivery`)
   })
 }

@@ -92,7 +92,11 @@ function boundsOn(name: string, store: Store) {
     await until('the first failed', async () => ((await deliveriesOf(t, server, id))[0]?.status === 'failed' ? true : undefined))
     await createPets(server, 1)
     const [first, second] = (await deliveriesOf(t, server, id)) as Shown[]
-    t.match(first, { status: 'failed', attempts: 1, lastStatus: 503, lastError: 'answered 503, Retry-After 120' }, 'a wait past the retry period ends it at once')
+    t.match(
+      first,
+      { status: 'failed', attempts: 1, lastStatus: 503, lastError: 'answered 503, Retry-After 120' },
+      'a wait past the retry period ends it at once',
+    )
     t.match(second, { status: 'pending', attempts: 0 })
     t.notOk('nextAttemptAt' in second!, 'no attempt will be made before its retry period ends: no nextAttemptAt')
     const ended = await until('the second ended', async () => {
@@ -139,11 +143,18 @@ function boundsOn(name: string, store: Store) {
       t.ok(Date.parse(delivery.nextAttemptAt!) >= now + 500, `due when the circuit's probe comes, not before: ${delivery.nextAttemptAt}`)
     }
     // the probe fails: the circuit opens for 2 s, past the retry period of both
-    const ended = await until('both ended', async () => {
-      const found = (await deliveriesOf(t, server, id)) as Shown[]
-      return found.every((delivery) => delivery.status === 'failed') ? found : undefined
-    }, 5_000)
-    t.match(ended, [{ lastError: "its retry period ended while its subscription's circuit was open" }, { lastError: "its retry period ended while its subscription's circuit was open" }])
+    const ended = await until(
+      'both ended',
+      async () => {
+        const found = (await deliveriesOf(t, server, id)) as Shown[]
+        return found.every((delivery) => delivery.status === 'failed') ? found : undefined
+      },
+      5_000,
+    )
+    t.match(ended, [
+      { lastError: "its retry period ended while its subscription's circuit was open" },
+      { lastError: "its retry period ended while its subscription's circuit was open" },
+    ])
     t.equal(receiver.deliveries.length, 2, 'the first attempt and the probe')
   })
 

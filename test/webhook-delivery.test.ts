@@ -91,7 +91,10 @@ function deliveryOn(name: string, store: Store) {
     const back = Date.now()
     const events = (await receiver.waitFor(3)).map((delivery) => verified(t, delivery, secret))
     t.ok(Date.now() - back < 5_000, `delivered ${Date.now() - back} ms after it came back`)
-    t.strictSame(events.map((event) => event.data).sort((a, b) => a.id - b.id), pets)
+    t.strictSame(
+      events.map((event) => event.data).sort((a, b) => a.id - b.id),
+      pets,
+    )
     const done = await until('all succeeded', async () => {
       const deliveries = await deliveriesOf(t, server, id)
       return deliveries.every((delivery: { status: string }) => delivery.status === 'succeeded') ? deliveries : undefined
@@ -106,7 +109,7 @@ function deliveryOn(name: string, store: Store) {
     const elsewhere = await startReceiver(t)
     const receiver = await startReceiver(t, (n, _delivery, response) => {
       if (n === 0) return 503
-      if (n === 1) return response.writeHead(302, { location: elsewhere.url }).end(), 'handled'
+      if (n === 1) return (response.writeHead(302, { location: elsewhere.url }).end(), 'handled')
       if (n === 2) return 'hang'
       return 204
     })
@@ -187,7 +190,11 @@ function keepingOn(name: string, store: Store) {
     await receiver.waitFor(4)
     await server.storage.deliveries.forgetFinished(Date.now() + 1)
     const kept = await deliveriesOf(t, server, id)
-    t.strictSame(kept.map((delivery: { status: string }) => delivery.status), ['pending'], 'the pending delivery is kept, the finished ones are not')
+    t.strictSame(
+      kept.map((delivery: { status: string }) => delivery.status),
+      ['pending'],
+      'the pending delivery is kept, the finished ones are not',
+    )
     await server.storage.deliveries.forgetFinished(Date.now() - server.contract.service.limits.finishedDeliveriesKeptDays * 86_400_000)
     t.equal((await deliveriesOf(t, server, id)).length, 1)
   })
@@ -304,7 +311,10 @@ t.test('an address the policy refuses is checked again at every attempt: no conn
     const found = await deliveriesOf(t, server, id)
     return found[0]?.attempts >= 1 ? found : undefined
   })
-  t.match(delivery, { status: 'pending', lastError: `${new URL(receiver.url).origin}/ points to 127.0.0.1, a loopback address: webhooks are sent only to public internet addresses` })
+  t.match(delivery, {
+    status: 'pending',
+    lastError: `${new URL(receiver.url).origin}/ points to 127.0.0.1, a loopback address: webhooks are sent only to public internet addresses`,
+  })
   t.ok((await metric(server, 'petstore_webhook_attempts_total{result="refused"}')) >= 1)
   t.equal(receiver.connections, 0, 'the receiver was never connected to')
 })
@@ -321,23 +331,31 @@ t.test('closed mid-attempt, an instance gives its delivery back, due as it was, 
   t.teardown(() => storage.close())
   const [delivery] = (await storage.webhooks.deliveries(`env:${hashKey(testKey).slice(0, 12)}`, id, { limit: 1 }))!
   t.match(delivery, { status: 'pending', attempts: 0 })
-  t.equal((await storage.deliveries.claim('next/1', { max: 10, perSubscription: 10, busy: new Map() }, 1_000)).length, 1, 'no lease holds it: it is claimed at once')
+  t.equal(
+    (await storage.deliveries.claim('next/1', { max: 10, perSubscription: 10, busy: new Map() }, 1_000)).length,
+    1,
+    'no lease holds it: it is claimed at once',
+  )
 })
 
 t.test('a receiver answer is read up to a cap, and the connection closed', async (t) => {
   let closedEarly = false
-  const receiver = await startReceiver(t, (_n, _delivery, response) => {
-    response.writeHead(200)
-    response.on('close', () => (closedEarly = !response.writableFinished))
-    const chunk = Buffer.alloc(64 * 1024, 'x')
-    const write = (left: number) => {
-      if (left === 0) return response.end()
-      if (response.write(chunk)) write(left - 1)
-      else response.once('drain', () => write(left - 1))
-    }
-    write(1024) // 64 MiB, far more than is read
-    return 'handled'
-  }, bareBodies)
+  const receiver = await startReceiver(
+    t,
+    (_n, _delivery, response) => {
+      response.writeHead(200)
+      response.on('close', () => (closedEarly = !response.writableFinished))
+      const chunk = Buffer.alloc(64 * 1024, 'x')
+      const write = (left: number) => {
+        if (left === 0) return response.end()
+        if (response.write(chunk)) write(left - 1)
+        else response.once('drain', () => write(left - 1))
+      }
+      write(1024) // 64 MiB, far more than is read
+      return 'handled'
+    },
+    bareBodies,
+  )
   const url = new URL(receiver.url)
   const answer = await post({ url, address: '127.0.0.1', family: 4 }, {}, '{}', 5_000)
   t.strictSame(answer, { status: 200 })
@@ -347,12 +365,16 @@ t.test('a receiver answer is read up to a cap, and the connection closed', async
 
 t.test('an answer whose body stalls is taken at its status; the connection is cut at the timeout', async (t) => {
   let cut = false
-  const receiver = await startReceiver(t, (_n, _delivery, response) => {
-    response.writeHead(200)
-    response.write('{"partial":')
-    response.on('close', () => (cut = true))
-    return 'handled'
-  }, bareBodies)
+  const receiver = await startReceiver(
+    t,
+    (_n, _delivery, response) => {
+      response.writeHead(200)
+      response.write('{"partial":')
+      response.on('close', () => (cut = true))
+      return 'handled'
+    },
+    bareBodies,
+  )
   const started = Date.now()
   // (a timeout of 2 s, so that a machine slowed by other work cannot blur "at once" and "at the timeout")
   t.strictSame(await post({ url: new URL(receiver.url), address: '127.0.0.1', family: 4 }, {}, '{}', 2_000), { status: 200 })
@@ -416,12 +438,19 @@ t.test('an attempt connects to the address that was checked, whatever the name r
 
 t.test('what resolveTarget takes and refuses', async (t) => {
   const strict = { allowHttp: false, allowPrivate: false }
-  const answering = (...addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
+  const answering =
+    (...addresses: string[]) =>
+    async () =>
+      addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }))
   const failing = (code: string) => async () => Promise.reject(Object.assign(new Error(code), { code }))
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('93.184.215.14')), { address: '93.184.215.14', family: 4 })
   t.match(await resolveTarget('https://hooks.example/x', strict, answering('2606:2800:21f:cb07:6820:80da:af6b:8b2c')), { family: 6 })
   const refusals: [string, () => Promise<{ address: string; family: number }[]>, RegExp][] = [
-    ['a name that resolves to a private address among public ones', answering('93.184.215.14', '10.0.0.1'), /^https:\/\/hooks\.example\/ resolves to 10\.0\.0\.1, a private address/],
+    [
+      'a name that resolves to a private address among public ones',
+      answering('93.184.215.14', '10.0.0.1'),
+      /^https:\/\/hooks\.example\/ resolves to 10\.0\.0\.1, a private address/,
+    ],
     ['to an IPv4 address written as IPv6', answering('::ffff:169.254.169.254'), /resolves to 169\.254\.169\.254, a link-local address/],
     ['to no address', answering(), /^https:\/\/hooks\.example\/ does not resolve to any address$/],
     ['to something that is no address', answering('not-an-address'), /resolves to not-an-address, not an IP address/],
@@ -432,7 +461,11 @@ t.test('what resolveTarget takes and refuses', async (t) => {
     await t.rejects(resolveTarget('https://hooks.example/x', strict, resolve), { message: why }, what)
   }
   await t.rejects(resolveTarget('https://u:p@hooks.example/x', strict, answering('93.184.215.14')), { message: /user name or password/ })
-  await t.rejects(resolveTarget('https://hooks.example/x', strict, failing('EAI_AGAIN')), { code: 'EAI_AGAIN' }, 'a resolver that cannot answer now is not a refusal')
+  await t.rejects(
+    resolveTarget('https://hooks.example/x', strict, failing('EAI_AGAIN')),
+    { code: 'EAI_AGAIN' },
+    'a resolver that cannot answer now is not a refusal',
+  )
   t.match(await resolveTarget('http://10.0.0.1/', { allowHttp: true, allowPrivate: true }), { address: '10.0.0.1' }, 'what an operator allows')
 })
 

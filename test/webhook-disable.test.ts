@@ -36,7 +36,8 @@ const stores: [string, Store][] = [
   ['PostgreSQL', async (t) => ({ DATABASE_URL: await freshPostgres(t), DATABASE_POOL_SIZE: 4 })],
 ]
 
-const createPet = async (t: Test, server: FastifyInstance, name: string) => (await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })).json
+const createPet = async (t: Test, server: FastifyInstance, name: string) =>
+  (await call(t, server, { method: 'POST', url: '/v1/pets', payload: { name, categoryId: 1 } })).json
 
 function disablingOn(name: string, store: Store) {
   t.test(`${name}: 410 Gone disables the subscription: its pending deliveries end, nothing more is sent, until enableWebhook`, async (t) => {
@@ -118,7 +119,10 @@ function disablingOn(name: string, store: Store) {
     t.equal(disabled.disabledReason, `every attempt has failed since ${failing.failingSince}`)
     t.ok(Date.parse(disabled.disabledAt) - Date.parse(failing.failingSince) >= 1_000)
     t.equal(await metric(server, 'petstore_webhook_disabled_subscriptions_total{reason="failing"}'), 1)
-    t.match((await deliveriesOf(t, server, id))[0], { status: 'failed', lastError: /^not sent: the subscription was disabled \(every attempt has failed since / })
+    t.match((await deliveriesOf(t, server, id))[0], {
+      status: 'failed',
+      lastError: /^not sent: the subscription was disabled \(every attempt has failed since /,
+    })
   })
 
   t.test(`${name}: Retry-After on a 503 or 429 sets the next attempt, within WEBHOOK_RETRY_AFTER_MAX_S; the subscription waits`, async (t) => {
@@ -132,7 +136,7 @@ function disablingOn(name: string, store: Store) {
     ]
     const receiver = await startReceiver(t, (n, _delivery, response) => {
       const [status, headers] = answers[n] ?? [204, () => ({})]
-      return response.writeHead(status, headers()).end(), 'handled'
+      return (response.writeHead(status, headers()).end(), 'handled')
     })
     const { id } = await subscribed(t, server, receiver.url)
     await createPet(t, server, 'A')
@@ -163,28 +167,49 @@ t.test('Retry-After: delta-seconds or an HTTP-date, anything else is not one', a
   t.equal(retryAfterMs('Sun, 06 Nov 1994 08:50:37 GMT', now), 60_000, 'IMF-fixdate')
   t.equal(retryAfterMs('Sunday, 06-Nov-94 08:50:37 GMT', now), 60_000, 'RFC 850')
   t.equal(retryAfterMs('Sun, 06 Nov 1994 08:00:00 GMT', now), 0, 'a date past asks for no wait')
-  for (const value of [undefined, '', 'soon', '2030-01-01', '-1', '1.5', 'Sun, 99 Nov 1994 08:49:37 GMT']) t.equal(retryAfterMs(value, now), undefined, String(value))
+  for (const value of [undefined, '', 'soon', '2030-01-01', '-1', '1.5', 'Sun, 99 Nov 1994 08:49:37 GMT'])
+    t.equal(retryAfterMs(value, now), undefined, String(value))
 })
 
 t.test('outcomeOf: what each answer comes to', async (t) => {
   const claimed = { attempts: 0, giveUpAt: 10_000 }
   const retries = { retryBaseMs: 1_000, retryAfterMaxMs: 5_000, lastErrorLength: 200 }
   t.match(outcomeOf({ status: 204 }, claimed, retries, 0), { result: 'succeeded', outcome: { status: 204, endpoint: 'up' }, gone: false })
-  t.match(outcomeOf({ status: 410 }, claimed, retries, 0), { result: 'rejected', outcome: { status: 410, endpoint: 'down', nextAttemptAt: undefined }, gone: true })
-  t.match(outcomeOf({ status: 503, retryAfter: '3' }, claimed, retries, 0), { outcome: { error: 'answered 503, Retry-After 3', nextAttemptAt: 3_000, pauseUntil: 3_000 } })
-  t.match(outcomeOf({ status: 429, retryAfter: '60' }, claimed, retries, 0), { outcome: { nextAttemptAt: 5_000, pauseUntil: 5_000 } }, 'at most retryAfterMaxMs')
-  t.match(outcomeOf({ status: 429, retryAfter: '60' }, { attempts: 0, giveUpAt: 4_000 }, retries, 0), { outcome: { nextAttemptAt: undefined } }, 'not past the retry period')
+  t.match(outcomeOf({ status: 410 }, claimed, retries, 0), {
+    result: 'rejected',
+    outcome: { status: 410, endpoint: 'down', nextAttemptAt: undefined },
+    gone: true,
+  })
+  t.match(outcomeOf({ status: 503, retryAfter: '3' }, claimed, retries, 0), {
+    outcome: { error: 'answered 503, Retry-After 3', nextAttemptAt: 3_000, pauseUntil: 3_000 },
+  })
+  t.match(
+    outcomeOf({ status: 429, retryAfter: '60' }, claimed, retries, 0),
+    { outcome: { nextAttemptAt: 5_000, pauseUntil: 5_000 } },
+    'at most retryAfterMaxMs',
+  )
+  t.match(
+    outcomeOf({ status: 429, retryAfter: '60' }, { attempts: 0, giveUpAt: 4_000 }, retries, 0),
+    { outcome: { nextAttemptAt: undefined } },
+    'not past the retry period',
+  )
   const ignored = outcomeOf({ status: 500, retryAfter: '60' }, claimed, retries, 0).outcome
   t.ok(ignored.nextAttemptAt! <= 1_000 && ignored.pauseUntil === undefined, 'a Retry-After on another status is not obeyed')
   t.ok(outcomeOf({ status: 503, retryAfter: 'soon' }, claimed, retries, 0).outcome.nextAttemptAt! <= 1_000, 'nor one that is not a Retry-After')
-  t.match(outcomeOf({ error: 'timeout', detail: 'no answer\nwithin 10 ms' }, claimed, retries, 0), { result: 'timeout', outcome: { error: 'no answer within 10 ms', endpoint: 'down' } })
+  t.match(outcomeOf({ error: 'timeout', detail: 'no answer\nwithin 10 ms' }, claimed, retries, 0), {
+    result: 'timeout',
+    outcome: { error: 'no answer within 10 ms', endpoint: 'down' },
+  })
 })
 
 t.test('the failure of a subscription deleted meanwhile changes no subscription', async (t) => {
   const storage = await openStorage('sqlite::memory:', { poolSize: 1 })
   t.teardown(() => storage.close())
   const policy = { failures: 1, openMs: 1_000, maxOpenMs: 1_000, disableAfterMs: 1 }
-  const settled = await storage.deliveries.settle([{ lease: 'gone/1', deliveryId: 1, subscriptionId: 1, outcome: { error: 'answered 500', endpoint: 'down' } }], policy)
+  const settled = await storage.deliveries.settle(
+    [{ lease: 'gone/1', deliveryId: 1, subscriptionId: 1, outcome: { error: 'answered 500', endpoint: 'down' } }],
+    policy,
+  )
   t.strictSame(settled, { failingTooLong: [], notRetried: 0 })
 })
 
@@ -224,5 +249,8 @@ t.test('a subscription another instance disabled first is not disabled twice', a
   t.teardown(() => dispatcher.close())
   await until('asked to disable', async () => (asked.length > 0 ? true : undefined))
   t.strictSame(asked, [created.id])
-  t.notOk(lines.some((line) => line.msg === 'webhook subscription disabled'), 'nor logged')
+  t.notOk(
+    lines.some((line) => line.msg === 'webhook subscription disabled'),
+    'nor logged',
+  )
 })

@@ -87,10 +87,14 @@ function fairnessOn(name: string, store: Store) {
     await sleep(300)
     t.equal(receiver.deliveries.length, whileOpen + 1, 'one probe only, while the circuit is half open')
     reopened = Date.now()
-    await until('all delivered', async () => {
-      const deliveries = (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json as { status: string }[]
-      return deliveries.every((delivery) => delivery.status === 'succeeded') ? true : undefined
-    }, 5_000)
+    await until(
+      'all delivered',
+      async () => {
+        const deliveries = (await call(t, server, { url: `/v1/webhooks/${id}/deliveries` })).json as { status: string }[]
+        return deliveries.every((delivery) => delivery.status === 'succeeded') ? true : undefined
+      },
+      5_000,
+    )
     const after = receiver.deliveries.filter((delivery) => delivery.at >= reopened)
     t.ok(after.length >= 3, 'the probe that succeeded closed the circuit: the rest followed at once')
     t.notOk('failingSince' in (await call(t, server, { url: `/v1/webhooks/${id}` })).json, 'its failures are forgotten')
@@ -137,8 +141,20 @@ t.test('the circuit: opens at the threshold, doubles at each opening in a row up
   t.strictSame(afterFailures(closed, 4, 0, policy, 100), { failures: 4, failingSince: 100, openings: 0, pausedUntil: null }, 'below the threshold: closed')
   t.strictSame(afterFailures(closed, 5, 0, policy, 100), { failures: 5, failingSince: 100, openings: 1, pausedUntil: 1_100 }, 'at it: open')
   const open = { failures: 5, failingSince: 100, openings: 1, pausedUntil: 1_100 }
-  t.strictSame(afterFailures(open, 3, 0, policy, 200), { failures: 8, failingSince: 100, openings: 1, pausedUntil: 1_100 }, 'attempts under way as it opened do not open it again')
-  t.strictSame(afterFailures(open, 1, 0, policy, 1_200), { failures: 6, failingSince: 100, openings: 2, pausedUntil: 3_200 }, 'a failed probe: open twice as long')
+  t.strictSame(
+    afterFailures(open, 3, 0, policy, 200),
+    { failures: 8, failingSince: 100, openings: 1, pausedUntil: 1_100 },
+    'attempts under way as it opened do not open it again',
+  )
+  t.strictSame(
+    afterFailures(open, 1, 0, policy, 1_200),
+    { failures: 6, failingSince: 100, openings: 2, pausedUntil: 3_200 },
+    'a failed probe: open twice as long',
+  )
   t.strictSame(afterFailures({ ...open, openings: 40 }, 1, 0, policy, 1_200).pausedUntil, 11_200, 'an hour at most (here maxOpenMs)')
-  t.strictSame(afterFailures(closed, 1, 5_000, policy, 100), { failures: 1, failingSince: 100, openings: 0, pausedUntil: 5_000 }, 'a Retry-After holds it till then')
+  t.strictSame(
+    afterFailures(closed, 1, 5_000, policy, 100),
+    { failures: 1, failingSince: 100, openings: 0, pausedUntil: 5_000 },
+    'a Retry-After holds it till then',
+  )
 })

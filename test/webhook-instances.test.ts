@@ -38,7 +38,12 @@ async function send(server: ServerProcess, method: string, path: string, body?: 
 async function counter(server: ServerProcess, series: string): Promise<number> {
   const url = /"metricsUrl":"(http:\/\/[^"]+)"/.exec(server.stdout())![1]!
   const text = await (await fetch(url)).text()
-  return Number(text.split('\n').find((line) => line.startsWith(`${series} `))?.split(' ')[1])
+  return Number(
+    text
+      .split('\n')
+      .find((line) => line.startsWith(`${series} `))
+      ?.split(' ')[1],
+  )
 }
 
 t.test('two instances share the deliveries: each event is delivered once, by one of them', { skip: postgresMissing }, async (t) => {

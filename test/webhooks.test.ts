@@ -56,7 +56,9 @@ t.test('SQLite: with a subscription, creates that arrive together still share a 
   const receiver = await startReceiver(t)
   await subscribe(t, server, receiver.url, ['pet.created'])
   const before = server.storage.stats().commits!
-  const created = await Promise.all(Array.from({ length: 50 }, (_, i) => call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name: `Pet ${i}`, categoryId: 1 } })))
+  const created = await Promise.all(
+    Array.from({ length: 50 }, (_, i) => call(t, server, { method: 'POST', url: `${api}/pets`, payload: { name: `Pet ${i}`, categoryId: 1 } })),
+  )
   t.ok(created.every((answer) => answer.status === 201))
   const after = server.storage.stats().commits!
   const [writes, commits] = [after.writes - before.writes, after.batches - before.batches]
@@ -100,10 +102,20 @@ function webhooksOn(name: string, store: Store) {
     await sleep(200)
     t.equal(all.deliveries.length, 7, 'no more than those')
     const byType = (type: string) => events.filter((event) => event.type === type)
-    t.strictSame(byType('pet.created').map((event) => event.data), [pet], 'pet.created: the pet as createPet answered it; none for the pet created before')
-    t.strictSame(byType('order.placed').map((event) => event.data.id), [placed.id, placed.id + 1])
+    t.strictSame(
+      byType('pet.created').map((event) => event.data),
+      [pet],
+      'pet.created: the pet as createPet answered it; none for the pet created before',
+    )
+    t.strictSame(
+      byType('order.placed').map((event) => event.data.id),
+      [placed.id, placed.id + 1],
+    )
     t.strictSame(byType('order.placed')[0].data, placed, 'order.placed: the order as placeOrder answered it')
-    t.strictSame(byType('order.status_changed').map(({ data, from, to }) => ({ data, from, to })), [{ data: delivered, from: 'placed', to: 'delivered' }])
+    t.strictSame(
+      byType('order.status_changed').map(({ data, from, to }) => ({ data, from, to })),
+      [{ data: delivered, from: 'placed', to: 'delivered' }],
+    )
     const statusChanges = byType('pet.status_changed').map(({ data, from, to }) => [data.id, data.status, from, to])
     t.strictSame(
       statusChanges.sort(),
@@ -116,12 +128,19 @@ function webhooksOn(name: string, store: Store) {
     )
     const sequences = events.map((event) => event.sequence)
     t.equal(new Set(sequences).size, 7, 'each event has a sequence of its own')
-    t.strictSame(events.map((event) => event.id), sequences.map((sequence) => `evt_${sequence}`))
+    t.strictSame(
+      events.map((event) => event.id),
+      sequences.map((sequence) => `evt_${sequence}`),
+    )
     const petChanges = byType('pet.status_changed').filter((event) => event.data.id === pet.id)
     t.ok(petChanges[0].sequence < petChanges[1].sequence, 'of two events about one pet, the later change has the larger sequence')
 
     const orderEvents = (await ordersOnly.waitFor(2)).map((delivery) => verified(t, delivery, orderSecret))
-    t.strictSame(orderEvents.map((event) => event.type), ['order.placed', 'order.placed'], 'a subscription gets only the types it takes')
+    t.strictSame(
+      orderEvents.map((event) => event.type),
+      ['order.placed', 'order.placed'],
+      'a subscription gets only the types it takes',
+    )
     t.throws(() => verified(t, ordersOnly.deliveries[0]!, secret), 'a delivery does not verify with another subscription’s secret')
 
     const deliveries = await call(t, server, { url: `${api}/webhooks/${created.json.id}/deliveries` })
@@ -182,9 +201,17 @@ function webhooksOn(name: string, store: Store) {
       t.equal(answer.json.code, 'not_found')
     }
     const listed = (await call(t, server, { url: `${api}/webhooks` })).json
-    t.strictSame(listed, [{ id: mine.id, url: receiver.url, events: ['pet.created'], createdAt: mine.createdAt, status: 'active' }], 'its owner still sees it, unchanged, without its secret')
+    t.strictSame(
+      listed,
+      [{ id: mine.id, url: receiver.url, events: ['pet.created'], createdAt: mine.createdAt, status: 'active' }],
+      'its owner still sees it, unchanged, without its secret',
+    )
     t.strictSame((await call(t, server, { url: `${api}/webhooks/${mine.id}` })).json, listed[0])
-    t.equal((await call(t, server, { method: 'POST', url: `${api}/webhooks/${mine.id}/deliveries/${delivery.id + 1}/redeliver` })).status, 404, 'a delivery it does not have')
+    t.equal(
+      (await call(t, server, { method: 'POST', url: `${api}/webhooks/${mine.id}/deliveries/${delivery.id + 1}/redeliver` })).status,
+      404,
+      'a delivery it does not have',
+    )
   })
 
   t.test(`${name}: deleted, a subscription gets no more events; its deliveries go with it`, async (t) => {
@@ -218,7 +245,10 @@ function webhooksOn(name: string, store: Store) {
     await refused('http://93.184.215.14/hooks', /^http:\/\/93\.184\.215\.14\/ is not an https:\/\/ URL: webhooks are sent only to https:\/\/ URLs$/)
     await refused('https://127.0.0.1/hooks', new RegExp(`^https://127\\.0\\.0\\.1/ points to 127\\.0\\.0\\.1, a loopback address: ${publicOnly}$`))
     await refused('https://localhost:8443/hooks', /^https:\/\/localhost:8443\/ resolves to (127\.0\.0\.1|::1), a loopback address: /)
-    await refused('https://[::ffff:10.0.0.1]/hooks', new RegExp(`^https://\\[::ffff:10\\.0\\.0\\.1\\]/ points to 10\\.0\\.0\\.1, a private address: ${publicOnly}$`))
+    await refused(
+      'https://[::ffff:10.0.0.1]/hooks',
+      new RegExp(`^https://\\[::ffff:10\\.0\\.0\\.1\\]/ points to 10\\.0\\.0\\.1, a private address: ${publicOnly}$`),
+    )
     await refused('https://169.254.169.254/latest/meta-data', /^https:\/\/169\.254\.169\.254\/ points to 169\.254\.169\.254, a link-local address: /)
     await refused('https://0.0.0.0/', /points to 0\.0\.0\.0, an unspecified address/)
     t.strictSame((await call(t, server, { url: `${api}/webhooks` })).json, [], 'nothing was created')
@@ -232,7 +262,10 @@ function webhooksOn(name: string, store: Store) {
       [{ events: ['pet.created'] }, /must have required property 'url'/],
       [{ url: 'https://93.184.215.14/', events: ['pet.created'], secret: 'mine' }, /additional property 'secret'/],
       // (URLs the schema's pattern lets through, but that Node cannot read)
-      [{ url: 'https://10.0.0.1:99999/hooks', events: ['pet.created'] }, /^body\/url: https:\/\/10\.0\.0\.1:99999\/ is not a URL that can be used: check its host name, and its port \(at most 65535\)$/],
+      [
+        { url: 'https://10.0.0.1:99999/hooks', events: ['pet.created'] },
+        /^body\/url: https:\/\/10\.0\.0\.1:99999\/ is not a URL that can be used: check its host name, and its port \(at most 65535\)$/,
+      ],
       [{ url: 'https://93.184.215.14:65536/', events: ['pet.created'] }, /:65536\/ is not a URL that can be used/],
       [{ url: 'https://93.184.215.14:1x/', events: ['pet.created'] }, /:1x\/ is not a URL that can be used/],
       [{ url: 'https://93.184.215.14:-1/', events: ['pet.created'] }, /:-1\/ is not a URL that can be used/],
@@ -265,7 +298,11 @@ function webhooksOn(name: string, store: Store) {
     t.strictSame((await call(t, server, { url: `${api}/webhooks`, key: petsOnly })).json, [], 'nothing was created')
     // the body is checked first: an event that is not one is a 400, whatever the roles
     t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', ['order.deleted'], petsOnly)).status, 400)
-    t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', ['pet.created', 'pet.status_changed'], petsOnly)).status, 201, 'the events its roles cover')
+    t.equal(
+      (await subscribe(t, server, 'https://93.184.215.14/hooks', ['pet.created', 'pet.status_changed'], petsOnly)).status,
+      201,
+      'the events its roles cover',
+    )
     t.equal((await subscribe(t, server, 'https://93.184.215.14/hooks', allEvents)).status, 201, 'a key with every default role takes them all')
   })
 
@@ -365,7 +402,10 @@ function webhooksOn(name: string, store: Store) {
       t.notMatch(answer.body, /whsec_/, 'no later answer holds a secret')
     }
     const log = JSON.stringify(lines)
-    t.ok(lines.some((line) => line.msg === 'webhook attempt failed'), 'the failed attempt is logged')
+    t.ok(
+      lines.some((line) => line.msg === 'webhook attempt failed'),
+      'the failed attempt is logged',
+    )
     t.notMatch(log, created.secret.slice(6))
     t.notMatch(log, rotated.secret.slice(6))
     t.notMatch(log, 'token=abc', "the receiver URL's query is not logged whole")

@@ -79,7 +79,11 @@ export function authorize(authenticate: Guard, operation: Operation): Guard {
 
 /** The 403 of a subscription to events that a key lacks the roles of, or undefined when it
  * holds them all. `eventRoles` gives an event's roles. */
-export function subscriptionRefusal(held: ReadonlySet<string>, types: readonly string[], eventRoles: (type: string) => readonly string[]): ApiError<'forbidden'> | undefined {
+export function subscriptionRefusal(
+  held: ReadonlySet<string>,
+  types: readonly string[],
+  eventRoles: (type: string) => readonly string[],
+): ApiError<'forbidden'> | undefined {
   for (const type of types) {
     const lacking = lackingRoles(held, eventRoles(type))
     if (lacking.length > 0) return new ApiError('forbidden', `This API key lacks the role ${lacking.join(' and ')}, which the event ${type} needs`)
@@ -94,7 +98,10 @@ export type PrincipalRoles = (principal: string) => Promise<ReadonlySet<string> 
 
 /** A stored key is asked of the key store at each call (a revocation or a change of roles made
  * on any instance counts at once); an API_KEYS key is looked up among `staticRoles`. */
-export function principalRoles(staticRoles: ReadonlyMap<string, ReadonlySet<string>>, activeRoles: (id: number) => Promise<ReadonlySet<string> | undefined>): PrincipalRoles {
+export function principalRoles(
+  staticRoles: ReadonlyMap<string, ReadonlySet<string>>,
+  activeRoles: (id: number) => Promise<ReadonlySet<string> | undefined>,
+): PrincipalRoles {
   return async (principal) => {
     const id = storedKeyIdOf(principal)
     return id === undefined ? staticRoles.get(principal) : activeRoles(id)
@@ -106,7 +113,13 @@ export function principalRoles(staticRoles: ReadonlyMap<string, ReadonlySet<stri
  * which needs the roles `needed`, or undefined when it may: the key is accepted no more, or lacks
  * a role. Cut to `maxLength` (what the spec allows a delivery's lastError).
  */
-export async function eventWithheld(owner: string, type: string, rolesNow: PrincipalRoles, needed: readonly string[], maxLength: number): Promise<string | undefined> {
+export async function eventWithheld(
+  owner: string,
+  type: string,
+  rolesNow: PrincipalRoles,
+  needed: readonly string[],
+  maxLength: number,
+): Promise<string | undefined> {
   const roles = await rolesNow(owner)
   if (roles === undefined) return 'not sent: the API key of this subscription is no longer accepted (revoked, or removed from API_KEYS)'.slice(0, maxLength)
   const lacking = lackingRoles(roles, needed)

@@ -81,10 +81,13 @@ const rolesInText = (text: string) => text.split(' ').filter((role) => role !== 
 export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): KeyRepository {
   async function insert(executor: Statements, name: string, roles: readonly string[]): Promise<IssuedKey> {
     const { key, prefix } = newApiKey()
-    const row = await executor.row<KeyRow>(
-      `insert into api_keys (name, prefix, hash, roles, created_at) values ($1, $2, $3, $4, $5) returning ${columns}`,
-      [name, prefix, hashKey(key), rolesText(roles), Date.now()],
-    )
+    const row = await executor.row<KeyRow>(`insert into api_keys (name, prefix, hash, roles, created_at) values ($1, $2, $3, $4, $5) returning ${columns}`, [
+      name,
+      prefix,
+      hashKey(key),
+      rolesText(roles),
+      Date.now(),
+    ])
     return { record: asRecord(row!), key }
   }
 

@@ -19,7 +19,6 @@ declare module 'fastify' {
   }
 }
 
-
 /**
  * Keys and who may do what: the keys of API_KEYS (each with its roles, from the contract's
  * catalogue) and those of the store, checked by the bearer scheme within the rate limits, then

@@ -81,7 +81,10 @@ export function bundle({ root, shared, read }: Sources): { document: Json; files
   }
   const made = copy(document, root)
   // the security schemes are named, not referred to
-  const requirements = [...(document.security ?? []), ...Object.values<Json>(made.paths ?? {}).flatMap((item) => Object.values<Json>(item).flatMap((operation) => operation.security ?? []))]
+  const requirements = [
+    ...(document.security ?? []),
+    ...Object.values<Json>(made.paths ?? {}).flatMap((item) => Object.values<Json>(item).flatMap((operation) => operation.security ?? [])),
+  ]
   for (const name of new Set(requirements.flatMap((requirement: object) => Object.keys(requirement)))) take('securitySchemes', name, root)
   const components: Record<string, Record<string, Json>> = { ...made.components }
   for (const key of [...taken.keys()].sort((a, b) => pool.get(a)!.order - pool.get(b)!.order)) {

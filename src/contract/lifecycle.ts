@@ -91,12 +91,22 @@ const parameterExpression = /^\$request\.(path|query)\.([A-Za-z0-9_.-]+)$/
 
 /** `x-successor-parameters`: `{name: '$request.path.petId'}`, each name a query parameter of the
  * successor; undefined when absent or malformed (reported). */
-function successorParametersOf(value: unknown, at: readonly (string | number)[], where: string, problems: Problems): Record<string, ParameterSource> | undefined {
+function successorParametersOf(
+  value: unknown,
+  at: readonly (string | number)[],
+  where: string,
+  problems: Problems,
+): Record<string, ParameterSource> | undefined {
   if (value === undefined) return undefined
   const entries = typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.entries(value) : []
   const read = entries.map(([name, expression]) => [name, typeof expression === 'string' ? parameterExpression.exec(expression) : null] as const)
   if (entries.length === 0 || read.some(([, match]) => match === null)) {
-    problems.add('lifecycle', at, where, "x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. {id: $request.path.petId}")
+    problems.add(
+      'lifecycle',
+      at,
+      where,
+      "x-successor-parameters must map the successor's query parameters to parameters of this request, e.g. {id: $request.path.petId}",
+    )
     return undefined
   }
   return Object.fromEntries(read.map(([name, match]) => [name, { in: match![1] as ParameterSource['in'], name: match![2]! }]))
@@ -126,18 +136,35 @@ export function readLifecycle(
   const deprecatedAt = dayOf(definition['x-deprecated-at'])
   if (deprecatedAt === undefined) {
     const value = definition['x-deprecated-at']
-    problems.add('lifecycle', [...at, 'x-deprecated-at'], where, `a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD${value === undefined ? '' : `, not ${JSON.stringify(value)}`}`)
+    problems.add(
+      'lifecycle',
+      [...at, 'x-deprecated-at'],
+      where,
+      `a deprecated operation says when it was deprecated: x-deprecated-at, a date YYYY-MM-DD${value === undefined ? '' : `, not ${JSON.stringify(value)}`}`,
+    )
   }
   const sunset = dayOf(definition['x-sunset'])
   if (sunset === undefined) {
     const value = definition['x-sunset']
-    problems.add('lifecycle', [...at, 'x-sunset'], where, `a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD${value === undefined ? '' : `, not ${JSON.stringify(value)}`}`)
+    problems.add(
+      'lifecycle',
+      [...at, 'x-sunset'],
+      where,
+      `a deprecated operation says when it goes: x-sunset, a date YYYY-MM-DD${value === undefined ? '' : `, not ${JSON.stringify(value)}`}`,
+    )
   }
   if (deprecatedAt !== undefined && sunset !== undefined) {
-    if (sunset < deprecatedAt) problems.add('lifecycle', [...at, 'x-sunset'], where, `x-sunset ${definition['x-sunset']} is earlier than x-deprecated-at ${definition['x-deprecated-at']}`)
+    if (sunset < deprecatedAt)
+      problems.add(
+        'lifecycle',
+        [...at, 'x-sunset'],
+        where,
+        `x-sunset ${definition['x-sunset']} is earlier than x-deprecated-at ${definition['x-deprecated-at']}`,
+      )
     const notice = level === 'experimental' || noticeDays === undefined ? 0 : noticeDays[level]
     if (sunset.getTime() - deprecatedAt.getTime() < notice * dayMs) {
-      problems.add('lifecycle', 
+      problems.add(
+        'lifecycle',
         [...at, 'x-sunset'],
         where,
         `x-sunset ${definition['x-sunset']} is less than ${notice} days (the ${level} notice period, x-service.lifecycle.noticeDays) after x-deprecated-at ${definition['x-deprecated-at']}`,
@@ -147,8 +174,10 @@ export function readLifecycle(
   const successor = definition['x-successor']
   const successorReason = definition['x-successor-reason']
   const successorParameters = successorParametersOf(definition['x-successor-parameters'], [...at, 'x-successor-parameters'], where, problems)
-  if (successor !== undefined && typeof successor !== 'string') problems.add('lifecycle', [...at, 'x-successor'], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`)
-  if (successorParameters !== undefined && successor === undefined) problems.add('lifecycle', [...at, 'x-successor-parameters'], where, 'x-successor-parameters needs x-successor')
+  if (successor !== undefined && typeof successor !== 'string')
+    problems.add('lifecycle', [...at, 'x-successor'], where, `x-successor must be an operationId, not ${JSON.stringify(successor)}`)
+  if (successorParameters !== undefined && successor === undefined)
+    problems.add('lifecycle', [...at, 'x-successor-parameters'], where, 'x-successor-parameters needs x-successor')
   if (successor === undefined && (typeof successorReason !== 'string' || successorReason.trim() === '')) {
     problems.add('lifecycle', at, where, 'a deprecated operation names its x-successor (an operationId), or says in x-successor-reason why there is none')
   }
@@ -174,7 +203,12 @@ function brownoutsOf(value: unknown, sunset: Date | undefined, at: readonly (str
     const [start, end] = [instantOf(brownout?.start), instantOf(brownout?.end)]
     for (const [field, instant] of [['start', start] as const, ['end', end] as const]) {
       if (instant === undefined) {
-        problems.add('lifecycle', [...at, index, field], where, `x-brownouts[${index}].${field} must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not ${JSON.stringify(brownout?.[field])}`)
+        problems.add(
+          'lifecycle',
+          [...at, index, field],
+          where,
+          `x-brownouts[${index}].${field} must be a UTC date-time written YYYY-MM-DDTHH:MM:SSZ, not ${JSON.stringify(brownout?.[field])}`,
+        )
       }
     }
     if (start === undefined || end === undefined) return []

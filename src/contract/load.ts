@@ -72,8 +72,15 @@ function bundledAtGenerateTime(path: string, text: string, dir: string | false):
   for (const version of readdirSync(dir).filter((folder) => /^v[0-9]+$/.test(folder))) {
     const parsed = loadGenerated<ParsedSpec>(join(dir, version, parsedSpecModule))
     if (parsed?.sources[name] !== sha256(text)) continue
-    const current = Object.entries(parsed.sources).every(([file, digest]) => file === name || (existsSync(join(beside, file)) && sha256(readFileSync(join(beside, file), 'utf8')) === digest))
-    if (current) return { source: readFileSync(join(dir, version, bundledSpecFile), 'utf8'), document: JSON.parse(parsed.documentJson) as OpenAPIV3.Document, sources: parsed.sources }
+    const current = Object.entries(parsed.sources).every(
+      ([file, digest]) => file === name || (existsSync(join(beside, file)) && sha256(readFileSync(join(beside, file), 'utf8')) === digest),
+    )
+    if (current)
+      return {
+        source: readFileSync(join(dir, version, bundledSpecFile), 'utf8'),
+        document: JSON.parse(parsed.documentJson) as OpenAPIV3.Document,
+        sources: parsed.sources,
+      }
   }
   return undefined
 }
@@ -86,7 +93,12 @@ export function bundledSpec(path: string, generated: string | false = false, tex
   const made = bundledAtGenerateTime(path, text, generated)
   if (made !== undefined) return made
   const dir = sharedDirOf(path)
-  const shared = existsSync(dir) ? readdirSync(dir).filter((name) => name.endsWith('.yaml')).sort().map((name) => join(dir, name)) : []
+  const shared = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((name) => name.endsWith('.yaml'))
+        .sort()
+        .map((name) => join(dir, name))
+    : []
   const texts = new Map([[path, text]])
   const parsed = new Map<string, unknown>()
   const read = (file: string) => {
@@ -117,7 +129,8 @@ export function loadBundled(path: string, generated: string | false = generatedD
 }
 
 /** The contracts the server serves (core/paths.ts's specPaths), oldest first. */
-export const loadContracts = (paths: readonly string[] = specPaths, generated: string | false = generatedDir) => paths.map((path) => loadContract(path, generated))
+export const loadContracts = (paths: readonly string[] = specPaths, generated: string | false = generatedDir) =>
+  paths.map((path) => loadContract(path, generated))
 
 /** The contract of a document, or a ContractError naming every problem found in it. */
 export function contractOf(document: OpenAPIV3.Document, options: { file?: string; source?: string } = {}): Contract {

@@ -109,10 +109,14 @@ const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
 
 /** A document read into its contract, with every problem found; the contract is as complete as
  * the problems let it be (a released document is read this way, under the rules of its day). */
-export function readContract(document: OpenAPIV3.Document, { file = 'openapi.yaml', source }: { file?: string; source?: string } = {}): { contract: Contract; problems: Problem[] } {
+export function readContract(
+  document: OpenAPIV3.Document,
+  { file = 'openapi.yaml', source }: { file?: string; source?: string } = {},
+): { contract: Contract; problems: Problem[] } {
   const problems = new Problems()
   const version = parseVersion(document.info?.version)
-  if (version === undefined) problems.add('version', ['info', 'version'], 'info.version', `info.version ${JSON.stringify(document.info?.version)} is not a version MAJOR.MINOR.PATCH`)
+  if (version === undefined)
+    problems.add('version', ['info', 'version'], 'info.version', `info.version ${JSON.stringify(document.info?.version)} is not a version MAJOR.MINOR.PATCH`)
   const basePath = basePathOf(document, version, problems)
   const service = readService(document as unknown as Record<string, unknown>, basePath, problems)
   const roles = readCatalogue(document, problems)
@@ -163,7 +167,12 @@ function basePathOf(document: OpenAPIV3.Document, version: Version | undefined, 
   const basePath = [...paths][0]!
   if (version !== undefined && !basePath.endsWith(`/v${version[0]}`)) {
     for (const { url } of servers) {
-      problems.add('version', ['servers'], 'servers', `server ${url} must end in /v${version[0]}: the version segment is the major version of info.version ${document.info.version}`)
+      problems.add(
+        'version',
+        ['servers'],
+        'servers',
+        `server ${url} must end in /v${version[0]}: the version segment is the major version of info.version ${document.info.version}`,
+      )
     }
   }
   return basePath
@@ -182,7 +191,9 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
         continue
       }
       const where = `operation ${id}`
-      const parameters = [...(item?.parameters ?? []), ...(definition.parameters ?? [])].map((parameter) => deref<OpenAPIV3.ParameterObject>(document, parameter))
+      const parameters = [...(item?.parameters ?? []), ...(definition.parameters ?? [])].map((parameter) =>
+        deref<OpenAPIV3.ParameterObject>(document, parameter),
+      )
       const lifecycle = readLifecycle(definition, at, where, problems, service.noticeDays)
       if (lifecycle.deprecation !== undefined) checkRetirementDocumented(document, definition, at, where, problems)
       checkStabilityDocumented(document, definition, lifecycle.level !== 'stable', at, where, problems)
@@ -207,13 +218,25 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
 
 /** The roles an operation needs of a bearer key, or undefined when it needs no key. Any scheme
  * but an HTTP bearer one is one the server lacks. */
-function requirementOf(document: OpenAPIV3.Document, definition: OperationDefinition, catalogue: RoleCatalogue, at: string[], where: string, problems: Problems): RoleRequirement | undefined {
+function requirementOf(
+  document: OpenAPIV3.Document,
+  definition: OperationDefinition,
+  catalogue: RoleCatalogue,
+  at: string[],
+  where: string,
+  problems: Problems,
+): RoleRequirement | undefined {
   const security = definition.security ?? document.security ?? []
   if (security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0)) return undefined
   for (const name of security.flatMap(Object.keys)) {
     const scheme = document.components?.securitySchemes?.[name] as { type?: string; scheme?: string } | undefined
     if (name !== bearerScheme || scheme?.type !== 'http' || scheme.scheme?.toLowerCase() !== 'bearer') {
-      problems.add('roles', [...at, 'security'], where, `requires the security scheme ${name}, which this server does not implement (only ${bearerScheme}, HTTP bearer)`)
+      problems.add(
+        'roles',
+        [...at, 'security'],
+        where,
+        `requires the security scheme ${name}, which this server does not implement (only ${bearerScheme}, HTTP bearer)`,
+      )
     }
   }
   return readRequirement(security, catalogue, [...at, 'security'], where, problems)
@@ -233,7 +256,14 @@ function integersOf(document: OpenAPIV3.Document, parameters: readonly OpenAPIV3
  * the `If-None-Match` and `If-Match` header parameters. Each needs what the server then sends
  * documented: `If-None-Match` with a tagged 200 a 304, `If-Match` a 412.
  */
-function readConditional(document: OpenAPIV3.Document, definition: OperationDefinition, parameters: readonly OpenAPIV3.ParameterObject[], at: string[], where: string, problems: Problems): Conditional {
+function readConditional(
+  document: OpenAPIV3.Document,
+  definition: OperationDefinition,
+  parameters: readonly OpenAPIV3.ParameterObject[],
+  at: string[],
+  where: string,
+  problems: Problems,
+): Conditional {
   const responses = definition.responses ?? {}
   const ok = responses['200'] && deref<OpenAPIV3.ResponseObject>(document, responses['200'])
   const takes = (name: string) => parameters.some((parameter) => parameter.in === 'header' && parameter.name.toLowerCase() === name)
@@ -241,7 +271,12 @@ function readConditional(document: OpenAPIV3.Document, definition: OperationDefi
   // (without a tag to compare, If-None-Match changes nothing: the server answers as without it)
   const conditional = { tagged, ifNoneMatch: tagged && takes('if-none-match'), ifMatch: takes('if-match') }
   if (conditional.ifNoneMatch && responses['304'] === undefined) {
-    problems.add('shape', [...at, 'responses'], where, "takes If-None-Match and tags its 200, so it documents its 304: add '304': $ref '#/components/responses/NotModified'")
+    problems.add(
+      'shape',
+      [...at, 'responses'],
+      where,
+      "takes If-None-Match and tags its 200, so it documents its 304: add '304': $ref '#/components/responses/NotModified'",
+    )
   }
   if (conditional.ifMatch && responses['412'] === undefined) {
     problems.add('shape', [...at, 'responses'], where, "takes If-Match, so it documents its 412: add '412': $ref '#/components/responses/PreconditionFailed'")
@@ -256,12 +291,19 @@ function checkJsonOnly(document: OpenAPIV3.Document, definition: OperationDefini
   const body = definition.requestBody && deref<OpenAPIV3.RequestBodyObject>(document, definition.requestBody)
   if (body !== undefined) {
     const mediaTypes = Object.keys(body.content ?? {}).join(', ')
-    if (mediaTypes !== 'application/json' || body.required !== true) problems.add('shape', [...at, 'requestBody'], where, `must require an application/json body (it takes ${mediaTypes || 'none'}${body.required === true ? '' : ', optionally'})`)
+    if (mediaTypes !== 'application/json' || body.required !== true)
+      problems.add(
+        'shape',
+        [...at, 'requestBody'],
+        where,
+        `must require an application/json body (it takes ${mediaTypes || 'none'}${body.required === true ? '' : ', optionally'})`,
+      )
   }
   for (const [status, response] of Object.entries(definition.responses ?? {})) {
     const content = deref<OpenAPIV3.ResponseObject>(document, response).content
     const mediaTypes = Object.keys(content ?? {}).join(', ')
-    if (content !== undefined && mediaTypes !== 'application/json') problems.add('shape', [...at, 'responses', status], where, `must answer ${status} in application/json (it says ${mediaTypes})`)
+    if (content !== undefined && mediaTypes !== 'application/json')
+      problems.add('shape', [...at, 'responses', status], where, `must answer ${status} in application/json (it says ${mediaTypes})`)
   }
   return body !== undefined
 }
@@ -270,13 +312,20 @@ function checkJsonOnly(document: OpenAPIV3.Document, definition: OperationDefini
  * responses (required), and on shared ones, which other operations answer too (present when the
  * operation is deprecated). */
 const lifecycleHeaderComponents = { Deprecation: 'Deprecation', Sunset: 'Sunset', Link: 'LifecycleLink' } as const
-const componentOf = (header: keyof typeof lifecycleHeaderComponents, shared: boolean) => `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? 'WhenDeprecated' : ''}'`
+const componentOf = (header: keyof typeof lifecycleHeaderComponents, shared: boolean) =>
+  `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? 'WhenDeprecated' : ''}'`
 
 /** A deprecated operation documents the headers the server adds to each of its answers
  * (Deprecation, Sunset, Link), but the 408 of a request that never arrived, and its 410. */
 function checkRetirementDocumented(document: OpenAPIV3.Document, definition: OperationDefinition, at: string[], where: string, problems: Problems) {
   const responses = definition.responses ?? {}
-  if (responses['410'] === undefined) problems.add('shape', [...at, 'responses'], where, "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'")
+  if (responses['410'] === undefined)
+    problems.add(
+      'shape',
+      [...at, 'responses'],
+      where,
+      "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
+    )
   for (const [status, response] of Object.entries(responses)) {
     if (status === '408') continue
     const headers = Object.keys(deref<OpenAPIV3.ResponseObject>(document, response).headers ?? {})
@@ -285,7 +334,12 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
     // (a shared response is answered by operations that are not deprecated too)
     const shared = '$ref' in response ? response.$ref : undefined
     const add = missing.map((header) => `${header}: ${componentOf(header, shared !== undefined)}`).join(', ')
-    problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document ${missing.join(', ')}: add ${add} to ${shared ?? 'its headers'}`)
+    problems.add(
+      'shape',
+      [...at, 'responses', status],
+      where,
+      `response ${status} does not document ${missing.join(', ')}: add ${add} to ${shared ?? 'its headers'}`,
+    )
   }
 }
 
@@ -296,7 +350,14 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
  * deprecated operation that documents a Link admits the one the server sends: that Link, and on
  * a paged operation's successes that Link after a next page's.
  */
-function checkLifecycleLinks(document: OpenAPIV3.Document, operations: ReadonlyMap<string, Operation>, basePath: string, docs: string, successorUrl: Contract['successorUrl'], problems: Problems) {
+function checkLifecycleLinks(
+  document: OpenAPIV3.Document,
+  operations: ReadonlyMap<string, Operation>,
+  basePath: string,
+  docs: string,
+  successorUrl: Contract['successorUrl'],
+  problems: Problems,
+) {
   for (const operation of operations.values()) {
     const { id, path, pointer, definition, lifecycle, parameters, paged } = operation
     if (lifecycle.deprecation === undefined) continue
@@ -331,13 +392,26 @@ function admits(document: OpenAPIV3.Document, header: OpenAPIV3.HeaderObject, va
 /** The server adds `API-Stability` to every answer of an operation with a stability marker, and
  * to no other: a marked operation documents it on its answers (but the 408 of a request that
  * never arrived), and an unmarked one does not document it as required. */
-function checkStabilityDocumented(document: OpenAPIV3.Document, definition: OperationDefinition, marked: boolean, at: string[], where: string, problems: Problems) {
+function checkStabilityDocumented(
+  document: OpenAPIV3.Document,
+  definition: OperationDefinition,
+  marked: boolean,
+  at: string[],
+  where: string,
+  problems: Problems,
+) {
   for (const [status, response] of Object.entries(definition.responses ?? {})) {
     if (status === '408') continue
     const header = deref<OpenAPIV3.ResponseObject>(document, response).headers?.['API-Stability']
-    if (marked && header === undefined) problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`)
+    if (marked && header === undefined)
+      problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`)
     if (!marked && header !== undefined && deref<OpenAPIV3.HeaderObject>(document, header).required === true) {
-      problems.add('shape', [...at, 'responses', status], where, `response ${status} documents API-Stability as required, which the server sends only for x-stability`)
+      problems.add(
+        'shape',
+        [...at, 'responses', status],
+        where,
+        `response ${status} documents API-Stability as required, which the server sends only for x-stability`,
+      )
     }
   }
 }
@@ -353,11 +427,19 @@ function checkSuccessors(operations: ReadonlyMap<string, Operation>, problems: P
       problems.add('lifecycle', [...keysOf(pointer), 'x-successor'], `operation ${id}`, `x-successor ${successor} names no operation of this document`)
       continue
     }
-    const has = (list: readonly OpenAPIV3.ParameterObject[], where: string, name: string) => list.some((parameter) => parameter.in === where && parameter.name === name)
+    const has = (list: readonly OpenAPIV3.ParameterObject[], where: string, name: string) =>
+      list.some((parameter) => parameter.in === where && parameter.name === name)
     for (const [name, source] of Object.entries(lifecycle.deprecation!.successorParameters ?? {})) {
       const at = [...keysOf(pointer), 'x-successor-parameters', name]
-      if (!has(successorOperation.parameters, 'query', name)) problems.add('lifecycle', at, `operation ${id}`, `x-successor-parameters names ${name}, which is no query parameter of ${successor}`)
-      if (!has(parameters, source.in, source.name)) problems.add('lifecycle', at, `operation ${id}`, `x-successor-parameters gives ${name} the ${source.in} parameter ${source.name}, which ${id} does not have`)
+      if (!has(successorOperation.parameters, 'query', name))
+        problems.add('lifecycle', at, `operation ${id}`, `x-successor-parameters names ${name}, which is no query parameter of ${successor}`)
+      if (!has(parameters, source.in, source.name))
+        problems.add(
+          'lifecycle',
+          at,
+          `operation ${id}`,
+          `x-successor-parameters gives ${name} the ${source.in} parameter ${source.name}, which ${id} does not have`,
+        )
     }
   }
 }
@@ -374,7 +456,10 @@ function successorUrls(basePath: string, operations: ReadonlyMap<string, Operati
     const target = successor === undefined ? undefined : operations.get(successor)
     if (target === undefined) return () => undefined
     const url = `${basePath}${target.path}`
-    const parameters = Object.entries(lifecycle.deprecation!.successorParameters ?? {}).map(([name, source]) => ({ query: encodeURIComponent(name), ...source }))
+    const parameters = Object.entries(lifecycle.deprecation!.successorParameters ?? {}).map(([name, source]) => ({
+      query: encodeURIComponent(name),
+      ...source,
+    }))
     return ({ params, query }: RequestValues) => {
       const values = { path: params, query } as Record<string, Record<string, unknown> | undefined>
       const search: string[] = []
@@ -422,8 +507,20 @@ function readEvents(document: OpenAPIV3.Document, catalogue: RoleCatalogue, prob
       continue
     }
     const lifecycle = readLifecycle(definition, at, where, problems)
-    if (lifecycle.deprecation !== undefined) problems.add('lifecycle', [...at, 'deprecated'], where, 'the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated')
-    events.set(type, { type, pointer: pointerTo(at), definition, lifecycle, roles: readEventRoles(definition['x-roles'], catalogue, [...at, 'x-roles'], where, problems) })
+    if (lifecycle.deprecation !== undefined)
+      problems.add(
+        'lifecycle',
+        [...at, 'deprecated'],
+        where,
+        'the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated',
+      )
+    events.set(type, {
+      type,
+      pointer: pointerTo(at),
+      definition,
+      lifecycle,
+      roles: readEventRoles(definition['x-roles'], catalogue, [...at, 'x-roles'], where, problems),
+    })
   }
   return events
 }

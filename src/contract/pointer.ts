@@ -17,7 +17,10 @@ export const keysOf = (pointer: string): string[] => {
 
 /** What a local pointer reaches in `document`, or undefined. */
 export function resolvePointer(document: unknown, pointer: string): unknown {
-  return keysOf(pointer).reduce<unknown>((node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined), document)
+  return keysOf(pointer).reduce<unknown>(
+    (node, key) => (typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[key] : undefined),
+    document,
+  )
 }
 
 /** A node, with its local `$ref`s (`#/components/...`) followed; a `$ref` to nothing throws. */

@@ -45,10 +45,20 @@ export function readCatalogue(document: { components?: { securitySchemes?: Recor
   const roles = new Map(Object.entries(declared))
   for (const [name, role] of roles) {
     if (typeof role?.default !== 'boolean') {
-      problems.add('roles', ['components', 'securitySchemes', bearerScheme, 'x-roles', name], `role ${name}`, `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`)
+      problems.add(
+        'roles',
+        ['components', 'securitySchemes', bearerScheme, 'x-roles', name],
+        `role ${name}`,
+        `role ${name} of ${bearerScheme} must say whether it is given by default (default: true or false)`,
+      )
     }
     if (role?.firstKey !== undefined && typeof role.firstKey !== 'boolean') {
-      problems.add('roles', ['components', 'securitySchemes', bearerScheme, 'x-roles', name, 'firstKey'], `role ${name}`, `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`)
+      problems.add(
+        'roles',
+        ['components', 'securitySchemes', bearerScheme, 'x-roles', name, 'firstKey'],
+        `role ${name}`,
+        `role ${name} of ${bearerScheme}: firstKey is true or false, not ${JSON.stringify(role.firstKey)}`,
+      )
     }
   }
   return {
@@ -76,7 +86,13 @@ export function readRequirement(
 }
 
 /** An event's `x-roles`: the roles a key needs to receive it. */
-export function readEventRoles(value: unknown, catalogue: RoleCatalogue, at: readonly (string | number)[], where: string, problems: Problems): readonly string[] {
+export function readEventRoles(
+  value: unknown,
+  catalogue: RoleCatalogue,
+  at: readonly (string | number)[],
+  where: string,
+  problems: Problems,
+): readonly string[] {
   const roles = value ?? []
   if (!Array.isArray(roles) || roles.some((role) => typeof role !== 'string')) {
     problems.add('roles', at, where, 'x-roles must be a list of role names')

@@ -80,7 +80,8 @@ export function readService(document: Record<string, any>, basePath: string, pro
     stable: count(declared.lifecycle?.noticeDays?.stable, ['lifecycle', 'noticeDays', 'stable'], true),
   }
   const prefix = declared.events?.idPrefix
-  if (typeof prefix !== 'string' || !/^[a-z]+_$/.test(prefix)) problems.add('service', [...at, 'events', 'idPrefix'], where, `events.idPrefix must be lower-case letters and _, not ${JSON.stringify(prefix)}`)
+  if (typeof prefix !== 'string' || !/^[a-z]+_$/.test(prefix))
+    problems.add('service', [...at, 'events', 'idPrefix'], where, `events.idPrefix must be lower-case letters and _, not ${JSON.stringify(prefix)}`)
   return {
     limits: {
       ...limits,
@@ -88,7 +89,10 @@ export function readService(document: Record<string, any>, basePath: string, pro
       lastErrorLength: maxLengthOf(document, ['WebhookDelivery', 'lastError'], problems),
     },
     paths: {
-      ...(Object.fromEntries(published.map((name) => [name, `${basePath}${path(declared.published?.[name], ['published', name])}`])) as Record<(typeof published)[number], string>),
+      ...(Object.fromEntries(published.map((name) => [name, `${basePath}${path(declared.published?.[name], ['published', name])}`])) as Record<
+        (typeof published)[number],
+        string
+      >),
       ...(Object.fromEntries(health.map((name) => [name, path(declared.health?.[name], ['health', name])])) as Record<(typeof health)[number], string>),
     },
     noticeDays,

@@ -38,7 +38,8 @@ export function pageDocument(contract: Contract, served: readonly Contract[]): O
   // the parameters of each path, and of each of its operations
   for (const item of Object.values({ ...document.paths })) {
     for (const holder of [item, ...Object.values({ ...item })] as { parameters?: unknown[] }[]) {
-      if (Array.isArray(holder.parameters)) holder.parameters = holder.parameters.map((parameter) => withoutPrefill(document, parameter as OpenAPIV3.ParameterObject))
+      if (Array.isArray(holder.parameters))
+        holder.parameters = holder.parameters.map((parameter) => withoutPrefill(document, parameter as OpenAPIV3.ParameterObject))
     }
   }
   return document
@@ -46,7 +47,10 @@ export function pageDocument(contract: Contract, served: readonly Contract[]): O
 
 /** An optional parameter as the page shows it: without the examples Swagger UI would fill it with
  * (its own, and its schema's, written out where it is a `$ref`). */
-function withoutPrefill(document: OpenAPIV3.Document, written: OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject): OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject {
+function withoutPrefill(
+  document: OpenAPIV3.Document,
+  written: OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject,
+): OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject {
   const parameter = deref<OpenAPIV3.ParameterObject>(document, written)
   if (parameter.required === true) return written
   const { example: _example, examples: _examples, ...rest } = parameter

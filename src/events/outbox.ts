@@ -101,10 +101,12 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
       if (audience === null) continue
       // (an event no subscription of its audience takes is not written)
       if (audience !== undefined && (await tx.row(anyOwnTaker, [event.type, audience])) === undefined) continue
-      const { id } = (await tx.row<{ id: number }>(
-        'insert into webhook_events (type, occurred_at, fields, audience) values ($1, $2, $3, $4) returning id',
-        [event.type, now, fieldsOf(event), audience ?? null],
-      ))!
+      const { id } = (await tx.row<{ id: number }>('insert into webhook_events (type, occurred_at, fields, audience) values ($1, $2, $3, $4) returning id', [
+        event.type,
+        now,
+        fieldsOf(event),
+        audience ?? null,
+      ]))!
       await tx.run(
         `insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)
          select subscription_id, $2, 'pending', 0, $3, $4, $3 from (${audience === undefined ? takers : ownTakers}) taker`,

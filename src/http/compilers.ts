@@ -24,7 +24,10 @@ type Kind = 'validators' | 'serializers'
 export function moduleName(kind: Kind, key: RouteSchemaKey): string {
   const method = key.method === 'HEAD' ? 'GET' : key.method
   const words = [method, key.url, key.httpPart ?? key.httpStatus, key.contentType].filter(Boolean).join(' ')
-  return `${kind}/${words.replace(/[^A-Za-z0-9]+/g, '_').replace(/^_|_$/g, '').toLowerCase()}.cjs`
+  return `${kind}/${words
+    .replace(/[^A-Za-z0-9]+/g, '_')
+    .replace(/^_|_$/g, '')
+    .toLowerCase()}.cjs`
 }
 
 type SchemaController = NonNullable<FastifyServerOptions['schemaController']>
@@ -82,7 +85,10 @@ function ajvOptions(keywords: string[]) {
 export function recordingCompilers(store: (name: string, source: string) => void, keywords: string[]): SchemaController {
   const record = (kind: Kind) => (key: RouteSchemaKey, code: string) => store(moduleName(kind, key), code)
   const buildValidator = (externalSchemas: Record<string, unknown>, options: { customOptions?: object }) => (part: RouteSchemaKey) =>
-    StandaloneValidator({ readMode: false, storeFunction: record('validators') })(externalSchemas as never, { ...options, customOptions: { ...options.customOptions, ...ajvOptions(keywords) } })(part as never)
+    StandaloneValidator({ readMode: false, storeFunction: record('validators') })(externalSchemas as never, {
+      ...options,
+      customOptions: { ...options.customOptions, ...ajvOptions(keywords) },
+    })(part as never)
   const buildSerializer = (externalSchemas: Record<string, unknown>, options: object) => (part: RouteSchemaKey) =>
     freshStandaloneSerializer()({ readMode: false, storeFunction: record('serializers') })(externalSchemas as never, options)(part as never)
   return { compilersFactory: { buildValidator, buildSerializer } as CompilersFactory }

@@ -7,10 +7,7 @@ import { jsonType } from '../core/media-types.js'
 import { linger } from './linger.js'
 
 /** The limits a connection lives under, from the configuration. */
-export type ConnectionLimits = Pick<
-  Config,
-  'HEADERS_TIMEOUT_MS' | 'REQUEST_TIMEOUT_MS' | 'KEEP_ALIVE_TIMEOUT_MS' | 'MAX_CONNECTIONS'
->
+export type ConnectionLimits = Pick<Config, 'HEADERS_TIMEOUT_MS' | 'REQUEST_TIMEOUT_MS' | 'KEEP_ALIVE_TIMEOUT_MS' | 'MAX_CONNECTIONS'>
 
 /** Headers on every answer the server gives, Node-level ones included: a client must not guess
  * a type, nor anything in between keep an answer meant for one client. */

@@ -25,9 +25,7 @@ export function describeValidation(issue: ValidationIssue, part: string): string
       return `${where} must be one of: ${issue.params.allowedValues?.join(', ')}`
     case 'type':
       // a parameter is text: say how an integer is written
-      return part !== 'body' && issue.params.type === 'integer'
-        ? `${where} must be an integer in decimal digits`
-        : `${where} ${issue.message}`
+      return part !== 'body' && issue.params.type === 'integer' ? `${where} must be an integer in decimal digits` : `${where} ${issue.message}`
     case 'pattern':
       // the regular expression helps no one; the schema's description says the rule (in its
       // first sentence: a parameter's description goes on to say what it is for)
@@ -37,7 +35,11 @@ export function describeValidation(issue: ValidationIssue, part: string): string
   }
 }
 
-const firstSentence = (text: string | undefined) => text?.trim().split(/(?<=\.)\s/)[0]!.replace(/\s+/g, ' ')
+const firstSentence = (text: string | undefined) =>
+  text
+    ?.trim()
+    .split(/(?<=\.)\s/)[0]!
+    .replace(/\s+/g, ' ')
 
 /** A request body of a media type the server does not read. */
 export const unsupportedMediaType = (request: FastifyRequest) =>
@@ -129,7 +131,10 @@ export function notFoundHandler(contracts: readonly Contract[]) {
     const allowed = methodsAt(contracts, path)?.join(', ')
     const error = allowed
       ? new ApiError('method_not_allowed', `${request.method} is not served at ${path}; it takes ${allowed}`, { Allow: allowed })
-      : new ApiError('not_found', `No route ${request.method} ${path}${path === '/' ? atRoot : (movedFrom(contracts, request.method, path, request.query) ?? '')}`)
+      : new ApiError(
+          'not_found',
+          `No route ${request.method} ${path}${path === '/' ? atRoot : (movedFrom(contracts, request.method, path, request.query) ?? '')}`,
+        )
     return errorHandler(error, request, reply)
   }
 }

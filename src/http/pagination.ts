@@ -12,6 +12,7 @@ export function pageOf<Item extends { id: number }>(
   items.length = limit
   // (the filters are the rest of `list`, read only here: a rest pattern copied them for every page)
   let query = ''
-  for (const [name, value] of Object.entries(list)) if (name !== 'url' && name !== 'limit' && value !== undefined) query += `&${name}=${encodeURIComponent(value)}`
+  for (const [name, value] of Object.entries(list))
+    if (name !== 'url' && name !== 'limit' && value !== undefined) query += `&${name}=${encodeURIComponent(value)}`
   return { page: items, headers: { Link: `<${url}?limit=${limit}${query}&after=${items[limit - 1]!.id}>; rel="next"` } }
 }

@@ -20,7 +20,12 @@ declare module 'fastify' {
 export function requestHooks(app: FastifyInstance, contracts: readonly Contract[]): void {
   app.decorate('draining', false)
   // the methods whose requests' bodies the server reads: those of the spec's operations that take one
-  const readsBody = new Set(contracts.flatMap(({ operations }) => [...operations.values()]).filter((operation) => operation.takesBody).map(({ method }) => method))
+  const readsBody = new Set(
+    contracts
+      .flatMap(({ operations }) => [...operations.values()])
+      .filter((operation) => operation.takesBody)
+      .map(({ method }) => method),
+  )
 
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(protectiveHeaders)

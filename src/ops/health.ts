@@ -17,7 +17,6 @@ export interface HealthOptions {
   degraded: () => string | undefined
 }
 
-
 const ok = JSON.stringify({ status: 'ok' })
 
 /**
@@ -48,7 +47,10 @@ async function healthPlugin(app: FastifyInstance, { timeoutMs, logLevel, degrade
       return json(reply).send(reason === undefined ? ok : JSON.stringify({ status: 'degraded', reason }))
     }
     // sent here, not through the error handler, which would log every failed probe
-    return json(reply).code(problem.status).headers(problem.headers).send(JSON.stringify(problem.bodyWithin(app.contract.service.limits.errorMessageLength)))
+    return json(reply)
+      .code(problem.status)
+      .headers(problem.headers)
+      .send(JSON.stringify(problem.bodyWithin(app.contract.service.limits.errorMessageLength)))
   })
 }
 

@@ -70,7 +70,11 @@ async function answer(sources: (() => Promise<string>)[], request: IncomingMessa
   const path = request.url!.split('?')[0]
   if (path !== metricsPath) return refuse(request, response, new ApiError('not_found', `No route ${request.method} ${path}: metrics are at ${metricsPath}`))
   if (request.method !== 'GET' && request.method !== 'HEAD') {
-    return refuse(request, response, new ApiError('method_not_allowed', `${request.method} is not served at ${metricsPath}; it takes GET, HEAD`, { Allow: 'GET, HEAD' }))
+    return refuse(
+      request,
+      response,
+      new ApiError('method_not_allowed', `${request.method} is not served at ${metricsPath}; it takes GET, HEAD`, { Allow: 'GET, HEAD' }),
+    )
   }
   const texts = await Promise.all(sources.map((source) => source()))
   send(response, request, 200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE }, texts.join(''))

@@ -35,7 +35,6 @@ export interface Metrics {
   lifecycleRequests(operation: string, lifecycle: string, version: number): () => void
 }
 
-
 /**
  * The service's metrics, in a registry of its own (every app built in a process has its own),
  * to which each concern adds its own (the database's, the webhooks'):
@@ -112,7 +111,9 @@ function createMetrics(): Metrics {
  * at startup). (A request no route matched is `unmatched`.) */
 function seriesOf(requests: RequestLatency, route: RouteOptions): OperationLatency {
   const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
-  return operationId === undefined ? requests.of(route.url) : requests.of(operationId, Number(/[0-9]+$/.exec((route as RouteOptions & { prefix: string }).prefix)![0]))
+  return operationId === undefined
+    ? requests.of(route.url)
+    : requests.of(operationId, Number(/[0-9]+$/.exec((route as RouteOptions & { prefix: string }).prefix)![0]))
 }
 
 /** Counts a request no route answers (the not-found handler's 404 and 405, a malformed URL that

@@ -42,7 +42,8 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       if ('replayed' in outcome) outcome = outcome.replayed
       if ('placed' in outcome) return answer(201, outcome.placed, { Location: orderUrl(outcome.placed.id), ...replayed })
       if ('missing' in outcome) return new ApiError('not_found', `Pet ${outcome.missing.petId} not found`, replayed)
-      if ('unavailable' in outcome) return new ApiError('pet_unavailable', `Pet ${outcome.unavailable.petId} is ${outcome.unavailable.status}, not available`, replayed)
+      if ('unavailable' in outcome)
+        return new ApiError('pet_unavailable', `Pet ${outcome.unavailable.petId} is ${outcome.unavailable.status}, not available`, replayed)
       return new ApiError(
         'idempotency_key_reused',
         `This Idempotency-Key was used in the last ${idempotencyKeyHours} hours for a request with another body: use a new key for a new request`,
@@ -71,7 +72,8 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       const outcome = await orders.update(orderId, target, scopeOf(request), ifMatchOf(request, reply))
       if ('moved' in outcome) return answer(200, outcome.moved)
       if ('missing' in outcome) return new ApiError('not_found', `Order ${orderId} not found`)
-      if ('stale' in outcome) return new ApiError('precondition_failed', `Order ${orderId} has changed since: its ETag is not one If-Match names (read it again)`)
+      if ('stale' in outcome)
+        return new ApiError('precondition_failed', `Order ${orderId} has changed since: its ETag is not one If-Match names (read it again)`)
       return new ApiError('invalid_transition', `Order ${orderId} is ${outcome.stuck.status}: only a placed order can become ${target}`)
     },
   }

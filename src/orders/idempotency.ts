@@ -56,11 +56,7 @@ export function idempotencyKeys<Outcome>(sql: Sql, windowMs: number): Idempotenc
   return {
     async claim(tx, { principal, key, fingerprint }, now) {
       // an expired key counts as new
-      await tx.run('delete from idempotency_keys where principal = $1 and idempotency_key = $2 and created_at < $3', [
-        principal,
-        key,
-        now - windowMs,
-      ])
+      await tx.run('delete from idempotency_keys where principal = $1 and idempotency_key = $2 and created_at < $3', [principal, key, now - windowMs])
       const inserted = await tx.run(
         `insert into idempotency_keys (principal, idempotency_key, fingerprint, created_at) values ($1, $2, $3, $4)
          on conflict (principal, idempotency_key) do nothing`,
@@ -77,11 +73,7 @@ export function idempotencyKeys<Outcome>(sql: Sql, windowMs: number): Idempotenc
     },
 
     async keep(tx, { principal, key }, outcome) {
-      await tx.run('update idempotency_keys set outcome = $3 where principal = $1 and idempotency_key = $2', [
-        principal,
-        key,
-        JSON.stringify(outcome),
-      ])
+      await tx.run('update idempotency_keys set outcome = $3 where principal = $1 and idempotency_key = $2', [principal, key, JSON.stringify(outcome)])
     },
 
     forgetExpired,

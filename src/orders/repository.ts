@@ -18,7 +18,6 @@ export type OrderStatus = Schemas['OrderStatus']
 /** The statuses a placed order can move to. */
 export type OrderTarget = Schemas['OrderUpdate']['status']
 
-
 export interface OrderQuery {
   scope: OrderScope
   limit: number
@@ -78,10 +77,7 @@ export const orderColumns = mapping<Order>('orders', {
 const listAll = select(`select ${orderColumns.list} from orders where id > $1 order by id limit $2`, orderColumns.read)
 const listByStatus = select(`select ${orderColumns.list} from orders where status = $1 and id > $2 order by id limit $3`, orderColumns.read)
 const listOwn = select(`select ${orderColumns.list} from orders where owner = $3 and id > $1 order by id limit $2`, orderColumns.read)
-const listOwnByStatus = select(
-  `select ${orderColumns.list} from orders where owner = $4 and status = $1 and id > $2 order by id limit $3`,
-  orderColumns.read,
-)
+const listOwnByStatus = select(`select ${orderColumns.list} from orders where owner = $4 and status = $1 and id > $2 order by id limit $3`, orderColumns.read)
 const findOne = select(`select ${orderColumns.list} from orders where id = $1`, orderColumns.read)
 const findOwn = select(`select ${orderColumns.list} from orders where id = $1 and owner = $2`, orderColumns.read)
 // An If-Match is judged on the order as it is, held until the change commits: on PostgreSQL the
@@ -105,10 +101,7 @@ const moveOrder = select(`update orders set status = $2 where id = $1 and status
   order: orderColumns.read(values),
   owner: values.at(-1) as string | null,
 }))
-const moveOwn = select(
-  `update orders set status = $2 where id = $1 and status = 'placed' and owner = $3 returning ${orderColumns.list}, owner`,
-  moveOrder.row,
-)
+const moveOwn = select(`update orders set status = $2 where id = $1 and status = 'placed' and owner = $3 returning ${orderColumns.list}, owner`, moveOrder.row)
 const setPetStatus = select(`update pets set status = $2 where id = $1 returning ${petColumns.list}`, petColumns.read)
 
 /** The pet's status once its order has moved. */

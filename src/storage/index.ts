@@ -1,4 +1,13 @@
-import { type Database, DatabaseConfigError, type DatabaseOptions, type DatabaseTarget, databaseReadConnections, databaseTimeoutMs, type PoolStats, parseDatabaseUrl } from './database.js'
+import {
+  type Database,
+  DatabaseConfigError,
+  type DatabaseOptions,
+  type DatabaseTarget,
+  databaseReadConnections,
+  databaseTimeoutMs,
+  type PoolStats,
+  parseDatabaseUrl,
+} from './database.js'
 import type { GroupCommitStats } from './group-commit.js'
 import { migrate } from './migrations.js'
 import { refuseMissingColumns, type Stored } from './schema-check.js'

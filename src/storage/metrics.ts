@@ -79,4 +79,3 @@ function commitMetrics(registers: Registry[], commits: () => NonNullable<Storage
     },
   })
 }
-

@@ -16,7 +16,18 @@ const revisedTables = {
   categories: undefined,
   orders: undefined,
   webhook_subscriptions: undefined,
-  webhook_deliveries: ['subscription_id', 'event_id', 'status', 'attempts', 'next_attempt_at', 'give_up_at', 'last_status', 'last_error', 'created_at', 'finished_at'],
+  webhook_deliveries: [
+    'subscription_id',
+    'event_id',
+    'status',
+    'attempts',
+    'next_attempt_at',
+    'give_up_at',
+    'last_status',
+    'last_error',
+    'created_at',
+    'finished_at',
+  ],
 } satisfies Record<string, string[] | undefined>
 
 /**
@@ -163,7 +174,10 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         // A key's roles (openapi.yaml's x-roles), space-separated. The keys issued before roles
         // existed could call every operation: they get every role given by default when this
         // was written, so that no client loses an operation (staff, orders:admin, is not one).
-        await db.schema.alterTable('api_keys').addColumn('roles', 'text', (c) => c.notNull().defaultTo('')).execute()
+        await db.schema
+          .alterTable('api_keys')
+          .addColumn('roles', 'text', (c) => c.notNull().defaultTo(''))
+          .execute()
         await sql`update api_keys set roles = ${'pets:read pets:write orders:read orders:write webhooks:read webhooks:write'}`.execute(db)
         if (dialect === 'postgres') {
           // a change of roles reaches every instance's cache as a revocation does
@@ -204,12 +218,18 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         // the failed attempts in a row, since when they fail, how often its circuit opened in a
         // row, and until when no attempt is made (an open circuit, or a Retry-After).
         const subscriptions = () => db.schema.alterTable('webhook_subscriptions')
-        await subscriptions().addColumn('status', 'text', (c) => c.notNull().defaultTo('active')).execute()
+        await subscriptions()
+          .addColumn('status', 'text', (c) => c.notNull().defaultTo('active'))
+          .execute()
         await subscriptions().addColumn('disabled_reason', 'text').execute()
         await subscriptions().addColumn('disabled_at', 'bigint').execute()
-        await subscriptions().addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+        await subscriptions()
+          .addColumn('failures', 'integer', (c) => c.notNull().defaultTo(0))
+          .execute()
         await subscriptions().addColumn('failing_since', 'bigint').execute()
-        await subscriptions().addColumn('circuit_openings', 'integer', (c) => c.notNull().defaultTo(0)).execute()
+        await subscriptions()
+          .addColumn('circuit_openings', 'integer', (c) => c.notNull().defaultTo(0))
+          .execute()
         await subscriptions().addColumn('paused_until', 'bigint').execute()
         // what is due, one subscription at a time: claims take each subscription's share
         await db.schema
@@ -233,7 +253,10 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         // listPets filters by category and pages in id order
         await db.schema.createIndex('pets_category_id').on('pets').columns(['category_id', 'id']).execute()
         // The version a subscription was made through: its events are rendered so.
-        await db.schema.alterTable('webhook_subscriptions').addColumn('api_version', 'integer', (c) => c.notNull().defaultTo(1)).execute()
+        await db.schema
+          .alterTable('webhook_subscriptions')
+          .addColumn('api_version', 'integer', (c) => c.notNull().defaultTo(1))
+          .execute()
         // Who calls what, by version too: the calls counted so far were version 1's.
         await db.schema
           .createTable('lifecycle_calls')
@@ -297,7 +320,9 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         await db.schema.createIndex('categories_name_fold').unique().on('categories').column('name_fold').execute()
         // the ids that pets name and no category has: kept from now on
         await sql`insert into categories (id, created_at)
-          select distinct category_id, ${sql.lit(Date.now())} from pets where not exists (select 1 from categories where categories.id = pets.category_id)`.execute(db)
+          select distinct category_id, ${sql.lit(Date.now())} from pets where not exists (select 1 from categories where categories.id = pets.category_id)`.execute(
+          db,
+        )
       },
     },
     '0013_store_revision': {

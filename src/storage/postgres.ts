@@ -35,7 +35,9 @@ export function openPostgres(url: string, { poolSize, readConnections }: { poolS
   // reads outside transactions, many at once on each of a few connections (none: on the pool)
   const reads = readConnections > 0 ? pipelines(connectionOptions(url, timeoutMs), readConnections, answerWithinMs) : undefined
   const sql = postgresSql(pool, answerWithinMs, reads?.send)
-  const db = new Kysely<Record<string, never>>({ dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }) })
+  const db = new Kysely<Record<string, never>>({
+    dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }),
+  })
   const { hostname, port, pathname } = new URL(url)
   return {
     sql,

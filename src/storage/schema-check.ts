@@ -43,10 +43,10 @@ export function unmappedFields({ file, document, derived }: Served, stored: read
     names
       .filter((name) => !derived?.has(name))
       .flatMap((name) =>
-      Object.keys((schemas[name] as OpenAPIV3.SchemaObject | undefined)?.properties ?? {})
-        .filter((property) => !Object.hasOwn(columns.byProperty, property) && !columns.computed.has(property) && !columns.shown.has(property))
-        .map((property) => `${file}: ${name}.${property} has no column: map it in ${map} (${source})`),
-    ),
+        Object.keys((schemas[name] as OpenAPIV3.SchemaObject | undefined)?.properties ?? {})
+          .filter((property) => !Object.hasOwn(columns.byProperty, property) && !columns.computed.has(property) && !columns.shown.has(property))
+          .map((property) => `${file}: ${name}.${property} has no column: map it in ${map} (${source})`),
+      ),
   )
 }
 

@@ -48,8 +48,7 @@ export interface Sql extends Statements {
  * busy_timeout, the disk full, an I/O error, a file made read-only or gone. */
 const sqliteTransient = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|PROTOCOL|NOMEM)/
 
-const unavailableOrSelf = (error: Error) =>
-  sqliteTransient.test((error as { code?: string }).code ?? '') ? new StorageUnavailable(error) : error
+const unavailableOrSelf = (error: Error) => (sqliteTransient.test((error as { code?: string }).code ?? '') ? new StorageUnavailable(error) : error)
 
 export function sqliteSql(connection: SQLite.Database): Sql {
   // better-sqlite3 binds `?` in order: `$2 … $1 … $2` becomes `? … ? … ?` bound (p2, p1, p2).
@@ -164,11 +163,7 @@ const pgTransientMessages = /Connection terminated|timeout exceeded when trying 
 export function classifyPostgres(error: Error): Error {
   const { code = '', severity } = error as { code?: string; severity?: string }
   const unavailable =
-    postgresUnavailable.test(code) ||
-    severity === 'FATAL' ||
-    severity === 'PANIC' ||
-    networkTransient.test(code) ||
-    pgTransientMessages.test(error.message)
+    postgresUnavailable.test(code) || severity === 'FATAL' || severity === 'PANIC' || networkTransient.test(code) || pgTransientMessages.test(error.message)
   return unavailable ? new StorageUnavailable(error) : error
 }
 

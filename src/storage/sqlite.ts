@@ -65,7 +65,8 @@ function makeFolderOf(file: string): void {
   } catch (error) {
     const { code } = error as NodeJS.ErrnoException
     if (code === 'EEXIST' && isDirectory(folder)) return
-    const why = code === 'ENOENT' ? `folder ${dirname(folder)} does not exist` : code === 'EEXIST' ? `${folder} is a file, not a folder` : (error as Error).message
+    const why =
+      code === 'ENOENT' ? `folder ${dirname(folder)} does not exist` : code === 'EEXIST' ? `${folder} is a file, not a folder` : (error as Error).message
     throw new DatabaseConfigError(`cannot open SQLite ${file}: ${why}`)
   }
 }

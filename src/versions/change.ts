@@ -87,8 +87,16 @@ type Schemas<V extends VersionTypes> = V['components']['schemas']
 type Operations<V extends VersionTypes> = V['operations']
 /** The operations of a version's paths (generated types list its events' operations too). */
 type Served<V extends VersionTypes> = Exclude<keyof Operations<V>, EventOperation<V>> & string
-type EventOperation<V extends VersionTypes> = { [T in keyof V['webhooks']]: V['webhooks'][T] extends { post: infer P } ? { [O in keyof Operations<V>]: Operations<V>[O] extends P ? O : never }[keyof Operations<V>] : never }[keyof V['webhooks']]
-type ParamsOf<V extends VersionTypes, O> = O extends keyof Operations<V> ? (Operations<V>[O] extends { parameters: { path?: infer P } } ? NonNullable<P> : never) : never
+type EventOperation<V extends VersionTypes> = {
+  [T in keyof V['webhooks']]: V['webhooks'][T] extends { post: infer P }
+    ? { [O in keyof Operations<V>]: Operations<V>[O] extends P ? O : never }[keyof Operations<V>]
+    : never
+}[keyof V['webhooks']]
+type ParamsOf<V extends VersionTypes, O> = O extends keyof Operations<V>
+  ? Operations<V>[O] extends { parameters: { path?: infer P } }
+    ? NonNullable<P>
+    : never
+  : never
 type SuccessBody<V extends VersionTypes, O> = O extends keyof Operations<V>
   ? Operations<V>[O] extends { responses: infer R }
     ? { [S in keyof R]: S extends 200 | 201 | 202 ? (R[S] extends { content: { 'application/json': infer B } } ? B : never) : never }[keyof R]
@@ -100,7 +108,11 @@ type ServedBy<Older extends VersionTypes, Newer extends VersionTypes> = { [Id in
 
 /** The body a change of the older operation `Id` is given: the answer of the newer operation that
  * serves it, as the older version shows that one (unknown, when it has none of that name). */
-type BodyIn<Older extends VersionTypes, Id, By> = Id extends keyof By ? (By[Id] extends keyof Operations<Older> ? SuccessBody<Older, By[Id]> : unknown) : SuccessBody<Older, Id>
+type BodyIn<Older extends VersionTypes, Id, By> = Id extends keyof By
+  ? By[Id] extends keyof Operations<Older>
+    ? SuccessBody<Older, By[Id]>
+    : unknown
+  : SuccessBody<Older, Id>
 
 /** A change as it is written, typed by both versions: a name it does not have in them fails `tsc`. */
 export interface Declared<Older extends VersionTypes, Newer extends VersionTypes, By extends ServedBy<Older, Newer>> {
@@ -119,13 +131,13 @@ export interface Declared<Older extends VersionTypes, Newer extends VersionTypes
 export const versionChange =
   <Older extends VersionTypes, Newer extends VersionTypes>() =>
   <By extends ServedBy<Older, Newer> = {}>(declared: Declared<Older, Newer, By>): VersionChange => {
-  const { version } = declared
-  return {
-    ...declared,
-    servedBy: (declared.servedBy ?? {}) as VersionChange['servedBy'],
-    schemas: (declared.schemas ?? {}) as VersionChange['schemas'],
-    operations: (declared.operations ?? {}) as VersionChange['operations'],
-    events: (declared.events ?? {}) as VersionChange['events'],
-    inForce: (request) => request.apiVersion <= version,
-  }
+    const { version } = declared
+    return {
+      ...declared,
+      servedBy: (declared.servedBy ?? {}) as VersionChange['servedBy'],
+      schemas: (declared.schemas ?? {}) as VersionChange['schemas'],
+      operations: (declared.operations ?? {}) as VersionChange['operations'],
+      events: (declared.events ?? {}) as VersionChange['events'],
+      inForce: (request) => request.apiVersion <= version,
+    }
   }

@@ -76,12 +76,19 @@ export function uncovered(differences: readonly Difference[], older: Contract, n
   return lines
 }
 
-function uncoveredBecause(difference: Difference, older: Contract, newer: Contract, changes: readonly VersionChange[], write: (what: string) => string): string | undefined {
+function uncoveredBecause(
+  difference: Difference,
+  older: Contract,
+  newer: Contract,
+  changes: readonly VersionChange[],
+  write: (what: string) => string,
+): string | undefined {
   const keys = keysOf(difference.path)
   const [section] = keys
   // (the servers of a new major end in its own segment: the gate holds them to it)
   if (section === 'servers') return undefined
-  if (section !== 'paths' && section !== 'webhooks') return `${write('nothing')}: no change covers a difference outside the operations and events; make the documents agree there`
+  if (section !== 'paths' && section !== 'webhooks')
+    return `${write('nothing')}: no change covers a difference outside the operations and events; make the documents agree there`
   if (onlyTheSegment(difference.path, older, newer)) return undefined
   const downwards = keys[3] === 'responses' || section === 'webhooks'
   const region = downwards ? 'down' : 'up'
@@ -101,11 +108,15 @@ function uncoveredBecause(difference: Difference, older: Contract, newer: Contra
     return write(inSchema ? schemaWanted : `events: { '${type}': ... }`)
   }
   const [, path, method] = keys
-  const operationsAt = [...older.operations.values()].filter((operation) => operation.path === path && (method === undefined || operation.method === method.toUpperCase()))
+  const operationsAt = [...older.operations.values()].filter(
+    (operation) => operation.path === path && (method === undefined || operation.method === method.toUpperCase()),
+  )
   if (method === undefined || keys.length === 3) {
     // an operation, or a whole path, the newer version no longer has
     const unserved = operationsAt.filter(({ id }) => !changes.some((change) => change.servedBy[id] !== undefined))
-    return unserved.length === 0 ? undefined : write(unserved.map(({ id }) => `servedBy: { ${id}: 'the operation of version ${newer.version[0]} that serves it' }`).join(', '))
+    return unserved.length === 0
+      ? undefined
+      : write(unserved.map(({ id }) => `servedBy: { ${id}: 'the operation of version ${newer.version[0]} that serves it' }`).join(', '))
   }
   if (schemaCovers) return undefined
   if (inSchema) return write(schemaWanted)
@@ -114,7 +125,10 @@ function uncoveredBecause(difference: Difference, older: Contract, newer: Contra
   if (operation === undefined) return undefined
   // (a refusal is not an answer a change makes older: the handler does otherwise for the older version)
   const refusal = keys[3] === 'responses' && keys.length === 5 && /^4/.test(keys[4]!)
-  if (refusal) return changes.some((change) => change.sideEffects?.[operation.id] !== undefined) ? undefined : write(`sideEffects: { ${operation.id}: 'what version ${older.version[0]} does instead' }, asked by the handler as inForce(request)`)
+  if (refusal)
+    return changes.some((change) => change.sideEffects?.[operation.id] !== undefined)
+      ? undefined
+      : write(`sideEffects: { ${operation.id}: 'what version ${older.version[0]} does instead' }, asked by the handler as inForce(request)`)
   if (changes.some((change) => change.operations[operation.id]?.[region] !== undefined)) return undefined
   return write(`operations: { ${operation.id}: { ${region} } }`)
 }

@@ -63,14 +63,27 @@ export interface Versions {
  * change that names an operation, schema or event its versions lack is refused here, at start,
  * as is a breaking difference between two of them (`differences`, by the older major: those the
  * gate found, generated/vN/breaking.cjs) that no change covers. */
-export function deriveVersions(contracts: readonly Contract[], changes: readonly VersionChange[], differences: ReadonlyMap<number, readonly Difference[]> = new Map()): Versions {
+export function deriveVersions(
+  contracts: readonly Contract[],
+  changes: readonly VersionChange[],
+  differences: ReadonlyMap<number, readonly Difference[]> = new Map(),
+): Versions {
   const newest = contracts.at(-1)!
   const steps = new Map<number, Step>()
   for (const [i, older] of contracts.entries()) {
     const newer = contracts[i + 1]
     if (newer === undefined) break
-    if (newer.version[0] !== older.version[0] + 1) throw new Error(`version ${older.version[0]} is served without version ${older.version[0] + 1}, through whose changes it is derived`)
-    steps.set(older.version[0], stepOf(older, newer, changes.filter(({ version }) => version === older.version[0]), differences.get(older.version[0]) ?? []))
+    if (newer.version[0] !== older.version[0] + 1)
+      throw new Error(`version ${older.version[0]} is served without version ${older.version[0] + 1}, through whose changes it is derived`)
+    steps.set(
+      older.version[0],
+      stepOf(
+        older,
+        newer,
+        changes.filter(({ version }) => version === older.version[0]),
+        differences.get(older.version[0]) ?? [],
+      ),
+    )
   }
   const stepsFrom = (major: number) => [...steps.values()].filter(({ older }) => older.version[0] >= major)
   return {
@@ -99,8 +112,10 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
   for (const change of changes) {
     const named = `version change ${change.name}`
     for (const [name, schema] of Object.entries(change.schemas)) {
-      if (!hasSchema(older, name) || !hasSchema(newer, name)) problems.push(`${named} changes the schema ${name}, which ${older.file} and ${newer.file} do not both have`)
-      if (changed.has(name)) problems.push(`${named} changes the schema ${name}, which another change of version ${older.version[0]} changes: write them as one`)
+      if (!hasSchema(older, name) || !hasSchema(newer, name))
+        problems.push(`${named} changes the schema ${name}, which ${older.file} and ${newer.file} do not both have`)
+      if (changed.has(name))
+        problems.push(`${named} changes the schema ${name}, which another change of version ${older.version[0]} changes: write them as one`)
       changed.add(name)
       if (schema.down !== undefined) down.set(name, schema.down)
       if (schema.up !== undefined) up.set(name, schema.up)
@@ -115,7 +130,8 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
       servedBy.set(id, by)
     }
     for (const [type, event] of Object.entries(change.events)) {
-      if (!older.events.has(type) || !newer.events.has(type)) problems.push(`${named} changes the event ${type}, which ${older.file} and ${newer.file} do not both have`)
+      if (!older.events.has(type) || !newer.events.has(type))
+        problems.push(`${named} changes the event ${type}, which ${older.file} and ${newer.file} do not both have`)
       eventChanges.set(type, [...(eventChanges.get(type) ?? []), event])
     }
   }
@@ -136,7 +152,13 @@ function jsonSchemaOf(document: OpenAPIV3.Document, node: OpenAPIV3.RequestBodyO
 }
 
 /** The handler of `operation` of version `major`: the newest handler, through each of `steps`. */
-function derivedHandler(operation: Operation, major: number, steps: readonly Step[], handlers: Readonly<Record<string, AnyHandler>>, newest: Contract): AnyHandler {
+function derivedHandler(
+  operation: Operation,
+  major: number,
+  steps: readonly Step[],
+  handlers: Readonly<Record<string, AnyHandler>>,
+  newest: Contract,
+): AnyHandler {
   const hops: Hop[] = []
   const served = `operation ${operation.id} of version ${major} is served by no handler`
   let current = operation.id

@@ -31,7 +31,8 @@ export function recordedDifferences(contracts: readonly Contract[], dir: string 
     const older = contracts[i - 1]
     if (older === undefined) continue
     const recorded = loadGenerated<RecordedDifferences>(join(dir, `v${newer.version[0]}`, recordedModule))
-    if (recorded?.older === documentDigest(older.document) && recorded.newer === documentDigest(newer.document)) found.set(older.version[0], recorded.differences)
+    if (recorded?.older === documentDigest(older.document) && recorded.newer === documentDigest(newer.document))
+      found.set(older.version[0], recorded.differences)
   }
   return found
 }

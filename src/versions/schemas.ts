@@ -53,14 +53,16 @@ export function transformOf(document: unknown, schema: unknown, transforms: Read
     for (const branch of (node.allOf as unknown[] | undefined) ?? []) transform = then(transform, walk(branch, at))
     for (const keyword of ['oneOf', 'anyOf'] as const) {
       for (const branch of (node[keyword] as unknown[] | undefined) ?? []) {
-        if (walk(branch, at) !== undefined) throw new Error(`${at}: a schema a version change transforms is under ${keyword}, where which branch a value is of cannot be told`)
+        if (walk(branch, at) !== undefined)
+          throw new Error(`${at}: a schema a version change transforms is under ${keyword}, where which branch a value is of cannot be told`)
       }
     }
     const items = walk(node.items, at)
     if (items !== undefined) transform = then(transform, (value) => (Array.isArray(value) ? value.map(items) : value))
     for (const [key, property] of Object.entries((node.properties as Node | undefined) ?? {})) {
       const inner = walk(property, at)
-      if (inner !== undefined) transform = then(transform, (value) => (isObject(value) && value[key] !== undefined ? { ...value, [key]: inner(value[key]) } : value))
+      if (inner !== undefined)
+        transform = then(transform, (value) => (isObject(value) && value[key] !== undefined ? { ...value, [key]: inner(value[key]) } : value))
     }
     const values = walk(node.additionalProperties, at)
     if (values !== undefined) {

@@ -118,22 +118,22 @@ export interface DeliveryQueue {
   forgetFinished(before: number): Promise<void>
 }
 
-const claimedOf = ([deliveryId, subscriptionId, attempts, giveUpAt, url, owner, apiVersion, secret, previous, previousExpiresAt, eventId, type, occurredAt, fields]: [
-  number,
-  number,
-  number,
-  number,
-  string,
-  string,
-  number,
-  string,
-  string | null,
-  number | null,
-  number,
-  EventType,
-  number,
-  string,
-]): Claimed => ({
+const claimedOf = ([
+  deliveryId,
+  subscriptionId,
+  attempts,
+  giveUpAt,
+  url,
+  owner,
+  apiVersion,
+  secret,
+  previous,
+  previousExpiresAt,
+  eventId,
+  type,
+  occurredAt,
+  fields,
+]: [number, number, number, number, string, string, number, string, string | null, number | null, number, EventType, number, string]): Claimed => ({
   deliveryId,
   subscriptionId,
   attempts,
@@ -186,7 +186,10 @@ const claimShareSqlite = `update webhook_deliveries set lease_owner = $1, lease_
    select d.id from webhook_deliveries d where d.subscription_id = $4 and ${dueFree('$3')} and ${notHeldPast('$6')}
    order by d.next_attempt_at limit $5)
    returning id`
-const claimedSqlite = select(`select ${claimedColumns} from webhook_deliveries d ${claimedJoin} where d.id in (select value from json_each($1)) order by d.id`, claimedOf)
+const claimedSqlite = select(
+  `select ${claimedColumns} from webhook_deliveries d ${claimedJoin} where d.id in (select value from json_each($1)) order by d.id`,
+  claimedOf,
+)
 
 /** An attempt's outcome, written if the lease that claimed the delivery still holds it. */
 const settleSqlite = `update webhook_deliveries
@@ -325,11 +328,15 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
       await writeAll(async (tx) => {
         const active = new Map<number, Health>()
         if (read.length > 0) {
-          const rows = await (dialect === 'postgres' ? tx.rows<Health & { id: number }>(activeHealthPostgres, [read]) : tx.rows<Health & { id: number }>(activeHealthSqlite, [JSON.stringify(read)]))
+          const rows = await (dialect === 'postgres'
+            ? tx.rows<Health & { id: number }>(activeHealthPostgres, [read])
+            : tx.rows<Health & { id: number }>(activeHealthSqlite, [JSON.stringify(read)]))
           for (const row of rows) active.set(Number(row.id), row)
         }
         unmade = retrying.filter(({ subscriptionId }) => !active.has(subscriptionId)).length
-        const written = settlements.map((settlement) => (settlement.outcome.nextAttemptAt === undefined || active.has(settlement.subscriptionId) ? settlement : notRetried(settlement)))
+        const written = settlements.map((settlement) =>
+          settlement.outcome.nextAttemptAt === undefined || active.has(settlement.subscriptionId) ? settlement : notRetried(settlement),
+        )
         await settleDeliveries(tx, written, up, now)
         for (const [id, { failures, pauseUntil }] of down) {
           const was = active.get(id)
@@ -348,7 +355,8 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
             next.openings,
             next.pausedUntil,
           ])
-          if (policy.disableAfterMs > 0 && now - next.failingSince >= policy.disableAfterMs) failingTooLong.push({ subscriptionId: id, failingSince: next.failingSince })
+          if (policy.disableAfterMs > 0 && now - next.failingSince >= policy.disableAfterMs)
+            failingTooLong.push({ subscriptionId: id, failingSince: next.failingSince })
         }
       })
       return { failingTooLong, notRetried: unmade }
@@ -374,19 +382,20 @@ export function deliveryQueue(sql: Sql, dialect: Dialect): DeliveryQueue {
         oldestPendingAt: pending?.created_at,
         oldestDueAt: due?.next_attempt_at,
       })
-      if (oldestPending instanceof Promise || oldestDue instanceof Promise) return Promise.all([oldestPending, oldestDue]).then(([pending, due]) => of(pending, due))
+      if (oldestPending instanceof Promise || oldestDue instanceof Promise)
+        return Promise.all([oldestPending, oldestDue]).then(([pending, due]) => of(pending, due))
       return of(oldestPending, oldestDue)
     },
 
-    endHeld: (circuitFailures, why) =>
-      Promise.resolve(sql.run(endHeld, [Date.now(), circuitFailures, why.circuit, why.retryAfter])),
+    endHeld: (circuitFailures, why) => Promise.resolve(sql.run(endHeld, [Date.now(), circuitFailures, why.circuit, why.retryAfter])),
 
     async forgetFinished(before) {
       await sql.transaction(async (tx) => {
         await tx.run('delete from webhook_deliveries where finished_at < $1', [before])
-        await tx.run('delete from webhook_events where occurred_at < $1 and not exists (select 1 from webhook_deliveries d where d.event_id = webhook_events.id)', [
-          before,
-        ])
+        await tx.run(
+          'delete from webhook_events where occurred_at < $1 and not exists (select 1 from webhook_deliveries d where d.event_id = webhook_events.id)',
+          [before],
+        )
       })
     },
   }

@@ -76,7 +76,21 @@ export interface Dispatcher {
  * instance takes over a lease that an instance which died left behind.
  */
 export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions, log: FastifyBaseLogger, metrics: DispatcherMetrics): Dispatcher {
-  const { policy, timeoutMs, pollMs, concurrency, perSubscription, circuit, behindMs, forgetEveryMs = 10 * 60 * 1000, keepFinishedMs, eventIdPrefix, show, resolve = systemResolve, withheld } = options
+  const {
+    policy,
+    timeoutMs,
+    pollMs,
+    concurrency,
+    perSubscription,
+    circuit,
+    behindMs,
+    forgetEveryMs = 10 * 60 * 1000,
+    keepFinishedMs,
+    eventIdPrefix,
+    show,
+    resolve = systemResolve,
+    withheld,
+  } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
   // time to resolve, attempt (timeoutMs) and write the outcome down, with room to spare
@@ -124,7 +138,10 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     const { result, outcome, gone } = outcomeOf(answer, claimed, options)
     metrics.attempted(result)
     if (result !== 'succeeded') {
-      log.info({ deliveryId: claimed.deliveryId, url: redactUrl(claimed.url, []), error: outcome.error, retry: outcome.nextAttemptAt !== undefined }, 'webhook attempt failed')
+      log.info(
+        { deliveryId: claimed.deliveryId, url: redactUrl(claimed.url, []), error: outcome.error, retry: outcome.nextAttemptAt !== undefined },
+        'webhook attempt failed',
+      )
     }
     if (outcome.nextAttemptAt === undefined) metrics.finished(result === 'succeeded' ? 'succeeded' : 'failed')
     return { outcome, gone }
@@ -270,29 +287,35 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
 
   /** The backlog's age, on a timer of its own (a look that claims without end does not stop it),
    * at most once a second: two statements, for figures that need no finer grain. */
-  const measurer = setInterval(() => {
-    measuring ??= Promise.resolve()
-      .then(() => queue.backlog(circuit.failures))
-      .then((found) => {
-        backlog = found
-        metrics.backlog(found)
-      })
-      .catch(() => {}) // the database is unavailable: the figures stay as last found
-      .finally(() => (measuring = undefined))
-  }, Math.max(pollMs, 1_000)).unref()
+  const measurer = setInterval(
+    () => {
+      measuring ??= Promise.resolve()
+        .then(() => queue.backlog(circuit.failures))
+        .then((found) => {
+          backlog = found
+          metrics.backlog(found)
+        })
+        .catch(() => {}) // the database is unavailable: the figures stay as last found
+        .finally(() => (measuring = undefined))
+    },
+    Math.max(pollMs, 1_000),
+  ).unref()
 
   /** Deliveries held past their retry period end when it does (once a second: they wait for no
    * attempt, and a second is nothing to a period of hours). */
-  const ender = setInterval(() => {
-    // (begun in a promise: on SQLite a locked file throws as the statement runs)
-    ending ??= Promise.resolve()
-      .then(() => queue.endHeld(circuit.failures, heldPastRetryPeriod))
-      .then((ended) => {
-        for (let i = 0; i < ended; i++) metrics.finished('failed')
-      })
-      .catch(() => {}) // the database is unavailable: next time
-      .finally(() => (ending = undefined))
-  }, Math.max(pollMs, 1_000)).unref()
+  const ender = setInterval(
+    () => {
+      // (begun in a promise: on SQLite a locked file throws as the statement runs)
+      ending ??= Promise.resolve()
+        .then(() => queue.endHeld(circuit.failures, heldPastRetryPeriod))
+        .then((ended) => {
+          for (let i = 0; i < ended; i++) metrics.finished('failed')
+        })
+        .catch(() => {}) // the database is unavailable: next time
+        .finally(() => (ending = undefined))
+    },
+    Math.max(pollMs, 1_000),
+  ).unref()
 
   const forgetter = setInterval(() => {
     queue.forgetFinished(Date.now() - keepFinishedMs).catch(() => {}) // the database is unavailable: next time

@@ -28,14 +28,7 @@ export interface WebhookHandlerOptions {
 }
 
 export type WebhookOperation =
-  | 'createWebhook'
-  | 'listWebhooks'
-  | 'getWebhook'
-  | 'deleteWebhook'
-  | 'rotateWebhookSecret'
-  | 'enableWebhook'
-  | 'listWebhookDeliveries'
-  | 'redeliverWebhook'
+  'createWebhook' | 'listWebhooks' | 'getWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'enableWebhook' | 'listWebhookDeliveries' | 'redeliverWebhook'
 
 const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${webhookId} not found`)
 
@@ -43,7 +36,18 @@ const notFound = (webhookId: number) => new ApiError('not_found', `Webhook ${web
  * its own API key (its principal). Reads answer at once when the repository does. */
 export function webhookHandlers(
   webhooks: WebhookRepository,
-  { policy, maxPerKey, secretOverlapMs, webhookUrl, deliveriesUrl, dueNow, eventRoles, retryAfterSeconds, eventIdPrefix, resolve = systemResolve }: WebhookHandlerOptions,
+  {
+    policy,
+    maxPerKey,
+    secretOverlapMs,
+    webhookUrl,
+    deliveriesUrl,
+    dueNow,
+    eventRoles,
+    retryAfterSeconds,
+    eventIdPrefix,
+    resolve = systemResolve,
+  }: WebhookHandlerOptions,
 ): HandlersOf<WebhookOperation> {
   /** Undefined for a URL events may be sent to, or the 422 that says why not; a resolver that
    * cannot answer now is a 503. */
@@ -79,7 +83,9 @@ export function webhookHandlers(
     listWebhooks: (request, _reply, answer) => andThen(webhooks.list(request.principal), (page) => answer(200, page)),
 
     getWebhook: (request, _reply, answer) =>
-      andThen(webhooks.find(request.principal, request.params.webhookId), (webhook) => (webhook === undefined ? notFound(request.params.webhookId) : answer(200, webhook))),
+      andThen(webhooks.find(request.principal, request.params.webhookId), (webhook) =>
+        webhook === undefined ? notFound(request.params.webhookId) : answer(200, webhook),
+      ),
 
     async deleteWebhook(request, _reply, answer) {
       if (!(await webhooks.remove(request.principal, request.params.webhookId))) return notFound(request.params.webhookId)

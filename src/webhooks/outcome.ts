@@ -56,13 +56,23 @@ export function outcomeOf(
 ): { result: AttemptResult; outcome: Outcome; gone: boolean } {
   if ('error' in answer) {
     const error = answer.detail.replace(/[\x00-\x1F\x7F]/g, ' ').slice(0, lastErrorLength)
-    return { result: answer.error, outcome: retried({ error, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt, lastErrorLength), gone: false }
+    return {
+      result: answer.error,
+      outcome: retried({ error, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt, lastErrorLength),
+      gone: false,
+    }
   }
   const { status } = answer
   if (status >= 200 && status < 300) return { result: 'succeeded', outcome: { status, endpoint: 'up' }, gone: false }
-  if (status === goneStatus) return { result: 'rejected', outcome: { status, error: 'answered 410 Gone: the subscription is disabled', endpoint: 'down' }, gone: true }
+  if (status === goneStatus)
+    return { result: 'rejected', outcome: { status, error: 'answered 410 Gone: the subscription is disabled', endpoint: 'down' }, gone: true }
   const asked = sayWhenToRetry.has(status) ? retryAfterMs(answer.retryAfter, now) : undefined
-  if (asked === undefined) return { result: 'rejected', outcome: retried({ status, error: `answered ${status}`, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt, lastErrorLength), gone: false }
+  if (asked === undefined)
+    return {
+      result: 'rejected',
+      outcome: retried({ status, error: `answered ${status}`, endpoint: 'down' }, now + retryDelay(attempts + 1, retryBaseMs), giveUpAt, lastErrorLength),
+      gone: false,
+    }
   const at = now + Math.min(asked, retryAfterMaxMs)
   const error = `answered ${status}, Retry-After ${answer.retryAfter!.trim()}`.slice(0, lastErrorLength)
   return { result: 'rejected', outcome: retried({ status, error, endpoint: 'down', pauseUntil: at }, at, giveUpAt, lastErrorLength), gone: false }
@@ -71,4 +81,6 @@ export function outcomeOf(
 /** The outcome, tried again at `at` unless that is past the retry period (or its subscription
  * is disabled by the time it is written: the error then says why it is not). */
 const retried = (outcome: Outcome, at: number, giveUpAt: number, lastErrorLength: number): Outcome =>
-  at <= giveUpAt ? { ...outcome, nextAttemptAt: at, errorIfDisabled: `${outcome.error}, not retried: the subscription is disabled`.slice(0, lastErrorLength) } : outcome
+  at <= giveUpAt
+    ? { ...outcome, nextAttemptAt: at, errorIfDisabled: `${outcome.error}, not retried: the subscription is disabled`.slice(0, lastErrorLength) }
+    : outcome

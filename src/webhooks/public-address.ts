@@ -15,7 +15,11 @@ import ipaddr from 'ipaddr.js'
  */
 export type Judgement =
   | { public: true; /** where to connect */ address: string; family: 4 | 6 }
-  | { public: false; /** the address judged: the IPv4 address an IPv6 one carries, when that decided */ address: string; /** what it is, in words */ what: string }
+  | {
+      public: false
+      /** the address judged: the IPv4 address an IPv6 one carries, when that decided */ address: string
+      /** what it is, in words */ what: string
+    }
 
 type Range = [cidr: string, what: string]
 

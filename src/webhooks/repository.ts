@@ -92,7 +92,20 @@ type DeliveryValues = [
   'active' | 'disabled',
   number | null,
 ]
-const deliveryOf = ([id, eventId, eventType, status, attempts, lastStatus, lastError, nextAttemptAt, createdAt, giveUpAt, subscriptionStatus, pausedUntil]: DeliveryValues): StoredDelivery => {
+const deliveryOf = ([
+  id,
+  eventId,
+  eventType,
+  status,
+  attempts,
+  lastStatus,
+  lastError,
+  nextAttemptAt,
+  createdAt,
+  giveUpAt,
+  subscriptionStatus,
+  pausedUntil,
+]: DeliveryValues): StoredDelivery => {
   const next = status === 'pending' ? nextAttempt(nextAttemptAt!, giveUpAt, subscriptionStatus, pausedUntil) : undefined
   return {
     id,
@@ -201,11 +214,10 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
     async disable(id, reason, lastError) {
       const disabled = await change(async (tx) => {
         const now = Date.now()
-        const changed = await tx.run("update webhook_subscriptions set status = 'disabled', disabled_reason = $2, disabled_at = $3 where id = $1 and status = 'active'", [
-          id,
-          reason,
-          now,
-        ])
+        const changed = await tx.run(
+          "update webhook_subscriptions set status = 'disabled', disabled_reason = $2, disabled_at = $3 where id = $1 and status = 'active'",
+          [id, reason, now],
+        )
         if (changed === 0) return false
         // (taken under the same lock as a subscription's creation: every change that recorded an
         // event for it has committed, and its delivery ends here; later ones record none)
@@ -224,7 +236,10 @@ export function webhookRepository(sql: Sql, dialect: Dialect, outbox: Outbox, re
 
     enable: (owner, id) =>
       change(async (tx) => {
-        const found = await tx.row<{ events: string; status: string }>('select events, status from webhook_subscriptions where owner = $1 and id = $2', [owner, id])
+        const found = await tx.row<{ events: string; status: string }>('select events, status from webhook_subscriptions where owner = $1 and id = $2', [
+          owner,
+          id,
+        ])
         if (found === undefined) return undefined
         await tx.run(
           `update webhook_subscriptions set status = 'active', disabled_reason = null, disabled_at = null, failures = 0, failing_since = null,

@@ -68,7 +68,9 @@ export function parseUrl(url: string): URL {
   if (!URL.canParse(url)) throw new TargetRefused(`${writtenOrigin(url)} is not a URL that can be used: check its host name, and its port (at most 65535)`)
   const parsed = new URL(url)
   if (!canBeHostName(parsed.hostname)) {
-    throw new TargetRefused(`${writtenOrigin(url)} is not a URL that can be used: a host name has at most 253 characters, in labels of 1 to 63 between its dots`)
+    throw new TargetRefused(
+      `${writtenOrigin(url)} is not a URL that can be used: a host name has at most 253 characters, in labels of 1 to 63 between its dots`,
+    )
   }
   return parsed
 }

@@ -121,9 +121,7 @@ export function contractViolations(response: ObservedResponse, served: ServedCon
   const operation = checker.operationFor(response.method, response.url)
   if (operation === undefined) {
     // Not an operation (the documentation, or a path the spec lacks): errors still take the Error shape.
-    return response.status >= 400 && response.method.toUpperCase() !== 'HEAD'
-      ? bodyViolations(checker, response, '#/components/schemas/Error')
-      : []
+    return response.status >= 400 && response.method.toUpperCase() !== 'HEAD' ? bodyViolations(checker, response, '#/components/schemas/Error') : []
   }
   const problems: string[] = []
   const responses = operation.definition.responses
@@ -159,18 +157,17 @@ function mediaTypeOf(headers: Headers, documented: string[]): string | { problem
 /** What is wrong with a header, as its definition sees it: missing when required, or a value
  * its schema refuses. The value is the text, or the number or boolean it spells when the
  * schema's type is one (a header is text on the wire). */
-function headerViolations(
-  checker: Checker,
-  name: string,
-  value: Headers[string],
-  { required }: OpenAPIV3.HeaderObject,
-  schemaPointer: string,
-): string[] {
+function headerViolations(checker: Checker, name: string, value: Headers[string], { required }: OpenAPIV3.HeaderObject, schemaPointer: string): string[] {
   if (value === undefined) return required ? [`header ${name} is documented as required but missing`] : []
   const validate = checker.validator(schemaPointer)
   const text = Array.isArray(value) ? value.join(', ') : String(value)
   const { type } = deref<OpenAPIV3.SchemaObject>(checker.document, validate.schema as OpenAPIV3.SchemaObject)
-  const typed = (type === 'integer' || type === 'number') && /^-?[0-9]+(\.[0-9]+)?$/.test(text) ? Number(text) : type === 'boolean' && /^(true|false)$/.test(text) ? text === 'true' : text
+  const typed =
+    (type === 'integer' || type === 'number') && /^-?[0-9]+(\.[0-9]+)?$/.test(text)
+      ? Number(text)
+      : type === 'boolean' && /^(true|false)$/.test(text)
+        ? text === 'true'
+        : text
   return validate(typed) ? [] : (validate.errors ?? []).map((error) => `header ${name} ${JSON.stringify(text)} ${error.message}`)
 }
 

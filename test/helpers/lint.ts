@@ -19,7 +19,18 @@ const contractRuleset = 'test/fixtures/contract-rule.spectral.yaml'
 export async function contractRuleErrors(files: readonly string[]): Promise<Map<string, string[]>> {
   // (a program of its own, run as plain node, not under the tests' loader and coverage; a finding
   // makes it exit 1, its report still on stdout)
-  const { stdout } = await step(projectRoot, [binOf('@stoplight/spectral-cli'), 'lint', ...files, '--ruleset', contractRuleset, '--format', 'json', '--fail-severity', 'hint', '--quiet'])
+  const { stdout } = await step(projectRoot, [
+    binOf('@stoplight/spectral-cli'),
+    'lint',
+    ...files,
+    '--ruleset',
+    contractRuleset,
+    '--format',
+    'json',
+    '--fail-severity',
+    'hint',
+    '--quiet',
+  ])
   const errors = (JSON.parse(stdout) as Finding[]).filter(({ code, severity }) => code === 'petstore-contract' && severity === 0)
   return new Map(files.map((file) => [file, errors.filter(({ source }) => source === resolve(projectRoot, file)).map(({ message }) => message)]))
 }

@@ -25,8 +25,7 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>, url = adminUrl)
  */
 export const postgresMissing: string | false = await admin((client) => client.query('select 1')).then(
   () => false,
-  (error: Error) =>
-    process.env.REQUIRE_POSTGRES === '1' ? false : `PostgreSQL is not reachable at ${adminUrl} (${error.message}): skipped`,
+  (error: Error) => (process.env.REQUIRE_POSTGRES === '1' ? false : `PostgreSQL is not reachable at ${adminUrl} (${error.message}): skipped`),
 )
 
 /** The URL of a new, empty database of this test's own. */

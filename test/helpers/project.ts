@@ -65,7 +65,16 @@ export function projectCopy(t: Test): ProjectCopy {
     // before found of the files that did not change; the errors are the same)
     typecheck: () => step(dir, [binOf('typescript'), '--noEmit', '--incremental', '--tsBuildInfoFile', join(dir, '.typecheck.tsbuildinfo'), '-p', '.']),
     checkBreaking: () => tsx(['scripts/check-breaking.ts']),
-    lint: () => step(dir, [binOf('@stoplight/spectral-cli'), 'lint', ...specPathsIn(dir).map((spec) => `generated/v${majorOfSpecFile(basename(spec))}/openapi.yaml`), '--ruleset', '.spectral.yaml', '--fail-severity', 'warn']),
+    lint: () =>
+      step(dir, [
+        binOf('@stoplight/spectral-cli'),
+        'lint',
+        ...specPathsIn(dir).map((spec) => `generated/v${majorOfSpecFile(basename(spec))}/openapi.yaml`),
+        '--ruleset',
+        '.spectral.yaml',
+        '--fail-severity',
+        'warn',
+      ]),
     run(program) {
       const file = `walk-${Math.random().toString(36).slice(2)}.ts`
       write(file, program)

@@ -41,7 +41,11 @@ export interface ReceiverOptions {
   contract?: ServedContract | readonly ServedContract[] | null
 }
 
-export async function startReceiver(t: Test, answer: Answer = () => 204, { path = '/hooks/petstore?token=abc', contract }: ReceiverOptions = {}): Promise<Receiver> {
+export async function startReceiver(
+  t: Test,
+  answer: Answer = () => 204,
+  { path = '/hooks/petstore?token=abc', contract }: ReceiverOptions = {},
+): Promise<Receiver> {
   const deliveries: Delivery[] = []
   let port = 0
   const state = { connections: 0 }

@@ -188,7 +188,10 @@ export function explain(diagnostics: readonly string[], client: Client, dir: str
   const absent = found.flatMap(({ absent }) => absent ?? [])
   const asWritten = (diagnostic: string) => `does not compile under strict: ${diagnostic}`
   return absent.length > 0
-    ? [...absent, ...found.filter(({ absent }) => absent === undefined).map(({ diagnostic }) => `${asWritten(diagnostic)} (it may follow from the calls above)`)]
+    ? [
+        ...absent,
+        ...found.filter(({ absent }) => absent === undefined).map(({ diagnostic }) => `${asWritten(diagnostic)} (it may follow from the calls above)`),
+      ]
     : found.map(({ diagnostic, typeCheck }) => typeCheck ?? asWritten(diagnostic))
 }
 
@@ -239,7 +242,10 @@ function importsOf(text: string): Map<string, { name: string; module: string }> 
   const imports = new Map<string, { name: string; module: string }>()
   for (const [, names, module] of text.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'(\.\/[^']+)\.js'/g)) {
     for (const specifier of names!.split(',')) {
-      const [name, local = name] = specifier.replace(/^\s*type\s+/, '').trim().split(/\s+as\s+/)
+      const [name, local = name] = specifier
+        .replace(/^\s*type\s+/, '')
+        .trim()
+        .split(/\s+as\s+/)
       if (name) imports.set(local!, { name, module: module! })
     }
   }
@@ -263,7 +269,8 @@ function typeCheckFailed(client: Client, at: At): string | undefined {
     const kit = file === undefined || programFiles.has(file) ? undefined : client.sources.get(file)
     return kit === undefined ? [] : [{ name: imported!.name, kit }]
   })
-  if (kitTypes.length === 0) return `${written}: the type ${client.generator.name} generates from ${client.contract.file} here is not ${expected}: write the program as the spec now says`
+  if (kitTypes.length === 0)
+    return `${written}: the type ${client.generator.name} generates from ${client.contract.file} here is not ${expected}: write the program as the spec now says`
   const kits = [...new Set(kitTypes.map(({ kit }) => kit))]
   const names = kitTypes.map(({ name }) => name).join(', ')
   const write =
@@ -296,6 +303,8 @@ function absentOperation(client: Client, at: At, contracts: readonly Contract[])
   if (operation === undefined) return undefined
   const named = operation.id === undefined ? `${operation.method} ${operation.path}` : `${operation.id} (${operation.method} ${operation.path})`
   const remove =
-    client.programs === client.version || at.source.startsWith(`${fixturesDir}/orders-webhooks/`) ? `remove the call from ${at.source}` : ownPrograms(client, 'write them without it')
+    client.programs === client.version || at.source.startsWith(`${fixturesDir}/orders-webhooks/`)
+      ? `remove the call from ${at.source}`
+      : ownPrograms(client, 'write them without it')
   return `${at.where} calls ${named}, which ${client.contract.file} does not have: ${remove}`
 }

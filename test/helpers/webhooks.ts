@@ -15,7 +15,8 @@ export const subscribed = async (t: Test, server: FastifyInstance, url: string) 
   (await call(t, server, { method: 'POST', url: '/v1/webhooks', payload: { url, events: ['pet.created'] } })).json as { id: number; secret: string }
 
 /** A subscription's deliveries, whichever version made it (one store; the list is the same in every version). */
-export const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) => (await call(t, server, { url: newest.urlOf('listWebhookDeliveries', { webhookId: id }) })).json
+export const deliveriesOf = async (t: Test, server: FastifyInstance, id: number) =>
+  (await call(t, server, { url: newest.urlOf('listWebhookDeliveries', { webhookId: id }) })).json
 
 /** The value of a metric series in the app's exposition. */
 export async function metric(server: FastifyInstance, series: string): Promise<number> {
