@@ -30,7 +30,6 @@ import { createInterface } from 'node:readline'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve, sep } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { build, type BuildOptions, type Plugin } from 'esbuild'
 import { projectRoot } from '../src/core/paths.js'
 
@@ -58,7 +57,7 @@ const swaggerUiFolders: Plugin = {
 const precompiledSpecValidator: Plugin = {
   name: 'precompiled-spec-validator',
   setup(builder) {
-    const replacement = fileURLToPath(new URL('../src/http/spec-validator.ts', import.meta.url))
+    const replacement = join(projectRoot, 'src', 'http', 'spec-validator.ts')
     builder.onResolve({ filter: /^@seriousme\/openapi-schema-validator$/ }, ({ importer }) =>
       /[\\/]fastify-openapi-glue[\\/]/.test(importer) ? { path: replacement } : undefined,
     )

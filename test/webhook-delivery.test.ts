@@ -24,6 +24,7 @@ import { resolveTarget, TargetRefused } from '../src/webhooks/target.js'
 import type { WebhookRepository } from '../src/webhooks/repository.js'
 import { answer } from '../src/http/handlers.js'
 import { hashKey } from '../src/auth/secrets.js'
+import { projectRoot } from '../src/core/paths.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { databaseProxy } from './helpers/database-proxy.js'
 import { sleep } from './helpers/concurrency.js'
@@ -242,7 +243,7 @@ t.test('the database gone mid-delivery: the delivery is made again once it is ba
 })
 
 t.test('an https receiver is checked against its certificate, at the address that was checked', async (t) => {
-  const fixture = (name: string) => readFileSync(join(import.meta.dirname, 'fixtures', 'tls', name))
+  const fixture = (name: string) => readFileSync(join(projectRoot, 'test', 'fixtures', 'tls', name))
   const server = createServer({ key: fixture('localhost-key.pem'), cert: fixture('localhost-cert.pem') }, (_request, response) => response.writeHead(204).end())
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => server.close())

@@ -1,7 +1,7 @@
 /**
  * Real processes for the tests that need them: the server as `npm start` runs it, and the
- * command-line scripts. They run under the same TypeScript loader as the tests (tap's), so
- * their coverage counts.
+ * command-line scripts. Named by their sources, they run as the tests do (with the test's Node
+ * arguments): as the JavaScript compiled before the tests (.taprc), their coverage counted.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -9,8 +9,8 @@ import { join } from 'node:path'
 import type { Test } from 'tap'
 import { projectRoot } from '../../src/core/paths.js'
 
-/** How long a process may take before it counts as hung: seconds under the TypeScript loader,
- * minutes on a busy machine (a typecheck of the project copy in the walk-throughs took more than
+/** How long a process may take before it counts as hung: seconds on an idle machine,
+ * minutes on a busy one (a typecheck of the project copy in the walk-throughs took more than
  * 120 s on two cores each shared with a busy loop, beside two other test files). */
 export const processBound = 300_000
 
