@@ -7,7 +7,9 @@
  *   dist/scripts/keys.js, migrate.js  `npm run keys` and `npm run migrate`, compiled
  *
  * It runs without tsx (a production install has none): `npm run build` compiles this file with
- * esbuild into dist/build.mjs first.
+ * esbuild into dist/build.mjs first. A build of what the last one was made from does nothing
+ * (dist/build-inputs.json: every file esbuild read, the Node and this builder), so that
+ * `npm start`, `npm run keys` and `npm run migrate`, which build first, start at once.
  *
  * One bundle, because a start-up spent finding and compiling some 600 modules of node_modules
  * one by one (kysely, typebox, ajv, fastify, pg...) was most of a cold start; as one file, with
@@ -22,15 +24,15 @@
  * `npm run generate` instead of at every start.
  */
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createInterface } from 'node:readline'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve, sep } from 'node:path'
-import { build, type BuildOptions, type Plugin } from 'esbuild'
+import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild'
 import { projectRoot } from '../src/core/paths.js'
 
 const require = createRequire(import.meta.url)
@@ -66,9 +68,50 @@ const precompiledSpecValidator: Plugin = {
 
 const common: BuildOptions = { absWorkingDir: projectRoot, bundle: true, platform: 'node', target: 'node22', logLevel: 'warning' }
 
-export async function buildServer(outDir = join(projectRoot, 'dist')) {
+/** The built files, relative to the build's folder. */
+const outputs = ['src/server.bundle.cjs', 'src/server.bundle.cjs.cache', 'src/server.js', 'scripts/keys.js', 'scripts/migrate.js']
+
+/** What a build was made from: the Node that warmed it up, the builder itself (this file, as
+ * compiled), and each source file's size and time of change. Kept beside the build
+ * (build-inputs.json), so that the next build of the same inputs does nothing. */
+interface Inputs {
+  node: string
+  builder: string
+  files: Record<string, [size: number, modified: number]>
+}
+
+/** The inputs as they are now: `files`, relative to the project root. */
+export function inputsOf(files: Iterable<string>, builder = process.argv[1]!): Inputs {
+  const stated = [...files].map((file) => {
+    const { size, mtimeMs } = statSync(join(projectRoot, file))
+    return [file, [size, mtimeMs]] satisfies [string, [number, number]]
+  })
+  return { node: process.version, builder: createHash('sha256').update(readFileSync(builder)).digest('hex'), files: Object.fromEntries(stated) }
+}
+
+/** Whether the build in `outDir` is whole and was made from the inputs as they are now (a file
+ * gone, changed or touched since, another Node or another builder: no). */
+export function upToDate(outDir: string, builder = process.argv[1]!): boolean {
+  if (!outputs.every((file) => existsSync(join(outDir, file)))) return false
+  let last: Inputs
+  try {
+    last = JSON.parse(readFileSync(join(outDir, 'build-inputs.json'), 'utf8')) as Inputs
+    return JSON.stringify(inputsOf(Object.keys(last.files), builder)) === JSON.stringify(last)
+  } catch {
+    // no record, an unreadable one, or one of its files gone
+    return false
+  }
+}
+
+/** Builds the server into `outDir` unless it is up to date (then it resolves to false, at once). */
+export async function buildServer(outDir = join(projectRoot, 'dist')): Promise<boolean> {
+  if (upToDate(outDir)) return false
   const bundle = join(outDir, 'src', 'server.bundle.cjs')
+  const metafiles: Metafile[] = []
+  const built = ({ metafile }: { metafile?: Metafile }) => metafiles.push(metafile!)
+  rmSync(join(outDir, 'build-inputs.json'), { force: true })
   await build({
+    metafile: true,
     ...common,
     entryPoints: ['src/server.ts'],
     outfile: bundle,
@@ -89,18 +132,23 @@ export async function buildServer(outDir = join(projectRoot, 'dist')) {
     // beside it, not in it: for bench/profile-summary.mjs, which puts profiles back in their sources
     sourcemap: 'external',
     sourcesContent: false,
-  })
-  await build({ ...common, entryPoints: ['src/code-cache.ts'], outfile: join(outDir, 'src', 'server.js'), format: 'esm' })
+  }).then(built)
+  await build({ ...common, metafile: true, entryPoints: ['src/code-cache.ts'], outfile: join(outDir, 'src', 'server.js'), format: 'esm' }).then(built)
   // the operator's commands (npm run keys, npm run migrate), runnable without tsx
   await build({
     ...common,
+    metafile: true,
     entryPoints: ['scripts/keys.ts', 'scripts/migrate.ts'],
     outdir: join(outDir, 'scripts'),
     format: 'esm',
     packages: 'external',
-  })
+  }).then(built)
   rmSync(`${bundle}.cache`, { force: true })
   await warmUp(join(outDir, 'src', 'server.js'))
+  // (written last: a build stopped half-way is built again)
+  const files = new Set(metafiles.flatMap((metafile) => Object.keys(metafile.inputs)))
+  writeFileSync(join(outDir, 'build-inputs.json'), JSON.stringify(inputsOf(files)))
+  return true
 }
 
 /**

@@ -1,11 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { projectRoot } from '../src/core/paths.js'
-import { warmUp } from '../scripts/build.js'
+import { upToDate, warmUp } from '../scripts/build.js'
 import { api, newest } from './helpers/app.js'
 import { processBound, run, within } from './helpers/processes.js'
 
@@ -70,6 +71,31 @@ t.test('the build: one bundle and its code cache, serving the contract', async (
     t.equal(page.status, 200, path)
   }
   t.equal(await server.stop(), 0)
+})
+
+t.test('a build of the same sources does nothing; a changed or missing source, another builder, a lost record build again', async (t) => {
+  // (the builder the build's process ran: this file's compiled neighbour)
+  const builder = fileURLToPath(import.meta.resolve('../scripts/build.js'))
+  t.ok(upToDate(out, builder), 'the build just made is up to date')
+  const bundle = join(out, 'src', 'server.bundle.cjs')
+  const builtAt = statSync(bundle).mtimeMs
+  const again = await run(t, 'scripts/build.ts', [out])
+  t.equal(again.code, 0, again.stderr)
+  t.equal(statSync(bundle).mtimeMs, builtAt, 'nothing built again')
+  t.notOk(upToDate(out, fileURLToPath(import.meta.url)), 'another builder')
+
+  const record = join(out, 'build-inputs.json')
+  const kept = readFileSync(record, 'utf8')
+  const inputs = JSON.parse(kept) as { files: Record<string, [number, number]> }
+  t.ok(Object.keys(inputs.files).includes('src/server.ts'), 'the sources esbuild read are recorded')
+  writeFileSync(record, JSON.stringify({ ...inputs, files: { ...inputs.files, 'src/server.ts': [0, 0] } }))
+  t.notOk(upToDate(out, builder), 'a source changed')
+  writeFileSync(record, JSON.stringify({ ...inputs, files: { ...inputs.files, 'src/gone.ts': [1, 1] } }))
+  t.notOk(upToDate(out, builder), 'a source gone')
+  writeFileSync(record, '{')
+  t.notOk(upToDate(out, builder), 'a record that cannot be read')
+  writeFileSync(record, kept)
+  t.ok(upToDate(out, builder), 'as it was')
 })
 
 t.test('a code cache V8 refuses is only slower: the bundle is compiled, the cache made anew', async (t) => {

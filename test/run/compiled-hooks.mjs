@@ -11,6 +11,6 @@ export async function resolve(specifier, context, nextResolve) {
   if (!url.startsWith(root) || url.startsWith(built) || !url.endsWith('.ts') || url.includes('/node_modules/')) return resolved
   const twin = `${built}${url.slice(root.length, -'.ts'.length)}.js`
   if (!existsSync(fileURLToPath(twin)))
-    throw new Error(`${fileURLToPath(url)} has no compiled twin in .build/: run node scripts/compile.mjs (tap does it before its test files)`)
+    throw new Error(`${fileURLToPath(url)} has no compiled twin in .build/: run node test/run/compile.mjs (tap does it before its test files)`)
   return { url: twin, format: 'module', shortCircuit: true }
 }

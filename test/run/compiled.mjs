@@ -1,7 +1,7 @@
 /**
  * node --import=./test/run/compiled.mjs: a `.ts` file of the project, asked for by name (tap's
  * test file, a server or script a test starts), is loaded as its compiled twin in .build/
- * (scripts/compile.mjs made it; tap's `before` runs it). What those files import is already
+ * (test/run/compile.mjs made it; tap's `before` runs it). What those files import is already
  * compiled JavaScript beside them, found as usual: only the entry point is sent there.
  */
 import { register } from 'node:module'

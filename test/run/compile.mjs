@@ -1,5 +1,5 @@
 /**
- * node scripts/compile.mjs: the TypeScript of src/, scripts/, test/, bench/ and generated/
+ * node test/run/compile.mjs: the TypeScript of src/, scripts/, test/, bench/ and generated/
  * compiled once into .build/ (same layout, `.ts` → `.js`), with source maps, for the tests and
  * every process they start: tap runs it before the test files (.taprc's `before`), and
  * test/run/compiled.mjs sends every `.ts` file of the project that Node is asked to load to its
@@ -13,11 +13,11 @@
  * compiled.
  */
 import { globSync, rmSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
 
-const root = dirname(dirname(fileURLToPath(import.meta.url)))
+const root = fileURLToPath(new URL('../../', import.meta.url))
 export const outDir = join(root, '.build')
 
 /** The project's TypeScript, relative to its root; the SDK programs apart (compiled by
