@@ -138,7 +138,7 @@ export function readOptions(args: string[]): BenchOptions {
     scalePets: Math.round(count('scale-pets', flags['scale-pets'], 1_000_000)),
     profile: flags.profile,
     profileScenario: flags['profile-scenario'],
-    profileLogs: flags['profile-logs'] as Logs,
+    profileLogs: flags['profile-logs'],
     smoke,
     keep: flags.keep,
     sharedCores: flags['shared-cores'],

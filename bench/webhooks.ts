@@ -77,8 +77,6 @@ async function receiver(holding = false) {
   }
 }
 
-type Receiver = Awaited<ReturnType<typeof receiver>>
-
 async function subscribe(target: Target, urls: string[]) {
   for (const url of urls) {
     const answer = await get(`${target.url}/v1/webhooks`, {

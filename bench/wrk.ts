@@ -86,7 +86,8 @@ export async function wrk(origin: string, requests: WrkRequests, headers: Record
   args.push(`${origin}${path}`)
   try {
     return await new Promise((resolve, reject) => {
-      execFile('wrk', args, { encoding: 'utf8' }, (error, stdout) => {
+      // (an ExecFileException is an Error: its type, made with Omit, does not say so)
+      execFile('wrk', args, { encoding: 'utf8' }, (error: Error | null, stdout) => {
         if (error) return reject(error)
         try {
           resolve(wrkReport(stdout))

@@ -68,7 +68,7 @@ function readLifecycle(definition, at, where, problems, noticeDays) {
         "lifecycle",
         [...at, "x-sunset"],
         where,
-        `x-sunset ${definition["x-sunset"]} is earlier than x-deprecated-at ${definition["x-deprecated-at"]}`
+        `x-sunset ${String(definition["x-sunset"])} is earlier than x-deprecated-at ${String(definition["x-deprecated-at"])}`
       );
     const notice = level === "experimental" || noticeDays === void 0 ? 0 : noticeDays[level];
     if (sunset.getTime() - deprecatedAt.getTime() < notice * dayMs) {
@@ -76,7 +76,7 @@ function readLifecycle(definition, at, where, problems, noticeDays) {
         "lifecycle",
         [...at, "x-sunset"],
         where,
-        `x-sunset ${definition["x-sunset"]} is less than ${notice} days (the ${level} notice period, x-service.lifecycle.noticeDays) after x-deprecated-at ${definition["x-deprecated-at"]}`
+        `x-sunset ${String(definition["x-sunset"])} is less than ${notice} days (the ${level} notice period, x-service.lifecycle.noticeDays) after x-deprecated-at ${String(definition["x-deprecated-at"])}`
       );
     }
   }

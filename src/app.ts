@@ -180,7 +180,8 @@ function fastifyOptions(contracts: readonly Contract[], options: AppOptions, api
       // (the router read no parameters: a deprecated operation's Link takes them from the path)
       reply.headers({ ...protectiveHeaders, ...(operation && lifecycle.get(operation)?.({ params: served!.pathParamsOf(operation, path) })) })
       request.server.metrics.observeUnrouted(reply)
-      return errorHandler(error, request, reply)
+      // (Fastify reads nothing frameworkErrors returns: the reply, a thenable, is not waited for)
+      void errorHandler(error, request, reply)
     },
     // requests that arrive while the server drains are answered, not refused with a 503
     return503OnClosing: false,

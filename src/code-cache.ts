@@ -50,4 +50,5 @@ function compile(): Script {
 }
 
 const module = { exports: {} }
-compile().runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle))
+const wrapper = compile().runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void
+wrapper(module.exports, createRequire(bundle), module, bundle, dirname(bundle))

@@ -50,7 +50,7 @@ export interface Storage {
   /** resolves when the database answers a trivial statement (readiness) */
   ping(): Promise<void>
   /** what an operator watches, read when metrics are scraped */
-  stats(): StorageStats
+  stats: () => StorageStats
   close(): Promise<void>
 }
 

@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import t from 'tap'
 import ts from 'typescript'
-import { parse } from 'yaml'
 import { apiTypes } from '../scripts/generate.js'
 import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
@@ -45,7 +44,7 @@ function unusedName(taken: readonly string[]): string {
 
 /** The project's compiler options, for a program rooted in `dir`. */
 function compilerOptions(dir: string): ts.CompilerOptions {
-  const config = ts.readConfigFile(join(projectRoot, 'tsconfig.json'), ts.sys.readFile).config as object
+  const config = ts.readConfigFile(join(projectRoot, 'tsconfig.json'), (path) => ts.sys.readFile(path)).config as object
   const { options } = ts.parseJsonConfigFileContent(config, ts.sys, projectRoot)
   return { ...options, rootDir: dir, noEmit: true, incremental: false }
 }

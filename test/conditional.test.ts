@@ -427,14 +427,14 @@ t.test('the contract model reads which operations answer conditionally, and refu
   t.strictSame(conditional('listPets'), { tagged: true, ifNoneMatch: true, ifMatch: false })
   t.strictSame(conditional('updateOrder'), { tagged: true, ifNoneMatch: false, ifMatch: true })
   t.strictSame(conditional('createPet'), { tagged: false, ifNoneMatch: false, ifMatch: false })
-  const d = structuredClone(newest.document) as OpenAPIV3.Document
+  const d = structuredClone(newest.document)
   delete d.paths['/pets']!.get!.responses['304']
   delete d.paths['/store/orders/{orderId}']!.patch!.responses['412']
   t.match(
     readContract(d).problems.map(({ message }) => message),
     [/^takes If-None-Match and tags its 200, so it documents its 304/, /^takes If-Match, so it documents its 412/],
   )
-  const untagged = structuredClone(newest.document) as OpenAPIV3.Document
+  const untagged = structuredClone(newest.document)
   delete (untagged.paths['/pets']!.get!.responses['200'] as OpenAPIV3.ResponseObject).headers!.ETag
   delete untagged.paths['/pets']!.get!.responses['304']
   const { contract, problems } = readContract(untagged)

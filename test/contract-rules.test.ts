@@ -5,11 +5,11 @@
  * the lint (npm run lint:owasp, Spectral's petstore-contract rule), each on a copy of openapi.yaml
  * that breaks it; and openapi.yaml itself passes all three.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
-import { parse, stringify } from 'yaml'
+import { stringify } from 'yaml'
 import { checkBreaking } from '../scripts/check-breaking.js'
 import { contractOf, loadContract } from '../src/contract/load.js'
 import { generatedDir, projectRoot, specPath } from '../src/core/paths.js'
@@ -19,6 +19,7 @@ import { launch, processBound, within } from './helpers/processes.js'
 t.setTimeout(300_000)
 t.jobs = 2
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed contract, which each case edits freely
 type Spec = any
 // (the document as served: bundled, one file a copy of which is served alone)
 const spec = (): Spec => structuredClone(loadContract(specPath).document)

@@ -61,7 +61,7 @@ t.test('HTTP details: chunked bodies are read, a short body is a 400, keep-alive
     new Promise<string>((resolve, reject) => {
       const socket = connect(Number(port), '127.0.0.1')
       let answer = ''
-      socket.setEncoding('utf8').on('data', (chunk) => (answer += chunk))
+      socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk))
       socket.on('end', () => resolve(answer)).on('error', reject)
       socket.end(request)
     })

@@ -33,7 +33,7 @@ async function counted(t: Test, url: string) {
   const app = await build(t, { DATABASE_URL: url, API_KEYS: [curatingTestKey, otherKey] })
   const reads = { pets: 0, categories: 0 }
   const { pets, categories } = app.storage
-  const [list, listCategories, find] = [pets.list, categories.list, categories.find]
+  const [list, listCategories, find] = [pets.list.bind(pets), categories.list.bind(categories), categories.find.bind(categories)]
   // (the real reads, counted: the repository is the one the handlers were given)
   pets.list = (query) => (reads.pets++, list(query))
   categories.list = (query) => (reads.categories++, listCategories(query))

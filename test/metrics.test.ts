@@ -214,7 +214,7 @@ t.test(
     const statuses = (await Promise.all(stuck)).map(({ status }) => status)
     t.ok(
       statuses.every((status) => status === 503),
-      `each answered 503 (${statuses})`,
+      `each answered 503 (${statuses.join(',')})`,
     )
     proxy.freeze(false)
     samples = await scrape(metrics)

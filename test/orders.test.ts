@@ -300,7 +300,7 @@ function ordersOn(name: string, store: Store) {
       ['GET', `${api}/store/orders?after=-1`, undefined, /^query\/after must be an integer in decimal digits$/],
     ]
     for (const [method, url, payload, message] of cases) {
-      const response = await call(t, server, { method: method as 'GET', url, ...(payload !== undefined && { payload: payload as object }) })
+      const response = await call(t, server, { method, url, ...(payload !== undefined && { payload: payload as object }) })
       t.equal(response.status, 400, `${method} ${url} ${JSON.stringify(payload)}`)
       t.match(response.json.message, message)
       t.equal(response.headers['api-stability'], 'experimental')

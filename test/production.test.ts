@@ -38,8 +38,8 @@ function npm(t: Test, cwd: string, args: string[], env: Record<string, string>):
   const child = spawn('npm', args, { cwd, env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'], detached: true })
   let stdout = ''
   let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
   const exited = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }))
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {

@@ -62,7 +62,7 @@ for (const contract of loadContracts()) {
           await sendStep(t, app, contract, step)
         const [example] = requestExamples(contract, operation.id)
         const payload = { ...(example!.value as object), [property]: value }
-        const answer = await call(t, app, { method: operation.method as 'POST', url: contract.urlOf(operation.id, pathExamples(contract, operation)), payload })
+        const answer = await call(t, app, { method: operation.method, url: contract.urlOf(operation.id, pathExamples(contract, operation)), payload })
         t.equal(answer.status, Number(status), `${operation.id}: ${status}`)
         t.strictSame(answer.json[property], value, `${property}: ${JSON.stringify(value)}, as sent`)
       })

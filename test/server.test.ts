@@ -106,7 +106,7 @@ t.test('an uncaught error: the server logs it, drains, and exits 1; a second one
   const env = {
     DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`,
     API_KEYS: testKey,
-    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(fault)}`,
+    NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import=${pathToFileURL(fault).href}`,
   }
   const server = await startServer(t, env)
   server.child.kill('SIGWINCH')

@@ -21,7 +21,7 @@ t.test(
     // A client is halfway through sending its request when the signal comes.
     const socket = connect(Number(port), '127.0.0.1')
     let answer = ''
-    socket.setEncoding('utf8').on('data', (chunk) => (answer += chunk))
+    socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk))
     const closed = new Promise((resolve) => socket.on('close', resolve))
     socket.write(
       `POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
@@ -92,7 +92,7 @@ t.test('SIGTERM under keep-alive load: every request sent is answered, none rese
   // and one client stalled mid-body: only the end of the grace period ends it
   const stalled = connect(Number(port), '127.0.0.1')
   let stalledAnswer = ''
-  stalled.setEncoding('utf8').on('data', (chunk) => (stalledAnswer += chunk))
+  stalled.setEncoding('utf8').on('data', (chunk: string) => (stalledAnswer += chunk))
   stalled.on('error', () => {})
   const stalledClosed = new Promise((resolve) => stalled.on('close', resolve))
   stalled.write(`POST /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${testKey}\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{`)

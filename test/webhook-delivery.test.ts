@@ -392,7 +392,7 @@ t.test('a resolver that cannot answer fails the attempt, which is retried; finis
   await storage.pets.create({ name: 'Rex', categoryId: 1, status: 'available' })
   const attempted: string[] = []
   let forgotten = 0
-  const forgetFinished = storage.deliveries.forgetFinished
+  const forgetFinished = storage.deliveries.forgetFinished.bind(storage.deliveries)
   storage.deliveries.forgetFinished = (before) => {
     forgotten++
     return forgetFinished(before)

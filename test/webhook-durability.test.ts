@@ -106,5 +106,5 @@ t.test('SIGKILL during 500 concurrent creates loses no event on a SQLite file', 
 t.test('SIGKILL of one of two PostgreSQL instances during 500 concurrent creates loses no event', { skip: postgresMissing }, async (t) => {
   const postgres = { ...env, DATABASE_URL: await freshPostgres(t) }
   const [a, b] = await Promise.all([startServer(t, postgres), startServer(t, postgres)])
-  await noEventLost(t, 'PostgreSQL', [a!, b!], a!, () => startServer(t, postgres))
+  await noEventLost(t, 'PostgreSQL', [a, b], a, () => startServer(t, postgres))
 })

@@ -14,7 +14,7 @@ import type { AppOptions } from '../src/app.js'
 import { aCategory, api, build, call, logCapture, newest, servedContracts, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
-import { type Receiver, startReceiver, verified } from './helpers/receiver.js'
+import { startReceiver, verified } from './helpers/receiver.js'
 
 /** A second API key: a second principal. */
 const otherKey = 'other-key-7d2e91'
@@ -187,7 +187,7 @@ function webhooksOn(name: string, store: Store) {
     await receiver.waitFor(1)
     const [delivery] = (await call(t, server, { url: `${api}/webhooks/${mine.id}/deliveries` })).json
 
-    const asOther = (method: string, url: string) => call(t, server, { method: method as 'GET', url, key: otherKey })
+    const asOther = (method: string, url: string) => call(t, server, { method, url, key: otherKey })
     t.strictSame((await asOther('GET', `${api}/webhooks`)).json, [], 'another key lists none')
     for (const [method, url] of [
       ['GET', `${api}/webhooks/${mine.id}`],

@@ -119,7 +119,8 @@ export function keyRepository(sql: Sql, dialect: Dialect, changes: KeyChanges): 
       for (const [id, at] of batch) used.set(id, Math.max(at, used.get(id) ?? 0))
     }
   }
-  const flusher = setInterval(recordUses, lastUsedFlushMs).unref()
+  // (recordUses never rejects: a failure keeps the times for the next try)
+  const flusher = setInterval(() => void recordUses(), lastUsedFlushMs).unref()
 
   async function lookUp(digest: string): Promise<Grant | undefined> {
     const lookedUpIn = generation

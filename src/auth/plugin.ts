@@ -10,11 +10,11 @@ declare module 'fastify' {
       /** what an operation's requests go through first: the key and the roles its `security`
        * asks, within the key's rate limit; the rate limit of requests without a key when it
        * needs none */
-      guardOf(operation: Operation): Guard
+      guardOf: (operation: Operation) => Guard
       /** the roles a principal holds now, for what is done on its behalf outside a request */
       rolesNow: PrincipalRoles
       /** whose orders a request sees */
-      orderScope(request: FastifyRequest): OrderScope
+      orderScope: (request: FastifyRequest) => OrderScope
     }
   }
 }

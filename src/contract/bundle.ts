@@ -15,7 +15,12 @@
 import { dirname, join, relative } from 'node:path'
 import { keysOf, resolvePointer } from './pointer.js'
 
-type Json = any
+/** A node of a parsed document: an object, an array or a scalar. */
+type Json = unknown
+/** An object of a document, by its keys. */
+type Fields = Record<string, Json>
+/** The components of a document, by section (`schemas`, `responses`…) and name. */
+type Components = Record<string, Fields>
 
 export interface Sources {
   /** the version's document, as its path names it */
@@ -23,23 +28,23 @@ export interface Sources {
   /** the shared files, the pool of shared components */
   shared: readonly string[]
   /** a source file's document, parsed */
-  read(path: string): Json
+  read: (path: string) => Json
 }
 
 const componentRef = /^#\/components\/([^/]+)\/([^/]+)$/
 
 /** The bundle of a version's document with the shared files: one document, its `$ref`s local;
  * and the files it took anything from (the document's own first). */
-export function bundle({ root, shared, read }: Sources): { document: Json; files: string[] } {
+export function bundle({ root, shared, read }: Sources): { document: Fields; files: string[] } {
   // (files named in messages as the project names them: beside the version's document)
   const named = (file: string) => relative(dirname(root), file)
-  const document = read(root)
+  const document = read(root) as Fields
   const used = new Set([root])
-  const own: Record<string, Record<string, Json>> = document.components ?? {}
+  const own = (document.components ?? {}) as Components
   // each shared component, by section and name, where it is written
   const pool = new Map<string, { file: string; node: Json; order: number }>()
   for (const file of shared) {
-    for (const [section, entries] of Object.entries<Record<string, Json>>(read(file).components ?? {})) {
+    for (const [section, entries] of Object.entries(((read(file) as Fields).components ?? {}) as Components)) {
       for (const [name, node] of Object.entries(entries)) {
         const key = `${section}/${name}`
         const there = pool.get(key)
@@ -61,32 +66,35 @@ export function bundle({ root, shared, read }: Sources): { document: Json; files
   const copy = (node: Json, file: string): Json => {
     if (Array.isArray(node)) return node.map((item) => copy(item, file))
     if (typeof node !== 'object' || node === null) return node
-    if (typeof node.$ref === 'string') {
-      const [target, pointer = ''] = node.$ref.split('#') as [string, string?]
+    const { $ref } = node as Fields
+    if (typeof $ref === 'string') {
+      const [target, pointer = ''] = $ref.split('#') as [string, string?]
       if (target === '') {
         const component = componentRef.exec(`#${pointer}`)
         if (component !== null) take(component[1]!, keysOf(`#/${component[2]!}`)[0]!, file)
-        else if (file !== root) throw new Error(`${named(file)}: ${node.$ref}: a shared part names components only (#/components/...)`)
+        else if (file !== root) throw new Error(`${named(file)}: ${$ref}: a shared part names components only (#/components/...)`)
         return { ...node }
       }
       const path = join(dirname(file), target)
-      if (componentRef.test(`#${pointer}`)) throw new Error(`${named(file)}: ${node.$ref}: a shared component is named by its local $ref (#${pointer})`)
-      if (Object.keys(node).length > 1) throw new Error(`${named(file)}: ${node.$ref}: a $ref to a shared part stands alone`)
+      if (componentRef.test(`#${pointer}`)) throw new Error(`${named(file)}: ${$ref}: a shared component is named by its local $ref (#${pointer})`)
+      if (Object.keys(node).length > 1) throw new Error(`${named(file)}: ${$ref}: a $ref to a shared part stands alone`)
       const found = resolvePointer(read(path), `#${pointer}`)
-      if (found === undefined) throw new Error(`${named(file)}: ${node.$ref} points to nothing`)
+      if (found === undefined) throw new Error(`${named(file)}: ${$ref} points to nothing`)
       used.add(path)
       return copy(found, path)
     }
     return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, copy(value, file)]))
   }
-  const made = copy(document, root)
+  const made = copy(document, root) as Fields
   // the security schemes are named, not referred to
   const requirements = [
-    ...(document.security ?? []),
-    ...Object.values<Json>(made.paths ?? {}).flatMap((item) => Object.values<Json>(item).flatMap((operation) => operation.security ?? [])),
+    ...((document.security ?? []) as object[]),
+    ...Object.values((made.paths ?? {}) as Record<string, Components>).flatMap((item) =>
+      Object.values(item).flatMap((operation) => (operation.security ?? []) as object[]),
+    ),
   ]
-  for (const name of new Set(requirements.flatMap((requirement: object) => Object.keys(requirement)))) take('securitySchemes', name, root)
-  const components: Record<string, Record<string, Json>> = { ...made.components }
+  for (const name of new Set(requirements.flatMap((requirement) => Object.keys(requirement)))) take('securitySchemes', name, root)
+  const components: Components = { ...(made.components as Components | undefined) }
   for (const key of [...taken.keys()].sort((a, b) => pool.get(a)!.order - pool.get(b)!.order)) {
     const [section, name] = key.split('/') as [string, string]
     components[section] = { ...components[section], [name]: taken.get(key) }

@@ -159,7 +159,7 @@ export function readLifecycle(
         'lifecycle',
         [...at, 'x-sunset'],
         where,
-        `x-sunset ${definition['x-sunset']} is earlier than x-deprecated-at ${definition['x-deprecated-at']}`,
+        `x-sunset ${String(definition['x-sunset'])} is earlier than x-deprecated-at ${String(definition['x-deprecated-at'])}`,
       )
     const notice = level === 'experimental' || noticeDays === undefined ? 0 : noticeDays[level]
     if (sunset.getTime() - deprecatedAt.getTime() < notice * dayMs) {
@@ -167,7 +167,7 @@ export function readLifecycle(
         'lifecycle',
         [...at, 'x-sunset'],
         where,
-        `x-sunset ${definition['x-sunset']} is less than ${notice} days (the ${level} notice period, x-service.lifecycle.noticeDays) after x-deprecated-at ${definition['x-deprecated-at']}`,
+        `x-sunset ${String(definition['x-sunset'])} is less than ${notice} days (the ${level} notice period, x-service.lifecycle.noticeDays) after x-deprecated-at ${String(definition['x-deprecated-at'])}`,
       )
     }
   }

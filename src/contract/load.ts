@@ -108,7 +108,7 @@ export function bundledSpec(path: string, generated: string | false = false, tex
   }
   const { document, files } = bundle({ root: path, shared, read })
   const sources = Object.fromEntries(files.map((file) => [relative(dirname(path), file), sha256(texts.get(file)!)]))
-  return { source: servedText(basename(path), document), document: document as OpenAPIV3.Document, sources }
+  return { source: servedText(basename(path), document), document: document as unknown as OpenAPIV3.Document, sources }
 }
 
 /** The contract of openapi.yaml (or the spec at `path`), or a ContractError naming every

@@ -80,23 +80,23 @@ export interface Contract {
   service: Service
   /** the roles a key needs to receive the event `type`; none for a type this document does not
    * declare (an event recorded before the document dropped it) */
-  rolesOfEvent(type: string): readonly string[]
+  rolesOfEvent: (type: string) => readonly string[]
   /** the codes an Error body may carry (Error.code's x-extensible-enum) */
   errorCodes: readonly string[]
   /** the methods served at a request path (`/v1/pets/7`), HEAD with GET; undefined for a path the spec lacks */
-  methodsAt(path: string): string[] | undefined
+  methodsAt: (path: string) => string[] | undefined
   /** the operation that serves `method` at a request path (HEAD as GET), if any */
-  operationAt(method: string, path: string): Operation | undefined
+  operationAt: (method: string, path: string) => Operation | undefined
   /** where an operation is served: its path under the base path, with the values of its path
    * parameters (`urlOf('getPet', { petId: 7 })` is `/v1/pets/7`) */
-  urlOf(operationId: string, params?: Record<string, string | number>): string
+  urlOf: (operationId: string, params?: Record<string, string | number>) => string
   /** the values of an operation's path parameters in a request path (`/v1/pets/7` of getPet:
    * `{petId: '7'}`), decoded; undefined when the path is not the operation's */
-  pathParamsOf(operation: Operation, requestPath: string): Record<string, string> | undefined
+  pathParamsOf: (operation: Operation, requestPath: string) => Record<string, string> | undefined
   /** where a deprecated operation's successor does what it did: the successor's URL, its
    * `x-successor-parameters` given the request's values (`/v1/pets?id=7` for getPet's
    * `/v1/pets/7`; one the request lacks is left out); undefined when it names no successor */
-  successorUrl(operation: Operation, request?: RequestValues): string | undefined
+  successorUrl: (operation: Operation, request?: RequestValues) => string | undefined
 }
 
 /** What a request sent, as a router reads it: its path parameters and its query. */
@@ -118,7 +118,7 @@ export function readContract(
   if (version === undefined)
     problems.add('version', ['info', 'version'], 'info.version', `info.version ${JSON.stringify(document.info?.version)} is not a version MAJOR.MINOR.PATCH`)
   const basePath = basePathOf(document, version, problems)
-  const service = readService(document as unknown as Record<string, unknown>, basePath, problems)
+  const service = readService(document, basePath, problems)
   const roles = readCatalogue(document, problems)
   const operations = readOperations(document, roles, service, problems)
   const events = readEvents(document, roles, problems)
@@ -465,6 +465,7 @@ function successorUrls(basePath: string, operations: ReadonlyMap<string, Operati
       const search: string[] = []
       for (const parameter of parameters) {
         const value = values[parameter.in]?.[parameter.name]
+        // eslint-disable-next-line @typescript-eslint/no-base-to-string -- a value of the request's path or query: text, a number, or a list of them
         const encoded = value === undefined ? '' : encodeURIComponent(String(value))
         // (a value no valid request has, as long as a client likes, is left out: the Link stays short)
         if (encoded !== '' && encoded.length <= successorValueLength) search.push(`${parameter.query}=${encoded}`)

@@ -28,7 +28,7 @@ export function deref<T>(document: unknown, node: T | { $ref: string }): T {
   let found: unknown = node
   // (a cycle of $refs is not a document anyone could serve: ten hops end it)
   for (let hops = 0; typeof found === 'object' && found !== null && '$ref' in found; hops++) {
-    const ref = (found as { $ref: unknown }).$ref
+    const ref = found.$ref
     const next = typeof ref === 'string' && ref.startsWith('#') && hops < 10 ? resolvePointer(document, ref) : undefined
     if (next === undefined) throw new Error(`${String(ref)} points to nothing`)
     found = next

@@ -100,5 +100,5 @@ export function readEventRoles(
   }
   const missing = catalogue.unknown(roles)
   if (missing.length > 0) problems.add('roles', at, where, `needs ${missing.join(', ')}, which ${bearerScheme}'s x-roles does not list`)
-  return roles
+  return roles as string[]
 }

@@ -3,6 +3,7 @@
  * paths it reads at start (the descriptions say the same in words), and the limits the schemas
  * state that the server must keep to when it writes text of its own.
  */
+import type { OpenAPIV3 } from 'openapi-types'
 import { deref } from './pointer.js'
 import type { NoticeDays } from './lifecycle.js'
 import type { Problems } from './problems.js'
@@ -59,8 +60,14 @@ interface Declared {
   events?: { idPrefix?: unknown }
 }
 
+/** What readService reads of a document: `x-service`, and the maxLength of some properties. */
+interface ServiceDocument {
+  'x-service'?: unknown
+  components?: OpenAPIV3.ComponentsObject
+}
+
 /** `x-service` of `document`, under `basePath`; what is missing or malformed is reported. */
-export function readService(document: Record<string, any>, basePath: string, problems: Problems): Service {
+export function readService(document: ServiceDocument, basePath: string, problems: Problems): Service {
   const declared = (document['x-service'] ?? {}) as Declared
   const at = ['x-service']
   const where = 'x-service'
@@ -101,9 +108,9 @@ export function readService(document: Record<string, any>, basePath: string, pro
 }
 
 /** The maxLength of a property of a component schema, which the server must keep to. */
-function maxLengthOf(document: Record<string, any>, [schema, property]: [string, string], problems: Problems): number {
+function maxLengthOf(document: ServiceDocument, [schema, property]: [string, string], problems: Problems): number {
   const at = ['components', 'schemas', schema, 'properties', property]
-  const node = document.components?.schemas?.[schema]?.properties?.[property]
+  const node = (document.components?.schemas?.[schema] as OpenAPIV3.SchemaObject | undefined)?.properties?.[property]
   const maxLength = node === undefined ? undefined : deref<{ maxLength?: unknown }>(document, node).maxLength
   if (Number.isSafeInteger(maxLength) && (maxLength as number) > 0) return maxLength as number
   problems.add('service', at, `${schema}.${property}`, `${schema}.${property} must state its maxLength: the server cuts what it writes there to it`)

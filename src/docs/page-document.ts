@@ -53,8 +53,10 @@ function withoutPrefill(
 ): OpenAPIV3.ParameterObject | OpenAPIV3.ReferenceObject {
   const parameter = deref<OpenAPIV3.ParameterObject>(document, written)
   if (parameter.required === true) return written
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- the examples (typed any) are left out, never read
   const { example: _example, examples: _examples, ...rest } = parameter
   if (rest.schema === undefined) return rest
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- the examples (typed any) are left out, never read
   const { example: _schemaExample, examples: _schemaExamples, ...schema } = deref<OpenAPIV3.SchemaObject & { examples?: unknown }>(document, rest.schema)
   return { ...rest, schema }
 }

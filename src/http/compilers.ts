@@ -37,18 +37,21 @@ type CompilersFactory = NonNullable<SchemaController['compilersFactory']>
  * compiled at startup. A route whose module is missing means generated/ is stale. */
 export function generatedCompilers(dir: string = generatedDir): SchemaController {
   const require = createRequire(import.meta.url)
-  const restore = (kind: Kind) => (key: RouteSchemaKey) => {
-    const file = join(dir, moduleName(kind, key))
-    if (!existsSync(file)) {
-      throw new Error(`${file} is missing: generated/ does not match openapi.yaml; run npm run generate`)
+  // (a generated module exports the validator or serializer it was made as)
+  const restore =
+    <Compiled>(kind: Kind) =>
+    (key: RouteSchemaKey) => {
+      const file = join(dir, moduleName(kind, key))
+      if (!existsSync(file)) {
+        throw new Error(`${file} is missing: generated/ does not match openapi.yaml; run npm run generate`)
+      }
+      return require(file) as Compiled
     }
-    return require(file)
-  }
   return {
     compilersFactory: {
       buildValidator: StandaloneValidator({ readMode: true, restoreFunction: restore('validators') }),
       buildSerializer: StandaloneSerializer({ readMode: true, restoreFunction: restore('serializers') }),
-    } as CompilersFactory,
+    },
   }
 }
 
@@ -88,9 +91,9 @@ export function recordingCompilers(store: (name: string, source: string) => void
     StandaloneValidator({ readMode: false, storeFunction: record('validators') })(externalSchemas as never, {
       ...options,
       customOptions: { ...options.customOptions, ...ajvOptions(keywords) },
-    })(part as never)
+    })(part)
   const buildSerializer = (externalSchemas: Record<string, unknown>, options: object) => (part: RouteSchemaKey) =>
-    freshStandaloneSerializer()({ readMode: false, storeFunction: record('serializers') })(externalSchemas as never, options)(part as never)
+    freshStandaloneSerializer()({ readMode: false, storeFunction: record('serializers') })(externalSchemas, options)(part as never)
   return { compilersFactory: { buildValidator, buildSerializer } as CompilersFactory }
 }
 
@@ -106,7 +109,7 @@ function freshStandaloneSerializer(): typeof StandaloneSerializer {
  * Ajv's strict mode must know them. */
 export function openapiKeywords(document: object): string[] {
   const keywords = new Set(['example', 'discriminator', 'xml', 'externalDocs'])
-  JSON.stringify(document, (key, value) => {
+  JSON.stringify(document, (key, value: unknown) => {
     if (key.startsWith('x-')) keywords.add(key)
     return value
   })

@@ -22,8 +22,7 @@ export interface JsonBodyLimits {
  */
 /** An operation that takes no body (deleteWebhook, rotateWebhookSecret…), asked without one:
  * whatever its Content-Type says (an SDK may name one for an empty POST), nothing is read. */
-const nothingToRead = (request: FastifyRequest) =>
-  !declaresBody(request.raw) && (request.routeOptions.schema as { body?: unknown } | undefined)?.body === undefined
+const nothingToRead = (request: FastifyRequest) => !declaresBody(request.raw) && request.routeOptions.schema?.body === undefined
 
 /** The parser of every other media type: a 415, unless there is nothing to read (nothingToRead),
  * or no operation to read it for (the 404 or 405 does not depend on the body). */

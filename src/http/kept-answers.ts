@@ -56,9 +56,9 @@ export function keptAnswers<A>(limit: number = keptLimit): KeptAnswers<A> {
         size = 0
       }
       let byRoles = kept.get(request.principal)
-      if (byRoles === undefined) kept.set(request.principal, (byRoles = new Map()))
+      if (byRoles === undefined) kept.set(request.principal, (byRoles = new Map<ReadonlySet<string>, Map<string, A>>()))
       let byUrl = byRoles.get(request.roles)
-      if (byUrl === undefined) byRoles.set(request.roles, (byUrl = new Map()))
+      if (byUrl === undefined) byRoles.set(request.roles, (byUrl = new Map<string, A>()))
       byUrl.set(request.url, answer)
       size += weight
     },

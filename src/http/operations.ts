@@ -183,7 +183,7 @@ function answering(handler: GenericHandler, deprecated: boolean) {
     if (answer instanceof ApiError) throw answer
     if (answer.headers !== undefined) {
       const link = answer.headers.Link
-      reply.headers(deprecated && link !== undefined ? { ...answer.headers, Link: `${link}, ${reply.getHeader('Link')}` } : answer.headers)
+      reply.headers(deprecated && link !== undefined ? { ...answer.headers, Link: `${link}, ${String(reply.getHeader('Link'))}` } : answer.headers)
     }
     reply.code(answer.status)
     // (a body-less answer, the 204, is sent here: a handler that returns nothing sends nothing)

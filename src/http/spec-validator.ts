@@ -27,6 +27,7 @@ declare module '@seriousme/openapi-schema-validator' {
     getAjvValidator(version: string): unknown
   }
 }
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called on the instance, with .call(this)
 const upstreamGetAjvValidator = UpstreamValidator.prototype.getAjvValidator
 
 /** The compiled meta-schema validator, as generated/openapi-schema.cjs exports it. */

@@ -58,6 +58,7 @@ export class RateLimits extends EventEmitter<RateLimitEvents> {
   static async open(settings: RateLimitSettings, log: FastifyBaseLogger, connectWithinMs: number): Promise<RateLimits> {
     if (settings.REDIS_URL === '') return new RateLimits(settings, undefined)
     // (the store tells of its changes from its first error on, which comes after this turn)
+    // eslint-disable-next-line prefer-const -- read by the store's callback, made before it (which runs after this turn)
     let limits: RateLimits | undefined
     const store = await SharedStore.open(settings.REDIS_URL, settings.REDIS_TIMEOUT_MS, log, (shared) => limits!.emit('shared', shared))
     limits = new RateLimits(settings, store)

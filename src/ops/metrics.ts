@@ -23,11 +23,11 @@ export interface Metrics {
    * outside the API, or `unmatched`), found once and then given each answered request */
   requests: RequestLatency
   /** all of this app's metrics, in Prometheus's text format */
-  exposition(): Promise<string>
+  exposition: () => Promise<string>
   /** the rate limiter refused a request (it is answered 429, and counted by status too) */
   rateLimitRefused(reason: RateLimitReason): void
   /** a connection was refused at once: MAX_CONNECTIONS were open */
-  connectionRefused(): void
+  connectionRefused: () => void
   /** a log line was dropped: too many waited to be written (log-destination.ts) */
   logLineDropped(): void
   /** the counter of an operation's authenticated requests, for one that is deprecated,
@@ -110,7 +110,7 @@ function createMetrics(): Metrics {
  * under (its prefix, `/v2`); outside the API, its pattern (`/readyz`, `/v1/docs/*`: a set fixed
  * at startup). (A request no route matched is `unmatched`.) */
 function seriesOf(requests: RequestLatency, route: RouteOptions): OperationLatency {
-  const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
+  const operationId = route.schema?.operationId
   return operationId === undefined
     ? requests.of(route.url)
     : requests.of(operationId, Number(/[0-9]+$/.exec((route as RouteOptions & { prefix: string }).prefix)![0]))

@@ -78,7 +78,7 @@ export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlush
   }
   function add(principal: string, operation: UsageCall, { calls, first, last }: Tally) {
     let operations = pending.get(principal)
-    if (operations === undefined) pending.set(principal, (operations = new Map()))
+    if (operations === undefined) pending.set(principal, (operations = new Map<UsageCall, Tally>()))
     const tally = operations.get(operation)
     if (tally === undefined) operations.set(operation, { calls, first, last })
     else {
@@ -87,7 +87,8 @@ export function usageRepository(sql: Sql, dialect: Dialect, flushMs = usageFlush
       tally.last = Math.max(tally.last, last)
     }
   }
-  const flusher = setInterval(flush, flushMs).unref()
+  // (flush never rejects: a failure keeps the counts for the next try)
+  const flusher = setInterval(() => void flush(), flushMs).unref()
 
   return {
     note(principal, operation) {

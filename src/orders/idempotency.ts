@@ -45,13 +45,14 @@ export interface IdempotencyKeys<Outcome> {
  */
 export function idempotencyKeys<Outcome>(sql: Sql, windowMs: number): IdempotencyKeys<Outcome> {
   const forgetExpired = (now: number) => sql.run('delete from idempotency_keys where created_at < $1', [now - windowMs])
-  const timer = setInterval(async () => {
+  const forgetNow = async () => {
     try {
       await forgetExpired(Date.now())
     } catch {
       // the database is unavailable: next time
     }
-  }, forgetEveryMs).unref()
+  }
+  const timer = setInterval(() => void forgetNow(), forgetEveryMs).unref()
 
   return {
     async claim(tx, { principal, key, fingerprint }, now) {

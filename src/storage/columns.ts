@@ -62,7 +62,7 @@ const nameOf = (column: Column<unknown>) => (typeof column === 'string' ? column
 /** The SQL of a table that stores T, derived from its Columns, and T from its rows and back. */
 export interface Mapping<T> extends ColumnNames {
   /** T from the values of a row selected with `list`; a NULL leaves its (optional) property out */
-  read(values: unknown[]): T
+  read: (values: unknown[]) => T
   /** `insert ... returning list`, as a Select: the written properties are $1, $2…, and
    * `extra` columns the API does not show (an owner, say) follow them; with `onlyIf`, a
    * condition, the row is inserted (and returned) only when it holds */
@@ -76,7 +76,7 @@ export function mapping<T extends { id: number }, Computed extends keyof T = nev
   columns: Columns<Omit<T, Computed>>,
   { computed, shown = [] }: Beyond<Computed> = {},
 ): Mapping<T> {
-  const entries = Object.entries(columns) as [string, Column<unknown>][]
+  const entries: [string, Column<unknown>][] = Object.entries(columns)
   const expressions = Object.entries<string>(computed ?? {})
   const keys = [...entries.map(([key]) => key), ...expressions.map(([key]) => key)]
   const readers = [...entries.map(([, column]) => (typeof column === 'string' ? undefined : column)), ...expressions.map(() => undefined)]
@@ -122,6 +122,7 @@ function reader<T>(keys: readonly string[], readers: readonly ({ read(stored: un
   })
   // a NULL leaves its (optional) property out
   const body = `const row = {}\n${stores.join('\n')}\nreturn row`
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the reader is written as code on purpose (see above); its text is made of the map in this source alone
   const made = new Function('readers', `return function read(values) {\n${body}\n}`) as (of: typeof readers) => (values: unknown[]) => T
   return made(readers)
 }

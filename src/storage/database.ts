@@ -78,7 +78,7 @@ export interface DatabaseOptions {
 }
 
 /** The default of DatabaseOptions.timeoutMs: DATABASE_TIMEOUT_MS's. */
-export const databaseTimeoutMs = configSchema.properties.DATABASE_TIMEOUT_MS.default
+export const databaseTimeoutMs = configSchema.properties.DATABASE_TIMEOUT_MS.default as number
 
 /** The default of DatabaseOptions.readConnections: DATABASE_READ_CONNECTIONS's. */
-export const databaseReadConnections = configSchema.properties.DATABASE_READ_CONNECTIONS.default
+export const databaseReadConnections = configSchema.properties.DATABASE_READ_CONNECTIONS.default as number

@@ -19,7 +19,7 @@ export interface GroupCommitStats {
   queued: number
 }
 
-export type GroupCommit<T, R> = ((item: T) => Promise<R>) & { stats(): GroupCommitStats }
+export type GroupCommit<T, R> = ((item: T) => Promise<R>) & { stats: () => GroupCommitStats }
 
 /**
  * Writes that arrive in the same turn of the event loop, or while the previous batch is being
@@ -50,7 +50,8 @@ export function groupCommit<T, R>(writeAll: (items: T[]) => Promise<R[]>): Group
 
   const write = (item: T) =>
     new Promise<R>((resolve, reject) => {
-      if (waiting.push({ item, resolve, reject }) === 1) setImmediate(flush)
+      // (flush never rejects: a failed batch rejects its writes)
+      if (waiting.push({ item, resolve, reject }) === 1) setImmediate(() => void flush())
     })
   return Object.assign(write, { stats: () => ({ ...done, queued: waiting.length }) })
 }

@@ -26,7 +26,7 @@ export function postgresKeyChanges(config: pg.ClientConfig, answerWithinMs: numb
     client = undefined
     which.removeAllListeners().on('error', () => {})
     which.connection.stream.destroy()
-    if (!closed) retry = setTimeout(listen, relistenMs).unref()
+    if (!closed) retry = setTimeout(() => void listen(), relistenMs).unref()
   }
   async function listen() {
     const current = (client = new pg.Client(config))

@@ -138,7 +138,7 @@ export function pipelines(config: pg.ClientConfig, count: number, answerWithinMs
     async close() {
       closed = true
       clearInterval(watch)
-      await Promise.all(lines.map((line) => line?.client.end()))
+      await Promise.all(lines.flatMap((line) => line?.client.end() ?? []))
       lines.fill(undefined)
     },
   }

@@ -6,9 +6,8 @@ import { pipelines } from './postgres-pipelines.js'
 import { postgresSql } from './sql.js'
 
 /** int8 (bigint, ids and timestamps) as a JavaScript number: every value we store is below 2^53. */
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === pg.types.builtins.INT8 ? Number : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+const types: { getTypeParser: typeof pg.types.getTypeParser } = {
+  getTypeParser: (oid, format) => (oid === pg.types.builtins.INT8 ? Number : (pg.types.getTypeParser(oid, format) as (value: string) => unknown)),
 }
 
 /** How every connection to `url` is made. */

@@ -107,8 +107,8 @@ export function sqliteSql(connection: SQLite.Database): Sql {
     rows: afterTransactions(direct.rows) as Statements['rows'],
     row: afterTransactions(direct.row) as Statements['row'],
     run: afterTransactions(direct.run),
-    all: afterTransactions(direct.all) as Statements['all'],
-    one: afterTransactions(direct.one) as Statements['one'],
+    all: afterTransactions(direct.all),
+    one: afterTransactions(direct.one),
     async transaction(work) {
       while (held !== undefined) await held
       let release!: () => void
@@ -117,9 +117,9 @@ export function sqliteSql(connection: SQLite.Database): Sql {
       try {
         // IMMEDIATE: the write lock is taken now (waiting busy_timeout for another process), not
         // at the first write, where a concurrent writer would make the transaction fail.
-        await direct.run('begin immediate')
+        direct.run('begin immediate')
         const result = await work(direct)
-        await direct.run('commit')
+        direct.run('commit')
         committed = true
         return result
       } finally {
@@ -223,7 +223,7 @@ export function postgresSql(pool: pg.Pool, answerWithinMs: number, reads?: Send)
           try {
             resolve(take(result))
           } catch (failure) {
-            reject(failure as Error)
+            reject(failure)
           }
         })
       })

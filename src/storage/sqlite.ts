@@ -45,7 +45,7 @@ function openSqliteFile(file: string, timeoutMs: number): SQLite.Database {
     sqlite.pragma('synchronous = FULL')
     // SQLite opens a file it may not write read-only, without a word, and every write would
     // fail later: a header write now proves the store takes writes.
-    sqlite.pragma(`user_version = ${sqlite.pragma('user_version', { simple: true })}`)
+    sqlite.pragma(`user_version = ${String(sqlite.pragma('user_version', { simple: true }))}`)
     return sqlite
   } catch (error) {
     sqlite?.close()

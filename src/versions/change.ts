@@ -40,13 +40,14 @@ export interface ChangedAnswer<Body = unknown> {
 /** Where a change is applied: the older version. */
 export interface ChangeContext {
   /** the URL of one of the older version's operations (its contract's `urlOf`) */
-  urlOf(operationId: string, params?: Record<string, string | number>): string
+  urlOf: (operationId: string, params?: Record<string, string | number>) => string
 }
 
-/** How a schema's values are made older (an answer's, an event's) and newer (a request's). */
+/** How a schema's values are made older (an answer's, an event's) and newer (a request's).
+ * (`this: void`: the derive layer calls a change's functions on their own.) */
 export interface SchemaChange<Older, Newer> {
-  down?(value: Newer): Older
-  up?(value: Older): Newer
+  down?(this: void, value: Newer): Older
+  up?(this: void, value: Older): Newer
 }
 
 /** What a change does to one operation of the older version, beyond what its schemas' changes
@@ -54,9 +55,9 @@ export interface SchemaChange<Older, Newer> {
  * operation's. */
 export interface OperationChange<Params = Record<string, unknown>, In = unknown, Out = unknown> {
   /** the older request made newer, in place (its body's schemas are made newer first) */
-  up?(request: ChangedRequest<Params>, context: ChangeContext): void
+  up?(this: void, request: ChangedRequest<Params>, context: ChangeContext): void
   /** the newer answer made the older operation's, or the refusal the older version answers instead */
-  down?(answer: ChangedAnswer<In>, request: ChangedRequest<Params>, context: ChangeContext): ChangedAnswer<Out> | ApiError
+  down?(this: void, answer: ChangedAnswer<In>, request: ChangedRequest<Params>, context: ChangeContext): ChangedAnswer<Out> | ApiError
 }
 
 /** A change as the derive layer reads it, its types erased. */
@@ -68,12 +69,12 @@ export interface VersionChange {
   /** what changed, for people (docs/compatibility.md lists them) */
   description: string
   /** by the name of the component schema, in both versions */
-  schemas: Readonly<Record<string, SchemaChange<any, any>>>
+  schemas: Readonly<Record<string, SchemaChange<unknown, unknown>>>
   /** by the older version's operationId: the operation of the newer version that serves it, where
    * it is not its own operationId (one the newer version renamed or dropped) */
   servedBy: Readonly<Record<string, string>>
   /** by the older version's operationId */
-  operations: Readonly<Record<string, OperationChange<any, any, any>>>
+  operations: Readonly<Record<string, OperationChange>>
   /** by event type: a newer payload, its schemas already made older, made older */
   events: Readonly<Record<string, (fields: EventFields) => EventFields>>
   /** by the older version's operationId: what its handler does otherwise while the change is in
@@ -130,7 +131,7 @@ export interface Declared<Older extends VersionTypes, Newer extends VersionTypes
  * `versionChange<V1, V2>()({...})` (the operations that serve others are read from the change). */
 export const versionChange =
   <Older extends VersionTypes, Newer extends VersionTypes>() =>
-  <By extends ServedBy<Older, Newer> = {}>(declared: Declared<Older, Newer, By>): VersionChange => {
+  <By extends ServedBy<Older, Newer> = Record<never, never>>(declared: Declared<Older, Newer, By>): VersionChange => {
     const { version } = declared
     return {
       ...declared,

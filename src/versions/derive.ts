@@ -38,8 +38,11 @@ interface Step {
   down: ReadonlyMap<string, Transform>
   up: ReadonlyMap<string, Transform>
   /** by event type: its payload made older */
-  events: ReadonlyMap<string, Transform>
+  events: ReadonlyMap<string, EventChange>
 }
+
+/** An event's payload made older. */
+type EventChange = (fields: EventFields) => EventFields
 
 /** What one operation's request and answer go through at one step. */
 interface Hop {
@@ -106,7 +109,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
   const hasSchema = ({ document }: Contract, name: string) => document.components?.schemas?.[name] !== undefined
   const down = new Map<string, Transform>()
   const up = new Map<string, Transform>()
-  const eventChanges = new Map<string, Transform[]>()
+  const eventChanges = new Map<string, EventChange[]>()
   const changed = new Set<string>()
   const servedBy = new Map<string, string>()
   for (const change of changes) {
@@ -137,9 +140,10 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
   }
   problems.push(...uncovered(differences, older, newer, changes).map((line) => `${newer.file} against ${older.file}: ${line}`))
   if (problems.length > 0) throw new Error(problems.join('; '))
-  const events = new Map<string, Transform>()
+  const events = new Map<string, EventChange>()
   for (const [type, event] of newer.events) {
-    const payload = transformOf(newer.document, jsonSchemaOf(newer.document, event.definition.requestBody), down)
+    // (a payload is an object: its schema's transform makes one)
+    const payload = transformOf(newer.document, jsonSchemaOf(newer.document, event.definition.requestBody), down) as EventChange | undefined
     const made = [...(payload === undefined ? [] : [payload]), ...(eventChanges.get(type) ?? [])]
     if (made.length > 0) events.set(type, (fields) => made.reduce((value, transform) => transform(value), fields))
   }

@@ -6,8 +6,8 @@
  */
 import { deref, resolvePointer } from '../contract/pointer.js'
 
-/** A value made older or newer; `any`: each change is typed where it is written (change.ts). */
-export type Transform = (value: any) => any
+/** A value made older or newer (each change is typed where it is written: change.ts). */
+export type Transform = (value: unknown) => unknown
 
 type Node = Record<string, unknown>
 
@@ -43,7 +43,7 @@ export function transformOf(document: unknown, schema: unknown, transforms: Read
       if (name === undefined) return walk(resolvePointer(document, node.$ref), at)
       const known = made.get(name)
       if (known === 'making') return (value) => (made.get(name) as Transform | undefined)?.(value) ?? value
-      if (made.has(name)) return known as Transform | undefined
+      if (made.has(name)) return known
       made.set(name, 'making')
       const transform = then(transforms.get(name), walk(deref(document, node), `#/components/schemas/${name}`))
       made.set(name, transform)

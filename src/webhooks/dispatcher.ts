@@ -58,9 +58,9 @@ export function eventBody({ id, type, occurredAt }: Omit<Claimed['event'], 'fiel
 
 export interface Dispatcher {
   /** looks for due deliveries now, rather than at the next poll */
-  wake(): void
+  wake: () => void
   /** why the deliveries are behind (a due one has waited longer than behindMs), or undefined */
-  degraded(): string | undefined
+  degraded: () => string | undefined
   /** stops claiming, cuts the attempts under way short, gives their deliveries back */
   close(): Promise<void>
 }

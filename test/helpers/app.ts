@@ -58,6 +58,8 @@ export function logCapture() {
 }
 
 export interface CallOptions extends InjectOptions {
+  /** the path and query (the tests write it as text) */
+  url?: string
   /** the bearer key to send: the test key by default, none when null */
   key?: string | null
 }
@@ -66,7 +68,7 @@ export interface CallResult {
   status: number
   headers: Record<string, string | string[] | number | undefined>
   body: string
-  // biome-ignore lint: the body of a JSON response, shape checked against the contract already
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the body of a JSON response, shape checked against the contract already
   json: any
 }
 

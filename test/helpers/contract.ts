@@ -181,7 +181,7 @@ function bodyViolations(checker: Checker, response: ObservedResponse, schemaPoin
   const validate = checker.validator(schemaPointer)
   const problems = validate(body) ? [] : (validate.errors ?? []).map((error) => `body${error.instancePath} ${error.message}`)
   if (response.status >= 400 && (body as { status?: unknown }).status !== response.status) {
-    problems.push(`Error.status ${(body as { status?: unknown }).status} differs from the HTTP status ${response.status}`)
+    problems.push(`Error.status ${String((body as { status?: unknown }).status)} differs from the HTTP status ${response.status}`)
   }
   return problems
 }

@@ -20,7 +20,7 @@ export async function databaseProxy(t: Test, target: URL) {
       from.on('data', (chunk: Buffer) => {
         // a connection lost just as it asks to LISTEN: after connecting, before listening
         if (cutOnListen && from === client && chunk.includes('listen ')) return from.destroy()
-        frozen || to.write(chunk)
+        if (!frozen) to.write(chunk)
       })
       from.on('error', () => to.destroy()).on('close', () => to.destroy())
     }

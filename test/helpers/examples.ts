@@ -49,7 +49,7 @@ export async function sendStep(t: Test, app: FastifyInstance, contract: Contract
   const sent = names === undefined ? examples : examples.filter(({ name }) => names.includes(name))
   const answers: { name: string; answer: CallResult }[] = []
   for (const { name, value } of sent) {
-    answers.push({ name, answer: await call(t, app, { method: operation.method as 'GET', url, ...(value !== undefined && { payload: value as object }) }) })
+    answers.push({ name, answer: await call(t, app, { method: operation.method, url, ...(value !== undefined && { payload: value as object }) }) })
   }
   return answers
 }

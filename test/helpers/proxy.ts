@@ -37,7 +37,10 @@ export async function tcpProxy(t: Test, targetPort: number) {
     up: () => listen(port),
     freeze: (on: boolean) => {
       frozen = on
-      for (const socket of sockets) on ? socket.pause() : socket.resume()
+      for (const socket of sockets) {
+        if (on) socket.pause()
+        else socket.resume()
+      }
     },
   }
 }

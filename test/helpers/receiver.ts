@@ -100,7 +100,7 @@ export async function startReceiver(
 /** The event in a delivery, once its signature checks out with `secret` (standardwebhooks) and
  * its webhook-id is the event's id; the test fails otherwise. (The receiver checked the rest
  * against the contract when it arrived.) */
-// biome-ignore lint: an event's body, checked against the contract on arrival
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- an event's body, checked against the contract on arrival
 export function verified(t: Test, delivery: Delivery, secret: string): any {
   const event = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as { id: string }
   t.equal(delivery.headers['webhook-id'], event.id, 'webhook-id is the event id')
