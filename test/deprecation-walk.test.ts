@@ -7,10 +7,11 @@
  * checked against the document. With the markers alone, the start, the gate and the lint refuse
  * it in the same words, each naming what to add.
  */
+import { execFileSync } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { checkBreaking } from '../scripts/check-breaking.js'
 import { generate } from '../scripts/generate.js'
 import { bundledSpec, loadContract, sharedDirOf, specPaths } from '../src/contract/load.js'
@@ -52,17 +53,44 @@ const headers: [string, string] = [
 `,
 ]
 
-/** The project (its served documents and their shared parts, its code and generated/), copied
- * into a folder of its own, with `steps` made in listCategories; the path of each copied
- * document, oldest first, and the YAML lines the steps added and changed. */
-function deprecated(t: Test, steps: [string, string][]) {
+/**
+ * The project (its served documents and their shared parts, its code and generated/), copied
+ * into a folder of its own, once for the walks of this file: each walk starts from the copy as
+ * it was made (a git repository of its own, one commit, put back before each: the walks run one
+ * at a time, as tap runs the subtests of a file). Its code compiled there once
+ * (scripts/compile.mjs, into its .build/, which the put back keeps): the walk that starts the
+ * copy's server runs that.
+ */
+const copied = (() => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-deprecation-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const specs = specPaths.map((spec) => join(dir, basename(spec)))
-  for (const [i, spec] of specPaths.entries()) cpSync(spec, specs[i]!)
-  for (const part of ['src', 'generated', 'contract', 'package.json']) cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
+  for (const spec of specPaths) cpSync(spec, join(dir, basename(spec)))
+  for (const part of ['src', 'generated', 'contract', 'package.json', 'scripts/compile.mjs'])
+    cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   // (what generated modules require, found from beside them)
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=walk', '-c', 'user.email=walk@localhost', '-c', 'core.hooksPath=/dev/null', ...args], { cwd: dir, stdio: 'pipe' })
+  writeFileSync(join(dir, '.gitignore'), 'node_modules\n.build/\n')
+  git('init', '-q')
+  git('add', '-A')
+  git('commit', '-q', '--no-gpg-sign', '-m', 'the project, as the walks start from it')
+  execFileSync(process.execPath, [join(dir, 'scripts', 'compile.mjs')], { cwd: dir, stdio: 'pipe' })
+  return {
+    dir,
+    reset() {
+      git('checkout', '-q', '--', '.')
+      git('clean', '-fdq')
+    },
+  }
+})()
+
+/** The copy of the project, put back as it was made, with `steps` made in listCategories; the
+ * path of each copied document, oldest first, and the YAML lines the steps added and changed. */
+function deprecated(steps: [string, string][]) {
+  const { dir } = copied
+  copied.reset()
+  const specs = specPaths.map((spec) => join(dir, basename(spec)))
   const file = join(sharedDirOf(specs[0]!), 'categories.yaml')
   const before = readFileSync(file, 'utf8')
   // (listCategories is the first operation of the file: each step is made before the next one's)
@@ -81,7 +109,7 @@ const curator = 'curator-key-00001'
 const lifecycleLink = '</v2/docs/>; rel="deprecation"; type="text/html"'
 
 t.test('deprecating a paged list: its markers, its 410 and the headers of its 200, ten lines added and one changed', async (t) => {
-  const { dir, specs, added, changed } = deprecated(t, [markers, gone, headers])
+  const { dir, specs, added, changed } = deprecated([markers, gone, headers])
   t.equal(added, 10, 'ten lines added')
   t.equal(changed, 1, "one changed: its 200 documents the lifecycle Link, a next page's before it")
   t.comment(`${added} YAML lines added, ${changed} changed`)
@@ -124,14 +152,14 @@ t.test('deprecating a paged list: its markers, its 410 and the headers of its 20
 })
 
 t.test('the gate takes the walk: the Link of its 200 changes with its deprecation', async (t) => {
-  const { specs } = deprecated(t, [markers, gone, headers])
+  const { specs } = deprecated([markers, gone, headers])
   const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
   t.ok(gate.ok, gate.lines.join('\n'))
   t.match(gate.lines.join('\n'), /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/categories: `pattern` changed from/m)
 })
 
 t.test('with its markers alone, the start, the gate and the lint refuse it in the same words, each naming what to add', async (t) => {
-  const { dir, specs } = deprecated(t, [markers])
+  const { dir, specs } = deprecated([markers])
   const refusals = [
     "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
     "response 200 does not document Deprecation, Sunset: add Deprecation: $ref '#/components/headers/Deprecation', Sunset: $ref '#/components/headers/Sunset' to its headers",
@@ -139,7 +167,8 @@ t.test('with its markers alone, the start, the gate and the lint refuse it in th
   ]
   const lines = refusals.map((message) => `openapi-v2.yaml: operation listCategories: ${message}`)
 
-  const server = launch(t, relative(projectRoot, join(dir, 'src', 'server.ts')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
+  // (the copy's server, as compiled there)
+  const server = launch(t, relative(projectRoot, join(dir, '.build', 'src', 'server.js')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
   const { code, stderr } = await within(processBound, server.exited)
   t.equal(code, 1)
   t.equal(stderr, `petstore: ${lines.join('\n')}\n`, 'the start')

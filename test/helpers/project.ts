@@ -10,6 +10,7 @@ import type { Test } from 'tap'
 import { specPathsIn } from '../../src/contract/load.js'
 import { majorOfSpecFile } from '../../src/contract/version.js'
 import { projectRoot } from '../../src/core/paths.js'
+import type { Check } from './checks.js'
 import { binOf, type Step, step } from './sdk.js'
 
 export interface ProjectCopy {
@@ -19,20 +20,34 @@ export interface ProjectCopy {
   write(file: string, text: string): void
   /** `file` with `text` put in just before `before`, or after `after` (each must be found once) */
   insert(file: string, text: string, place: { before: string } | { after: string }): void
+  /** the copy put back as it was made (what git ignores kept: the compiled .build/, the
+   * typecheck's build info), for the next walk */
+  reset(): void
   /** `npm run generate`, `npm run typecheck`, `npm run check:breaking`, in the copy */
   generate(): Promise<Step>
   typecheck(): Promise<Step>
   checkBreaking(): Promise<Step>
   /** `npm run lint:owasp` on the generated documents, failing on a warning too */
   lint(): Promise<Step>
-  /** a TypeScript program run in the copy (under tsx), given as its text */
+  /** a TypeScript program run in the copy, given as its text: a module of test/ (it imports
+   * `../src/app.js`, `./helpers/app.js`), compiled with the copy */
   run(program: string): Promise<Step>
-  /** test files of the copy, run by tap without coverage */
-  test(files: string[]): Promise<Step>
+  /** a program run as `run` does (or a program of the project's, `{ file }`: test/walks/), whose
+   * `t` is test/helpers/checks.ts's `checker()`: each check it made, asserted in `t` as one (the
+   * failures with what differed); those checks */
+  checks(t: Test, what: string, program: string | { file: string }): Promise<Check[]>
 }
 
-/** The project's files as git knows them (those of the working tree), in a folder of their own,
- * node_modules linked. */
+/**
+ * The project's files as git knows them (those of the working tree), in a folder of their own,
+ * node_modules linked: one copy for the walks of a test file, each walk made in it in turn from
+ * the copy as it was made (`reset()` before each: the walks of the file run one at a time).
+ * The copy is a git repository of its own (one commit), so that a reset puts back only what a
+ * walk changed and keeps what git ignores, the work of the walks before: the JavaScript compiled
+ * from the copy (.build/, scripts/compile.mjs), which the copy's scripts and programs run as,
+ * and the typecheck's build info (`--incremental`: a check re-checks what changed since the one
+ * before, in this walk or the last).
+ */
 export function projectCopy(t: Test): ProjectCopy {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-walk-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -42,12 +57,40 @@ export function projectCopy(t: Test): ProjectCopy {
     copyFileSync(join(projectRoot, file), join(dir, file))
   }
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'), 'dir')
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=walk', '-c', 'user.email=walk@localhost', '-c', 'core.hooksPath=/dev/null', ...args], { cwd: dir, stdio: 'pipe' })
+  git('init', '-q')
+  git('add', '-A')
+  git('commit', '-q', '--no-gpg-sign', '-m', 'the project, as the walks start from it')
+  // (compiled again before a compiled script or program runs, when a TypeScript file changed)
+  let changes = 1
+  let compiledAt = 0
   const read = (file: string) => readFileSync(join(dir, file), 'utf8')
   const write = (file: string, text: string) => {
     mkdirSync(dirname(join(dir, file)), { recursive: true })
     writeFileSync(join(dir, file), text)
+    if (file.endsWith('.ts')) changes++
   }
-  const tsx = (args: string[]) => step(dir, [binOf('tsx'), ...args])
+  /** a script or program of the copy, compiled, run as the tests run theirs (.taprc) */
+  const compiled = async (args: string[]): Promise<Step> => {
+    if (compiledAt !== changes) {
+      const compile = await step(dir, [join(dir, 'scripts', 'compile.mjs')])
+      if (compile.code !== 0) return compile
+      compiledAt = changes
+    }
+    return step(dir, ['--import=./test/run/compiled.mjs', '--enable-source-maps', ...args])
+  }
+  const run = async (program: string) => {
+    const file = `test/walk-${Math.random().toString(36).slice(2)}.ts`
+    write(file, program)
+    try {
+      return await compiled([file])
+    } finally {
+      // (not left for the typecheck: a program is no part of the project)
+      rmSync(join(dir, file))
+      changes++
+    }
+  }
   return {
     dir,
     read,
@@ -60,11 +103,21 @@ export function projectCopy(t: Test): ProjectCopy {
       const cut = 'before' in place ? at : at + anchor.length
       write(file, source.slice(0, cut) + text + source.slice(cut))
     },
-    generate: () => tsx(['scripts/generate.ts']),
+    reset() {
+      git('checkout', '-q', '--', '.')
+      git('clean', '-fdq')
+      changes++
+    },
+    async generate() {
+      const generated = await compiled(['scripts/generate.ts'])
+      // (generated/ holds TypeScript: the types of each version)
+      changes++
+      return generated
+    },
     // (incremental: a walk type-checks after each of its steps, and its copy keeps what the check
     // before found of the files that did not change; the errors are the same)
     typecheck: () => step(dir, [binOf('typescript'), '--noEmit', '--incremental', '--tsBuildInfoFile', join(dir, '.typecheck.tsbuildinfo'), '-p', '.']),
-    checkBreaking: () => tsx(['scripts/check-breaking.ts']),
+    checkBreaking: () => compiled(['scripts/check-breaking.ts']),
     lint: () =>
       step(dir, [
         binOf('@stoplight/spectral-cli'),
@@ -75,12 +128,15 @@ export function projectCopy(t: Test): ProjectCopy {
         '--fail-severity',
         'warn',
       ]),
-    run(program) {
-      const file = `walk-${Math.random().toString(36).slice(2)}.ts`
-      write(file, program)
-      return tsx([file])
+    run,
+    async checks(t, what, program) {
+      const { code, stdout, output } = await (typeof program === 'string' ? run(program) : compiled([program.file]))
+      t.equal(code, 0, what, { output: output.slice(-4000) })
+      const checks = JSON.parse(stdout.trim().split('\n').at(-1) ?? '[]') as Check[]
+      t.ok(checks.length > 0, `${what}: its checks`)
+      for (const { name, ok, diff } of checks) t.ok(ok, `${what}: ${name}`, diff === undefined ? {} : { diff })
+      return checks
     },
-    test: (files) => step(dir, [binOf('tap'), '--disable-coverage', '--reporter=tap', ...files]),
   }
 }
 
