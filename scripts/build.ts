@@ -177,7 +177,7 @@ export async function warmUp(entry: string) {
       throw new Error(`the built server answered ${response.status}${errors.length > 0 ? `; it logged: ${errors.join('; ')}` : ''}`)
     }
     child.kill('SIGTERM')
-    const [code] = await exited
+    const [code] = (await exited) as [number | null]
     if (code !== 0) throw new Error(`the built server exited with ${code}`)
   } finally {
     clearTimeout(bound)

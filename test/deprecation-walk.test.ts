@@ -58,14 +58,14 @@ const headers: [string, string] = [
  * into a folder of its own, once for the walks of this file: each walk starts from the copy as
  * it was made (a git repository of its own, one commit, put back before each: the walks run one
  * at a time, as tap runs the subtests of a file). Its code compiled there once
- * (scripts/compile.mjs, into its .build/, which the put back keeps): the walk that starts the
+ * (test/run/compile.mjs, into its .build/, which the put back keeps): the walk that starts the
  * copy's server runs that.
  */
 const copied = (() => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-deprecation-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   for (const spec of specPaths) cpSync(spec, join(dir, basename(spec)))
-  for (const part of ['src', 'generated', 'contract', 'package.json', 'scripts/compile.mjs'])
+  for (const part of ['src', 'generated', 'contract', 'package.json', 'test/run/compile.mjs'])
     cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   // (what generated modules require, found from beside them)
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
@@ -75,7 +75,7 @@ const copied = (() => {
   git('init', '-q')
   git('add', '-A')
   git('commit', '-q', '--no-gpg-sign', '-m', 'the project, as the walks start from it')
-  execFileSync(process.execPath, [join(dir, 'scripts', 'compile.mjs')], { cwd: dir, stdio: 'pipe' })
+  execFileSync(process.execPath, [join(dir, 'test', 'run', 'compile.mjs')], { cwd: dir, stdio: 'pipe' })
   return {
     dir,
     reset() {

@@ -18,7 +18,7 @@ export interface Check {
 interface Recorder {
   t: Test
   /** runs the teardowns, then prints the checks (those of every subtest, once each has ended) */
-  report(): Promise<void>
+  report: () => Promise<void>
 }
 
 /** A `t` that records its assertions in `checks`, each named with `prefix`. */

@@ -51,9 +51,14 @@ export function launch(t: Test, file: string, args: string[] = [], env: Record<s
   })
   let stdout = ''
   let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal, stdout, stderr }) as Finished)
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  const exited = once(child, 'exit').then(([code, signal]): Finished => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+    stdout,
+    stderr,
+  }))
   t.teardown(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL')

@@ -44,7 +44,7 @@ export interface ProjectCopy {
  * the copy as it was made (`reset()` before each: the walks of the file run one at a time).
  * The copy is a git repository of its own (one commit), so that a reset puts back only what a
  * walk changed and keeps what git ignores, the work of the walks before: the JavaScript compiled
- * from the copy (.build/, scripts/compile.mjs), which the copy's scripts and programs run as,
+ * from the copy (.build/, test/run/compile.mjs), which the copy's scripts and programs run as,
  * and the typecheck's build info (`--incremental`: a check re-checks what changed since the one
  * before, in this walk or the last).
  */
@@ -74,7 +74,7 @@ export function projectCopy(t: Test): ProjectCopy {
   /** a script or program of the copy, compiled, run as the tests run theirs (.taprc) */
   const compiled = async (args: string[]): Promise<Step> => {
     if (compiledAt !== changes) {
-      const compile = await step(dir, [join(dir, 'scripts', 'compile.mjs')])
+      const compile = await step(dir, [join(dir, 'test', 'run', 'compile.mjs')])
       if (compile.code !== 0) return compile
       compiledAt = changes
     }
