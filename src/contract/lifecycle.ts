@@ -8,7 +8,7 @@
 import type { Problems } from './problems.js'
 
 /** Stability levels, least stable first; `stable` is the level of an operation without a marker. */
-export const levels = ['experimental', 'beta', 'stable'] as const
+const levels = ['experimental', 'beta', 'stable'] as const
 export type Level = (typeof levels)[number]
 
 export const rank = (level: Level) => levels.indexOf(level)

@@ -16,7 +16,7 @@ declare module 'fastify' {
 
 /** What a tagged answer says of caching: the client may keep it, no shared cache may, and it
  * is checked with the server (If-None-Match) before each use (RFC 9111 sections 5.2.2.4, 5.2.2.7). */
-export const revalidate = 'private, no-cache'
+const revalidate = 'private, no-cache'
 
 /**
  * The entity tag of an answer's body as a version of the API sends it: a strong validator (the

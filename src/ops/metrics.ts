@@ -11,7 +11,7 @@ const rateLimitReasons = ['key', 'address'] as const
 export type RateLimitReason = (typeof rateLimitReasons)[number]
 
 /** The `operation` label of a request no route matched (404, 405, a malformed URL). */
-export const unmatched = 'unmatched'
+const unmatched = 'unmatched'
 
 /** Seconds. From 1 ms (a cached read) to 10 s (past DATABASE_TIMEOUT_MS's default, a 503). */
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]

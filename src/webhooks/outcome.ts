@@ -31,7 +31,7 @@ export const heldPastRetryPeriod: HeldBy = {
 const sayWhenToRetry = new Set([429, 503])
 
 /** A receiver that answers this says its URL is gone for good (Standard Webhooks: disable it). */
-export const goneStatus = 410
+const goneStatus = 410
 
 export interface Retries {
   /** WEBHOOK_RETRY_BASE_MS */

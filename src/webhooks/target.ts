@@ -30,7 +30,7 @@ const publicOnly = 'webhooks are sent only to public internet addresses'
 
 /** The URL's scheme and host as the client wrote them (`https://[::ffff:10.0.0.1]/`): what a
  * message quotes, rather than Node's normal form of it, and never the path or query. */
-export function writtenOrigin(url: string): string {
+function writtenOrigin(url: string): string {
   // (every URL taken has a scheme and `//`: openapi.yaml's WebhookUrl pattern)
   return `${/^[^:/?#]+:\/\/[^/?#]*/.exec(url)![0]}/`
 }
