@@ -38,6 +38,7 @@ import { type Contract, readContract } from '../src/contract/model.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
 import { bundledSpec, loadContract, specPaths } from '../src/contract/load.js'
+import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
 import { type Difference, uncovered } from '../src/versions/coverage.js'
 import { type Change, compareDocuments, diff, placeOf, type Verdict, whereOf } from './comparison.js'
@@ -322,9 +323,14 @@ export async function checkCoverage(contracts: readonly Contract[], declared: re
   return { ok, lines }
 }
 
-if (process.argv[1] === import.meta.filename) {
+/** `npm run check:breaking -- ...args`: its exit status, 0 compatible, 1 a breaking change or a
+ * document the server would refuse, 2 a document or an option it cannot read. */
+export async function main(args: string[], io: Io): Promise<number> {
   try {
-    const { values } = parseArgs({ options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } } })
+    const { values } = parseArgs({
+      args,
+      options: { spec: { type: 'string' }, released: { type: 'string' }, accepted: { type: 'string' }, now: { type: 'string' } },
+    })
     const now = values.now === undefined ? undefined : dayOption(values.now)
     // every served document, each against the releases of its major, unless --spec names one
     const specs = values.spec === undefined ? specPaths : [values.spec]
@@ -332,7 +338,7 @@ if (process.argv[1] === import.meta.filename) {
     let servable = true
     for (const spec of specs) {
       const result = await checkBreaking({ ...values, spec, now })
-      console.log([...(specs.length > 1 ? [`${relative(projectRoot, spec)}:`] : []), ...result.lines].join('\n'))
+      io.stdout([...(specs.length > 1 ? [`${relative(projectRoot, spec)}:`] : []), ...result.lines].join('\n'))
       ok &&= result.ok
       servable &&= result.servable
     }
@@ -340,12 +346,14 @@ if (process.argv[1] === import.meta.filename) {
     // (of documents the server would serve: each problem of one it would not is named above)
     if (values.spec === undefined && servable) {
       const coverage = await checkCoverage(specPaths.map((spec) => loadContract(spec, false)))
-      console.log(coverage.lines.join('\n'))
+      io.stdout(coverage.lines.join('\n'))
       ok &&= coverage.ok
     }
-    process.exitCode = ok ? 0 : 1
+    return ok ? 0 : 1
   } catch (error) {
-    console.error(`check:breaking: ${(error as Error).message}`)
-    process.exitCode = 2
+    io.stderr(`check:breaking: ${(error as Error).message}`)
+    return 2
   }
 }
+
+if (isEntry(import.meta.filename)) process.exitCode = await main(process.argv.slice(2), processIo)

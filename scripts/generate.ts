@@ -44,6 +44,7 @@ import { deref } from '../src/contract/pointer.js'
 import { specSchemaModule } from '../src/http/spec-validator.js'
 import { documentDigest, type RecordedDifferences, recordedModule } from '../src/versions/recorded.js'
 import { neighbourDifferences } from './check-breaking.js'
+import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { generatedDir, projectRoot } from '../src/core/paths.js'
 
 /** The first line of a generated file, naming the document(s) it is made from. */
@@ -268,9 +269,14 @@ async function contractRules(): Promise<string> {
   return result.outputFiles[0]!.text
 }
 
-if (process.argv[1] === import.meta.filename) {
+/** `npm run generate` (it takes no arguments): generated/ made from the served documents, and
+ * what changed said; exit status 0 (a failure is thrown, with its stack). */
+export async function main(_args: string[], io: Io): Promise<number> {
   const { files, changed } = await generate()
-  console.log(
+  io.stdout(
     `generated/: ${files.length} files from ${specPaths.map((spec) => basename(spec)).join(' and ')}, ${changed.length} changed${changed.map((name) => `\n  ${name}`).join('')}`,
   )
+  return 0
 }
+
+if (isEntry(import.meta.filename)) process.exitCode = await main(process.argv.slice(2), processIo)

@@ -9,6 +9,7 @@
  * roles are those of openapi.yaml (x-roles of its bearer scheme).
  */
 import { parseArgs } from 'node:util'
+import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { loadConfig } from '../src/core/config.js'
 import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { reportFailure } from '../src/core/failure.js'
@@ -40,8 +41,8 @@ key; 2 a usage error (an unknown role among them).`
 /** A command line this script cannot follow: it answers with the usage and exit status 2. */
 class UsageError extends Error {}
 
-/** A command, ready to run against the store; it resolves to the exit status. */
-type Command = (keys: KeyRepository, storage: Storage) => Promise<number>
+/** A command, ready to run against the store, writing where `io` says; it resolves to the exit status. */
+type Command = (keys: KeyRepository, storage: Storage, io: Io) => Promise<number>
 
 /** The roles of openapi.yaml: what --role may name. */
 // (the newest version's catalogue: an older one's roles are among them)
@@ -76,7 +77,7 @@ function parseCommand(args: string[]): Command | 'help' | 'roles' {
 
   if (command === 'list') return list
   if (command === 'roles') return 'roles'
-  if (command === 'usage') return (_, storage) => usageCommand(storage, json === true, table)
+  if (command === 'usage') return (_, storage, io) => usageCommand(storage, json === true, table, io.stdout)
   if (command === 'revoke') return revoke(keyId(operands[0]!))
   if (command === 'set-roles') {
     if (role === undefined) throw new UsageError('set-roles needs --role ROLE, once for each role')
@@ -96,50 +97,50 @@ function keyId(text: string): number {
 
 const create =
   (name: string, given: readonly string[]): Command =>
-  async (keys) => {
+  async (keys, _, io) => {
     const { record, key } = await keys.issue(name, given)
-    console.log(`Created key ${record.id} "${record.name}" (prefix ${record.prefix}), with the roles ${record.roles.join(', ')}.`)
-    console.log('Copy it now: it is shown only this once, and the store keeps only a hash of it.')
+    io.stdout(`Created key ${record.id} "${record.name}" (prefix ${record.prefix}), with the roles ${record.roles.join(', ')}.`)
+    io.stdout('Copy it now: it is shown only this once, and the store keeps only a hash of it.')
     // alone on the last line, so that `... create --name ci | tail -n1` is the key
-    console.log(key)
+    io.stdout(key)
     return 0
   }
 
-const list: Command = async (keys) => {
+const list: Command = async (keys, _, io) => {
   const records = await keys.list()
-  if (records.length === 0) console.log('No API keys yet. Create one: npm run -s keys -- create --name NAME')
-  else console.log(table([['id', 'name', 'prefix', 'roles', 'created', 'last used', 'revoked'], ...records.map(columns)]))
+  if (records.length === 0) io.stdout('No API keys yet. Create one: npm run -s keys -- create --name NAME')
+  else io.stdout(table([['id', 'name', 'prefix', 'roles', 'created', 'last used', 'revoked'], ...records.map(columns)]))
   return 0
 }
 
 /** The catalogue: each role, whether a key gets it by default, and what it lets a key do. */
-function listRoles(): number {
+function listRoles(io: Io): number {
   const rows = [...roles.roles].map(([name, role]) => [name, role.default ? 'yes' : 'no', role.description.replace(/\s+/g, ' ').trim()])
-  console.log(table([['role', 'default', 'lets a key'], ...rows]))
+  io.stdout(table([['role', 'default', 'lets a key'], ...rows]))
   return 0
 }
 
 const setRoles =
   (id: number, given: readonly string[]): Command =>
-  async (keys) => {
+  async (keys, _, io) => {
     const outcome = await keys.setRoles(id, given)
     if (outcome === 'updated') {
-      console.log(`Key ${id} holds the roles ${[...new Set(given)].join(', ')}: every instance applies them from the next request on.`)
+      io.stdout(`Key ${id} holds the roles ${[...new Set(given)].join(', ')}: every instance applies them from the next request on.`)
       return 0
     }
-    console.error(`petstore keys: ${outcome === 'not found' ? `no key has id ${id}` : `key ${id} is revoked`}`)
+    io.stderr(`petstore keys: ${outcome === 'not found' ? `no key has id ${id}` : `key ${id} is revoked`}`)
     return 1
   }
 
 const revoke =
   (id: number): Command =>
-  async (keys) => {
+  async (keys, _, io) => {
     const outcome = await keys.revoke(id)
     if (outcome === 'revoked') {
-      console.log(`Revoked key ${id}: every instance refuses it from the next request on.`)
+      io.stdout(`Revoked key ${id}: every instance refuses it from the next request on.`)
       return 0
     }
-    console.error(`petstore keys: ${outcome === 'not found' ? `no key has id ${id}` : `key ${id} was revoked already`}`)
+    io.stderr(`petstore keys: ${outcome === 'not found' ? `no key has id ${id}` : `key ${id} was revoked already`}`)
     return 1
   }
 
@@ -170,33 +171,34 @@ function table(rows: string[][]): string {
     .join('\n')
 }
 
-async function main(args: string[]): Promise<number> {
+/** `npm run -s keys -- ...args`, on the database of `io.env`'s DATABASE_URL: its exit status. */
+export async function main(args: string[], io: Io): Promise<number> {
+  try {
+    return await runCommand(args, io)
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`petstore keys: ${error.message}\n\n${usage}`)
+      return 2
+    }
+    reportFailure('petstore keys', error as Error, io.stderr)
+    return 1
+  }
+}
+
+async function runCommand(args: string[], io: Io): Promise<number> {
   const command = parseCommand(args)
   if (command === 'help') {
-    console.log(usage)
+    io.stdout(usage)
     return 0
   }
-  if (command === 'roles') return listRoles()
-  const config = loadConfig()
+  if (command === 'roles') return listRoles(io)
+  const config = loadConfig(io.env)
   const storage = await openStorage(config.DATABASE_URL, { poolSize: config.DATABASE_POOL_SIZE, timeoutMs: config.DATABASE_TIMEOUT_MS })
   try {
-    return await command(storage.keys, storage)
+    return await command(storage.keys, storage, io)
   } finally {
     await storage.close()
   }
 }
 
-main(process.argv.slice(2)).then(
-  (status) => {
-    process.exitCode = status
-  },
-  (error: Error) => {
-    if (error instanceof UsageError) {
-      console.error(`petstore keys: ${error.message}\n\n${usage}`)
-      process.exitCode = 2
-      return
-    }
-    reportFailure('petstore keys', error)
-    process.exitCode = 1
-  },
-)
+if (isEntry(import.meta.filename)) process.exitCode = await main(process.argv.slice(2), processIo)

@@ -28,6 +28,7 @@ import { parse } from 'yaml'
 import { keysOf, resolvePointer } from '../src/contract/pointer.js'
 import { compareVersions, majorOfSpecFile, parseVersion } from '../src/contract/version.js'
 import { bundledSpec, bundleText, specPaths } from '../src/contract/load.js'
+import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
 import { type AcceptedChange, acceptedFile, checkBreaking, dayOption, differencesOf, readAccepted, releasedDir, reviewedLines } from './check-breaking.js'
@@ -356,7 +357,9 @@ function namedItem(document: Record<string, any> | undefined, parts: string[]): 
   return typeof item?.name === 'string' ? `${parts.at(-2)!.replace(/s$/, '')} ${item.name}` : undefined
 }
 
-if (process.argv[1] === import.meta.filename) {
+/** `npm run release -- ...args`: its exit status, 0 released (or corrected), 1 refused, 2 a usage
+ * error or a file it cannot read. */
+export async function main(args: string[], io: Io): Promise<number> {
   const options = {
     spec: { type: 'string' },
     released: { type: 'string' },
@@ -368,13 +371,13 @@ if (process.argv[1] === import.meta.filename) {
   } as const
   let parsed
   try {
-    parsed = parseArgs({ options, allowPositionals: true })
+    parsed = parseArgs({ args, options, allowPositionals: true })
     if (parsed.positionals.length !== 1) throw new Error('give one VERSION')
   } catch (error) {
-    console.error(
+    io.stderr(
       `release: ${(error as Error).message}\nUsage: npm run -s release -- VERSION [--dry-run] | npm run -s release -- VERSION --correct 'what its entry missed'`,
     )
-    process.exit(2)
+    return 2
   }
   const { now, 'dry-run': dryRun, correct: note, ...files } = parsed.values
   const version = parsed.positionals[0]!
@@ -383,10 +386,12 @@ if (process.argv[1] === import.meta.filename) {
       note === undefined
         ? await release({ version, ...files, dryRun, ...(now !== undefined && { now: dayOption(now) }) })
         : await correct({ version, note, released: files.released, changelog: files.changelog, accepted: files.accepted, dryRun })
-    console.log(result.lines.join('\n'))
-    process.exitCode = result.ok ? 0 : 1
+    io.stdout(result.lines.join('\n'))
+    return result.ok ? 0 : 1
   } catch (error) {
-    console.error(`release: ${(error as Error).message}`)
-    process.exitCode = 2
+    io.stderr(`release: ${(error as Error).message}`)
+    return 2
   }
 }
+
+if (isEntry(import.meta.filename)) process.exitCode = await main(process.argv.slice(2), processIo)

@@ -5,6 +5,7 @@
  */
 import { storedKeyIdOf, storedKeyPrincipal } from '../src/auth/access.js'
 import { loadContracts } from '../src/contract/load.js'
+import type { LineWriter } from '../src/core/command-io.js'
 import type { Storage } from '../src/repositories.js'
 
 export interface UsageLine {
@@ -43,13 +44,14 @@ export async function usageLines(storage: Storage): Promise<UsageLine[]> {
   })
 }
 
-export async function usageCommand(storage: Storage, json: boolean, table: (rows: string[][]) => string): Promise<number> {
+/** The report, on `stdout`: a table (rows made by `table`), or the lines as JSON. */
+export async function usageCommand(storage: Storage, json: boolean, table: (rows: string[][]) => string, stdout: LineWriter): Promise<number> {
   const lines = await usageLines(storage)
-  if (json) console.log(JSON.stringify(lines, null, 2))
-  else if (lines.length === 0) console.log('No calls to deprecated, experimental or beta operations recorded yet.')
+  if (json) stdout(JSON.stringify(lines, null, 2))
+  else if (lines.length === 0) stdout('No calls to deprecated, experimental or beta operations recorded yet.')
   else {
     const second = (iso: string) => iso.replace(/\.\d+Z$/, 'Z')
-    console.log(
+    stdout(
       table([
         ['key', 'name', 'version', 'operation', 'lifecycle', 'calls', 'last call'],
         ...lines.map((line) => [line.key, line.name, `v${line.version}`, line.operation, line.lifecycle, String(line.calls), second(line.lastCallAt)]),

@@ -11,7 +11,9 @@ import { type AcceptedChange, checkBreaking, checkCoverage, classify, releasedDi
 import { contractOf, loadContract, loadContracts, specPaths } from '../src/contract/load.js'
 import type { Contract } from '../src/contract/model.js'
 import { projectRoot } from '../src/core/paths.js'
+import { runMain } from './helpers/main.js'
 import { run } from './helpers/processes.js'
+import { main } from '../scripts/check-breaking.js'
 
 // each check runs redocly in a process of its own (about a second each): side by side, and
 // more time than a test file's default on a busy machine
@@ -317,7 +319,7 @@ t.test('a major change redocly gives no verdict is still reported, by its place'
 })
 
 t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it cannot read', async (t) => {
-  const passing = await run(t, 'scripts/check-breaking.ts')
+  const passing = await runMain(main)
   t.equal(passing.code, 0, passing.stderr)
   const everyDocument = specPaths.flatMap((path, index) => [`${relative(projectRoot, path)}:`, ...compatibleWithEveryRelease(index + 1)])
   const covered = (await checkCoverage(loadContracts())).lines
@@ -329,7 +331,7 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
 
   const spec = released()
   spec.components.parameters.Limit.required = true
-  const failing = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec), '--released', firstRelease])
+  const failing = await runMain(main, ['--spec', written(t, spec), '--released', firstRelease])
   t.equal(failing.code, 1)
   t.match(failing.stdout, /`limit` query parameter became required/)
   t.match(
@@ -339,29 +341,31 @@ t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it
   )
 
   spec.info.version = 'v1'
+  // the one real process of the script: its exit status and streams, the one line of its refusal
   const unreadable = await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, spec), '--released', firstRelease])
   t.equal(unreadable.code, 2)
   t.match(unreadable.stderr, /^check:breaking: .*openapi\.yaml: info\.version "v1" is not a version MAJOR\.MINOR\.PATCH\n$/)
+  t.equal(unreadable.stdout, '')
 
   const removed = released()
   delete removed.paths['/pets/{petId}']
   t.equal(
-    (await run(t, 'scripts/check-breaking.ts', ['--spec', written(t, removed), '--released', firstRelease, '--now', '2030-12-05'])).code,
+    (await runMain(main, ['--spec', written(t, removed), '--released', firstRelease, '--now', '2030-12-05'])).code,
     0,
     'on the day of the sunset, getPet may go',
   )
-  const badDay = await run(t, 'scripts/check-breaking.ts', ['--now', 'tomorrow'])
+  const badDay = await runMain(main, ['--now', 'tomorrow'])
   t.equal(badDay.code, 2)
   t.match(badDay.stderr, /--now tomorrow is not a date YYYY-MM-DD/)
 
   const empty = tempDir(t)
   mkdirSync(join(empty, 'released'))
-  const none = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
+  const none = await runMain(main, ['--released', join(empty, 'released')])
   t.equal(none.code, 2)
   t.match(none.stderr, /holds no released contract/)
 
   writeFileSync(join(empty, 'released', 'latest.yaml'), stringify(released()))
-  const misnamed = await run(t, 'scripts/check-breaking.ts', ['--released', join(empty, 'released')])
+  const misnamed = await runMain(main, ['--released', join(empty, 'released')])
   t.equal(misnamed.code, 2)
   t.match(misnamed.stderr, /latest\.yaml: the name "latest" is not a version MAJOR\.MINOR\.PATCH/)
 })

@@ -11,8 +11,10 @@ import t, { type Test } from 'tap'
 import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
 import { MigrationError, migrate, migrations } from '../src/storage/migrations.js'
-import { freshPostgres, postgresMissing } from './helpers/postgres.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { runMain } from './helpers/main.js'
 import { launch, processBound, run, within } from './helpers/processes.js'
+import { main } from '../scripts/migrate.js'
 
 // Each process costs seconds under the TypeScript loader: the tests run side by side.
 t.jobs = 3
@@ -62,24 +64,45 @@ async function execute(url: string, statement: string) {
 
 const migrateScript = 'scripts/migrate.ts'
 
+/** `npm run migrate`, its main called here, on the database at `url`. */
+const migrateCli = (url: string) => runMain(main, [], { DATABASE_URL: url })
+
+/** The connections to the database at `url` (PostgreSQL), but the one that asks. */
+const connectionsTo = async (url: string) =>
+  Number((await query(url, 'select count(*) as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')).rows[0].n)
+
+/** The first run on SQLite is the script's one real process: its exit status, its streams, and
+ * that it ends at once. On PostgreSQL, main is called here, and leaves no connection open. */
 async function appliesOnceThenNothing(t: Test, url: string) {
   t.strictSame(Object.keys(migrations('postgres')), allMigrations, 'both dialects have the same migrations')
-  const migrating = launch(t, migrateScript, [], { DATABASE_URL: url })
-  // it exits as soon as it has said so: no pool left open behind it (an idle pg connection
-  // holds the process until pg closes it, 10 s later; the bound leaves room for a busy machine
-  // and for the coverage data written at exit)
-  const saidDoneAt = new Promise<number>((resolve) =>
-    migrating.child.stdout!.on('data', () => migrating.stdout().includes(' is up to date') && resolve(Date.now())),
-  )
-  const first = await within(processBound, migrating.exited)
-  const lingered = Date.now() - (await within(1_000, saidDoneAt))
-  t.ok(lingered < 7_000, `it exits within seconds of its last line (${lingered} ms), not after pg's idle timeout`)
+  let first
+  if (url.startsWith('sqlite:')) {
+    const migrating = launch(t, migrateScript, [], { DATABASE_URL: url })
+    // it exits as soon as it has said so: no pool left open behind it (the bound leaves room for
+    // a busy machine and for the coverage data written at exit)
+    const saidDoneAt = new Promise<number>((resolve) =>
+      migrating.child.stdout!.on('data', () => migrating.stdout().includes(' is up to date') && resolve(Date.now())),
+    )
+    first = await within(processBound, migrating.exited)
+    const lingered = Date.now() - (await within(1_000, saidDoneAt))
+    t.ok(lingered < 7_000, `it exits within seconds of its last line (${lingered} ms)`)
+  } else {
+    first = await migrateCli(url)
+    // no pool left open behind it: an idle pg connection would hold the process of
+    // `npm run migrate` until pg closes it, 10 s later (a connection ends on the server a moment
+    // after its client closes it)
+    let open = await connectionsTo(url)
+    for (const deadline = Date.now() + 5_000; open > 0 && Date.now() < deadline; open = await connectionsTo(url)) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    t.equal(open, 0, 'it leaves no connection open')
+  }
   t.equal(first.code, 0, first.stderr)
   t.match(first.stdout, /^(applied \S+\n)+(SQLite|PostgreSQL) \S+ is up to date\n$/)
   t.strictSame(outputOf(first.stdout).applied, allMigrations, 'every migration, in order')
   t.strictSame((await schemaOf(url)).recorded, allMigrations)
 
-  const second = await run(t, migrateScript, [], { DATABASE_URL: url })
+  const second = await migrateCli(url)
   t.equal(second.code, 0, second.stderr)
   t.match(second.stdout, /^(SQLite|PostgreSQL) \S+ is up to date; nothing to apply\n$/, 'the second run applies nothing')
   t.equal(second.stderr, '')
@@ -94,28 +117,40 @@ t.test('npm run migrate on PostgreSQL applies every migration, then nothing the 
   await appliesOnceThenNothing(t, await freshPostgres(t))
 })
 
-/** Starts `count` migrate processes on one fresh database and lets them go at the same instant. */
-async function migrateTogether(t: Test, url: string, count: number) {
+/** Starts `count` migrate processes on one fresh database and lets them go at the same instant;
+ * what each printed, or undefined (a failure said) when not all got ready. */
+async function processesTogether(t: Test, url: string, count: number) {
   const signal = join(tempDir(t), 'go')
   const processes = Array.from({ length: count }, () => launch(t, 'test/fixtures/migrate-on-signal.ts', [signal], { DATABASE_URL: url }))
   const deadline = Date.now() + 60_000
   while (!processes.every((process) => process.stdout().startsWith('ready\n'))) {
     if (processes.some((process) => process.child.exitCode !== null) || Date.now() > deadline) {
       t.fail(`not all processes got ready: ${processes.map((process) => process.stderr()).join('\n')}`)
-      return
+      return undefined
     }
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
   writeFileSync(signal, '')
-  const finished = await Promise.all(processes.map((process) => process.exited))
+  return Promise.all(processes.map((process) => process.exited))
+}
+
+/**
+ * `count` npm run migrate at once on one fresh database. On SQLite, processes: in one, a
+ * transaction waiting for another's write lock would block the very thread that holds it. On
+ * PostgreSQL, main called `count` times here, each with connections of its own, which the
+ * database's lock orders as it orders processes'.
+ */
+async function migrateTogether(t: Test, url: string, count: number) {
+  const finished = url.startsWith('sqlite:') ? await processesTogether(t, url, count) : await Promise.all(Array.from({ length: count }, () => migrateCli(url)))
+  if (finished === undefined) return
 
   t.strictSame(
     finished.map(({ code }) => code),
     Array(count).fill(0),
-    `every process exits 0 ${finished.map(({ stderr }) => stderr).join('')}`,
+    `every run exits 0 ${finished.map(({ stderr }) => stderr).join('')}`,
   )
   const applied = finished.flatMap(({ stdout }) => [...stdout.matchAll(/^applied (\S+)$/gm)].map((match) => match[1]))
-  t.strictSame(applied.sort(), allMigrations, 'each migration is applied by exactly one process')
+  t.strictSame(applied.sort(), allMigrations, 'each migration is applied by exactly one run')
   t.equal(finished.filter(({ stdout }) => stdout.includes('nothing to apply')).length, count - 1, 'the others find nothing to apply')
   t.strictSame((await schemaOf(url)).recorded, allMigrations, 'and is recorded once')
 }
@@ -155,7 +190,7 @@ async function previousVersionMigrates(t: Test, url: string) {
   const pets = await database.sql.rows('select * from pets order by id')
   await database.close()
 
-  const { code, stdout, stderr } = await run(t, migrateScript, [], { DATABASE_URL: url })
+  const { code, stdout, stderr } = await migrateCli(url)
   t.equal(code, 0, stderr)
   t.strictSame(outputOf(stdout).applied, allMigrations.slice(allMigrations.indexOf(release100) + 1), 'only the later migrations are applied')
   const storage = await openStorage(url, { poolSize: 1 })
@@ -242,7 +277,7 @@ t.test('PostgreSQL: categories of version 2.0.0 migrate to one name per look-ali
 /** A database where migration 0002 cannot run: a table of its name is there already. */
 async function failingMigrationLeavesNothing(t: Test, url: string, alreadyExists: RegExp) {
   await execute(url, 'create table api_keys (id integer)')
-  const failed = await run(t, migrateScript, [], { DATABASE_URL: url })
+  const failed = await migrateCli(url)
   t.equal(failed.code, 1)
   t.match(failed.stderr, /^petstore migrate: migration 0002_api_keys failed: .+; no migration was applied\n$/, 'one line, no stack')
   t.match(failed.stderr, alreadyExists, 'it names the problem')
@@ -297,7 +332,7 @@ t.test('npm run migrate with bad configuration: one line on stderr, exit 1', asy
     [{ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/x' }, /^petstore migrate: cannot connect to PostgreSQL 127\.0\.0\.1:1\/x: connect ECONNREFUSED/],
     [{ DATABASE_POOL_SIZE: '0' }, /^petstore migrate: invalid configuration: DATABASE_POOL_SIZE must be >= 1/],
   ]
-  const finished = await Promise.all(cases.map(([env]) => run(t, migrateScript, [], env)))
+  const finished = await Promise.all(cases.map(([env]) => runMain(main, [], env)))
   for (const [i, { code, stdout, stderr }] of finished.entries()) {
     const [env, message] = cases[i]!
     t.equal(code, 1, JSON.stringify(env))

@@ -10,8 +10,9 @@ import { parse, stringify } from 'yaml'
 import { releasedDir } from '../scripts/check-breaking.js'
 import { bundledSpec, bundleText } from '../src/contract/load.js'
 import { filesIn, generate } from '../scripts/generate.js'
-import { correct, release, servedBeside, withVersion } from '../scripts/release.js'
+import { correct, main, release, servedBeside, withVersion } from '../scripts/release.js'
 import { changelogPath, generatedDir, projectRoot, specPath } from '../src/core/paths.js'
+import { runMain } from './helpers/main.js'
 import { run } from './helpers/processes.js'
 
 t.setTimeout(900_000)
@@ -191,24 +192,26 @@ t.test('npm run release: exit 0 released, 1 refused, 2 a usage error', async (t)
   const files = project(t)
   const state = files.untouched()
   const args = ['--spec', files.spec, '--released', files.released, '--changelog', files.changelog, '--now', '2026-11-25']
-  const usage = await run(t, 'scripts/release.ts', [])
+  const usage = await runMain(main, [])
   t.equal(usage.code, 2)
   t.match(usage.stderr, /give one VERSION/)
+  // the one real process of the script: its exit status and streams, the one line of its refusal
   const notVersion = await run(t, 'scripts/release.ts', ['v1.1', ...args])
   t.equal(notVersion.code, 2)
   t.equal(notVersion.stderr, 'release: "v1.1" is not a version MAJOR.MINOR.PATCH\n')
-  const badDay = await run(t, 'scripts/release.ts', ['1.0.1', ...args.slice(0, -1), 'tomorrow'])
+  t.equal(notVersion.stdout, '')
+  const badDay = await runMain(main, ['1.0.1', ...args.slice(0, -1), 'tomorrow'])
   t.equal(badDay.code, 2)
   t.equal(badDay.stderr, 'release: --now tomorrow is not a date YYYY-MM-DD\n')
   t.strictSame(files.untouched(), state, 'a usage error writes nothing')
-  const refused = await run(t, 'scripts/release.ts', ['1.0.0', ...args])
+  const refused = await runMain(main, ['1.0.0', ...args])
   t.equal(refused.code, 1)
   t.equal(refused.stdout, '1.0.0 is not above the last release, 1.0.0\n')
-  const released = await run(t, 'scripts/release.ts', ['1.0.1', ...args])
+  const released = await runMain(main, ['1.0.1', ...args])
   t.equal(released.code, 0, released.stderr)
   t.match(released.stdout, /^compatible with the released 1\.0\.0\nreleased 1\.0\.1: /)
   writeFileSync(files.spec, 'openapi: 3.1.0\n')
-  const unreadable = await run(t, 'scripts/release.ts', ['1.0.2', ...args])
+  const unreadable = await runMain(main, ['1.0.2', ...args])
   t.equal(unreadable.code, 2)
   t.match(unreadable.stderr, /^release: openapi\.yaml has no info\.version line to set\n$/)
 })
@@ -224,7 +227,7 @@ t.test('--dry-run: the gate and the entry said, nothing written', async (t) => {
   )
   t.strictSame(files.untouched(), state)
   t.notOk(existsSync(files.generated), 'generated/ not made')
-  const cli = await run(t, 'scripts/release.ts', [
+  const cli = await runMain(main, [
     '1.1.0',
     '--dry-run',
     '--spec',
@@ -295,15 +298,7 @@ t.test('--correct: a published entry written anew from the released contracts, i
       '*Corrected: nothing was missing; written anew.*\n\n### Added\n\n- `listPets` (GET /pets), stable\n- `createPet` (POST /pets), stable\n- `getPet` (GET /pets/{petId}), stable\n\n### Deprecated\n\n- `getPet` (GET /pets/{petId}): deprecated on 2026-11-21; removed on 2030-12-05 (requests answer 410 from 00:00 UTC that day); use `listPets` instead\n',
     ),
   )
-  const cli = await run(t, 'scripts/release.ts', [
-    '1.1.0',
-    '--correct',
-    'the refusals were listed as compatible.',
-    '--released',
-    released,
-    '--changelog',
-    changelog,
-  ])
+  const cli = await runMain(main, ['1.1.0', '--correct', 'the refusals were listed as compatible.', '--released', released, '--changelog', changelog])
   t.equal(cli.code, 0, cli.stderr)
   const minor = entryOf('1.1.0', readFileSync(changelog, 'utf8'))
   t.match(minor, /### New refusals \(a request the release before took may be refused now\)\n\n- GET \/pets, response 403: Response 403 was added/)

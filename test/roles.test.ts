@@ -12,8 +12,8 @@ import t from 'tap'
 import { newestSpecPath } from '../src/contract/load.js'
 import type { Contract } from '../src/contract/model.js'
 import { aCategory, api, build, call, newest, servedContracts } from './helpers/app.js'
-import { atMost } from './helpers/concurrency.js'
-import { run } from './helpers/processes.js'
+import { runMain } from './helpers/main.js'
+import { main } from '../scripts/keys.js'
 import { editedContract } from './helpers/spec.js'
 
 /** the newest version's catalogue, which keys are issued from (the roles of the versions before it are among it) */
@@ -197,9 +197,7 @@ t.test('keys CLI: the roles command; --role checked against the catalogue (exit 
     [['set-roles', '1'], /set-roles needs --role ROLE/],
     [['set-roles', '--role', 'pets:read'], /set-roles takes one ID/],
   ]
-  const results = await atMost(2, cases.length + 1, (i) =>
-    i === cases.length ? run(t, 'scripts/keys.ts', ['roles']) : run(t, 'scripts/keys.ts', cases[i]![0], { DATABASE_URL: `sqlite:${file}` }),
-  )
+  const results = await Promise.all([...cases.map(([args]) => runMain(main, args, { DATABASE_URL: `sqlite:${file}` })), runMain(main, ['roles'])])
   cases.forEach(([args, message], i) => {
     const { code, stderr } = results[i]!
     t.equal(code, 2, `keys ${args.join(' ')}`)

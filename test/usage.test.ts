@@ -12,7 +12,8 @@ import t, { type Test } from 'tap'
 import { openStorage } from '../src/repositories.js'
 import { build, call, logCapture, testKey } from './helpers/app.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
-import { run } from './helpers/processes.js'
+import { runMain } from './helpers/main.js'
+import { main } from '../scripts/keys.js'
 
 const tempDb = () => `sqlite:${join(mkdtempSync(join(tmpdir(), 'petstore-usage-')), 'usage.db')}`
 const envPrincipal = (key: string) => `env:${createHash('sha256').update(key).digest('hex').slice(0, 12)}`
@@ -118,7 +119,7 @@ t.test("a deprecated or experimental operation's calls are counted per key; metr
   // (and one that has become stable since)
   app.storage.usage.note('key:999', { version: 1, operation: 'listPets' })
   await app.close()
-  const report = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: url })
+  const report = await runMain(main, ['usage'], { DATABASE_URL: url })
   t.equal(report.code, 0, report.stderr)
   t.comment(report.stdout)
   const rows = report.stdout
@@ -141,7 +142,7 @@ t.test("a deprecated or experimental operation's calls are counted per key; metr
     'stored keys by id, then those of API_KEYS',
   )
   t.notMatch(report.stdout, testKey, 'never an API_KEYS key itself')
-  const json = await run(t, 'scripts/keys.ts', ['usage', '--json'], { DATABASE_URL: url })
+  const json = await runMain(main, ['usage', '--json'], { DATABASE_URL: url })
   t.equal(json.code, 0)
   t.match(JSON.parse(json.stdout)[0], {
     key: String(stored.record.id),
@@ -153,9 +154,9 @@ t.test("a deprecated or experimental operation's calls are counted per key; metr
     firstCallAt: /Z$/,
     lastCallAt: /Z$/,
   })
-  const empty = await run(t, 'scripts/keys.ts', ['usage'], { DATABASE_URL: tempDb() })
+  const empty = await runMain(main, ['usage'], { DATABASE_URL: tempDb() })
   t.equal(empty.stdout, 'No calls to deprecated, experimental or beta operations recorded yet.\n')
-  const misused = await run(t, 'scripts/keys.ts', ['list', '--json'], { DATABASE_URL: url })
+  const misused = await runMain(main, ['list', '--json'], { DATABASE_URL: url })
   t.equal(misused.code, 2)
   t.match(misused.stderr, /--json goes with usage only/)
 })
