@@ -119,4 +119,17 @@ export default defineConfig(
       '@typescript-eslint/no-unsafe-return': 'off',
     },
   },
+  {
+    // The release tooling walks OpenAPI documents as parsed YAML, by key, whatever shape a
+    // document (released years ago, or being edited now) has: `Node = Record<string, any>`. What
+    // it reads is checked by the breaking-change gate's and the release's own tests.
+    files: ['scripts/changelog.ts', 'scripts/check-breaking.ts', 'scripts/release.ts', 'scripts/stability-gate.ts'],
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-return': 'off',
+    },
+  },
 )

@@ -240,7 +240,7 @@ async function gate(
   // each operation as the latest release that has it says: its level, its deprecation
   const latestOf = new Map<string, Lifecycle>()
   for (const release of sameMajor) for (const operation of operations.get(release)!) latestOf.set(operation.name, operation.lifecycle)
-  const revision = operationsOf(document as unknown as Record<string, any>)
+  const revision = operationsOf(document)
   const revised = new Map(revision.map((operation) => [operation.name, operation.lifecycle]))
   const findings: ReleaseFindings[] = []
   // (each comparison is a redocly process of its own: they run side by side)
