@@ -18,7 +18,7 @@ import { main } from '../scripts/check-breaking.js'
 // each check runs redocly in a process of its own (about a second each): side by side, and
 // more time than a test file's default on a busy machine
 t.jobs = 2
-t.setTimeout(360_000)
+t.setTimeout(900_000)
 
 /** The released contract, as a plain object to edit, with the notice periods the service gives
  * now (openapi.yaml's x-service, which 1.0.0 did not have yet). */

@@ -13,7 +13,7 @@ import { compareDocuments, inPlace, partOf, placeOf, writtenAt, writtenIn } from
 import { compatibleLines, releaseEntry } from '../scripts/release.js'
 
 t.jobs = 2
-t.setTimeout(300_000)
+t.setTimeout(900_000)
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed contract, which each case edits freely
 type Spec = any

@@ -16,7 +16,7 @@ import { generatedDir, projectRoot, specPath } from '../src/core/paths.js'
 import { contractRuleErrors } from './helpers/lint.js'
 import { launch, processBound, within } from './helpers/processes.js'
 
-t.setTimeout(300_000)
+t.setTimeout(900_000)
 t.jobs = 2
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed contract, which each case edits freely

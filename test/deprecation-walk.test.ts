@@ -21,7 +21,7 @@ import { build, call, testKey } from './helpers/app.js'
 import { contractRuleErrors } from './helpers/lint.js'
 import { launch, processBound, within } from './helpers/processes.js'
 
-t.setTimeout(300_000)
+t.setTimeout(900_000)
 
 /** The steps, as written in contract/shared/categories.yaml: what each finds in listCategories,
  * and what it writes there instead. */
