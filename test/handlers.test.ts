@@ -4,7 +4,7 @@ import type { OperationHandlers } from '../src/http/handlers.js'
 import { loadContract, newestSpecPath } from '../src/contract/load.js'
 import { categoryHandlers } from '../src/categories/handlers.js'
 import { orderHandlers } from '../src/orders/handlers.js'
-import { petHandlers } from '../src/pets/handlers.js'
+import { type PetHandlerOptions, petHandlers } from '../src/pets/handlers.js'
 import type { CategoryRepository } from '../src/categories/repository.js'
 import type { OrderRepository } from '../src/orders/repository.js'
 import type { PetRepository } from '../src/pets/repository.js'
@@ -13,7 +13,8 @@ import { webhookHandlers } from '../src/webhooks/handlers.js'
 import { api } from './helpers/app.js'
 
 // (the options as far as these checks need them: the handler maps are what they are about)
-const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: `${api}/pets` })
+// eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion -- an option added later (the new operation's walk of docs/changing-the-api.md adds one) is not these checks' business
+const pets = petHandlers({} as PetRepository, {} as CategoryRepository, { petsUrl: `${api}/pets` } as PetHandlerOptions)
 const categories = categoryHandlers({} as CategoryRepository, { categoriesUrl: `${api}/categories`, categoryUrl: (id) => `${api}/categories/${id}` })
 const orders = orderHandlers({} as OrderRepository, {
   ordersUrl: `${api}/store/orders`,
