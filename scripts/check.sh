@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run check: what a contributor runs before pushing, in a minute or two. The types, the
+# npm run check: what a contributor runs before pushing (about 2.5 min of CPU). The types, the
 # linter, the format, generated/ as `npm run generate` makes it from openapi.yaml, and a fast
 # subset of the tests: those that serve requests in-process (no server process, no database
 # server, no tool run), covering the contract, the handlers of every version, auth, errors and
