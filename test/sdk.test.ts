@@ -10,7 +10,7 @@
  * version with one (test/helpers/sdk.ts). A failure says what to change: the kit type that no
  * longer equals the generated one, the operation no program calls.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
@@ -21,11 +21,10 @@ import type { Contract } from '../src/contract/model.js'
 import ordersAndWebhooks from './fixtures/sdk/orders-webhooks/expected.js'
 import { build, testKey } from './helpers/app.js'
 import {
-  binOf,
   type Client,
   calledOperations,
   clientOf,
-  copyClient,
+  generatedAndCompiled,
   type Expected,
   expectedModule,
   explain,
@@ -89,18 +88,8 @@ t.test('SDKs generated with default options compile under strict and make every 
     writeFileSync(join(dir, version, 'orval.config.cjs'), orvalConfig)
   }
 
-  const generated = await Promise.all(
-    clients.map((client) => {
-      copyClient(dir, client)
-      return step(join(dir, client.version), [binOf(client.generator.package), ...client.generator.args])
-    }),
-  )
-
-  // One tsc for every client (each folder a module of its own), not one each.
-  copyFileSync(join(fixtures, 'tsconfig.json'), join(dir, 'tsconfig.json'))
-  const compiled = await step(dir, [binOf('typescript'), '-p', '.'])
+  const { generated, compiled, diagnostics } = await generatedAndCompiled(dir, clients)
   t.comment(`tsc, the ${clients.length} clients: ${compiled.ms} ms`)
-  const diagnostics = compiled.output.split('\n').filter((line) => line.includes(' error TS'))
   t.ok(compiled.code === 0 || diagnostics.length > 0, 'tsc ran to its end', { output: compiled.output })
   t.strictSame(
     diagnostics.filter((line) => !clients.some(({ folder }) => line.startsWith(folder))),

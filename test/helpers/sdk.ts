@@ -308,3 +308,19 @@ function absentOperation(client: Client, at: At, contracts: readonly Contract[])
       : ownPrograms(client, 'write them without it')
   return `${at.where} calls ${named}, which ${client.contract.file} does not have: ${remove}`
 }
+
+/** Each client generated in `dir` (its version's openapi.json and orval's config there already),
+ * then all compiled by one tsc under strict (each folder a module of its own, not one tsc each):
+ * each generator's step, tsc's, and its error lines. */
+export async function generatedAndCompiled(dir: string, clients: readonly Client[]) {
+  const generated = await Promise.all(
+    clients.map((client) => {
+      copyClient(dir, client)
+      return step(join(dir, client.version), [binOf(client.generator.package), ...client.generator.args])
+    }),
+  )
+  copyFileSync(join(fixtures, 'tsconfig.json'), join(dir, 'tsconfig.json'))
+  const compiled = await step(dir, [binOf('typescript'), '-p', '.'])
+  const diagnostics = compiled.output.split('\n').filter((line) => line.includes(' error TS'))
+  return { generated, compiled, diagnostics }
+}

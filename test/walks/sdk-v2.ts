@@ -6,13 +6,13 @@
  * program holds its generator's `Pet` and `NewPet` exactly equal to the kit's
  * (test/fixtures/sdk/v2/client-kit-v2.ts). Not run against a server: the programs send no tag.
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadContracts } from '../../src/contract/load.js'
 import { build } from '../helpers/app.js'
 import { checker } from '../helpers/checks.js'
-import { binOf, clientOf, copyClient, explain, fixtures, generators, nodeModules, orvalConfig, step } from '../helpers/sdk.js'
+import { clientOf, explain, generatedAndCompiled, generators, nodeModules, orvalConfig } from '../helpers/sdk.js'
 
 const { t, report } = checker()
 const contracts = loadContracts()
@@ -30,15 +30,7 @@ writeFileSync(join(dir, 'v2', 'openapi.json'), served.body)
 writeFileSync(join(dir, 'v2', 'orval.config.cjs'), orvalConfig)
 
 const clients = generators.map((generator) => clientOf(contract, generator))
-const generated = await Promise.all(
-  clients.map((client) => {
-    copyClient(dir, client)
-    return step(join(dir, client.version), [binOf(client.generator.package), ...client.generator.args])
-  }),
-)
-copyFileSync(join(fixtures, 'tsconfig.json'), join(dir, 'tsconfig.json'))
-const compiled = await step(dir, [binOf('typescript'), '-p', '.'])
-const diagnostics = compiled.output.split('\n').filter((line) => line.includes(' error TS'))
+const { generated, compiled, diagnostics } = await generatedAndCompiled(dir, clients)
 t.ok(compiled.code === 0 || diagnostics.length > 0, 'tsc ran to its end')
 t.strictSame(
   diagnostics.filter((line) => !clients.some(({ folder }) => line.startsWith(folder))),
