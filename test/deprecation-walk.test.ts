@@ -20,6 +20,7 @@ import { generatedCompilers } from '../src/http/compilers.js'
 import { build, call, testKey } from './helpers/app.js'
 import { contractRuleErrors } from './helpers/lint.js'
 import { launch, processBound, within } from './helpers/processes.js'
+import { keptAsMade } from './helpers/project.js'
 
 t.setTimeout(900_000)
 
@@ -69,20 +70,10 @@ const copied = (() => {
     cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   // (what generated modules require, found from beside them)
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=walk', '-c', 'user.email=walk@localhost', '-c', 'core.hooksPath=/dev/null', ...args], { cwd: dir, stdio: 'pipe' })
   writeFileSync(join(dir, '.gitignore'), 'node_modules\n.build/\n')
-  git('init', '-q')
-  git('add', '-A')
-  git('commit', '-q', '--no-gpg-sign', '-m', 'the project, as the walks start from it')
+  const reset = keptAsMade(dir)
   execFileSync(process.execPath, [join(dir, 'test', 'run', 'compile.mjs')], { cwd: dir, stdio: 'pipe' })
-  return {
-    dir,
-    reset() {
-      git('checkout', '-q', '--', '.')
-      git('clean', '-fdq')
-    },
-  }
+  return { dir, reset }
 })()
 
 /** The copy of the project, put back as it was made, with `steps` made in listCategories; the

@@ -1,7 +1,7 @@
 /**
  * A command-line script called in the test's own process: its `main` (scripts/*.ts), given the
  * arguments and an environment of its own, its output gathered as the process would write it.
- * Many times cheaper than a real process, which loads the TypeScript anew; one real process per
+ * Cheaper than a real process, which starts Node and loads the whole program anew; one real process per
  * script (test/helpers/processes.ts's `run`) holds its wiring to the process.
  */
 import { format } from 'node:util'

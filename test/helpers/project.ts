@@ -38,6 +38,21 @@ export interface ProjectCopy {
   checks(t: Test, what: string, program: string | { file: string }): Promise<Check[]>
 }
 
+/** `dir` made a git repository of its own, its files committed as they are; resolves to what
+ * puts them back so (what a walk changed or added undone; what git ignores, such as compiled
+ * code and build info, kept). */
+export function keptAsMade(dir: string): () => void {
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=walk', '-c', 'user.email=walk@localhost', '-c', 'core.hooksPath=/dev/null', ...args], { cwd: dir, stdio: 'pipe' })
+  git('init', '-q')
+  git('add', '-A')
+  git('commit', '-q', '--no-gpg-sign', '-m', 'the project, as the walks start from it')
+  return () => {
+    git('checkout', '-q', '--', '.')
+    git('clean', '-fdq')
+  }
+}
+
 /**
  * The project's files as git knows them (those of the working tree), in a folder of their own,
  * node_modules linked: one copy for the walks of a test file, each walk made in it in turn from
@@ -57,11 +72,7 @@ export function projectCopy(t: Test): ProjectCopy {
     copyFileSync(join(projectRoot, file), join(dir, file))
   }
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'), 'dir')
-  const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=walk', '-c', 'user.email=walk@localhost', '-c', 'core.hooksPath=/dev/null', ...args], { cwd: dir, stdio: 'pipe' })
-  git('init', '-q')
-  git('add', '-A')
-  git('commit', '-q', '--no-gpg-sign', '-m', 'the project, as the walks start from it')
+  const putBack = keptAsMade(dir)
   // (compiled again before a compiled script or program runs, when a TypeScript file changed)
   let changes = 1
   let compiledAt = 0
@@ -104,8 +115,7 @@ export function projectCopy(t: Test): ProjectCopy {
       write(file, source.slice(0, cut) + text + source.slice(cut))
     },
     reset() {
-      git('checkout', '-q', '--', '.')
-      git('clean', '-fdq')
+      putBack()
       changes++
     },
     async generate() {
