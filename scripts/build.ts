@@ -33,6 +33,7 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join, relative, resolve, sep } from 'node:path'
 import { build, type BuildOptions, type Metafile, type Plugin } from 'esbuild'
+import { isEntry } from '../src/core/command-io.js'
 import { projectRoot } from '../src/core/paths.js'
 
 const require = createRequire(import.meta.url)
@@ -225,7 +226,7 @@ function parsedLine(line: string): LogLine | undefined {
 // (an argument is where to build instead of dist/). A failure is said in words, without a
 // stack: what the built server said, when it did not start (better-sqlite3 built for another
 // Node.js, say), is what to act on.
-if (process.argv[1] === import.meta.filename) {
+if (isEntry(import.meta.filename)) {
   await buildServer(...process.argv.slice(2, 3).map((dir) => resolve(dir))).catch((error: Error) => {
     console.error(`build: ${error.message}`)
     process.exit(1)

@@ -10,13 +10,13 @@ cd "$(dirname "$0")/.."
 step() { printf '== %s\n' "$*"; }
 
 step "type check"
-npx tsc --noEmit
+npm run -s typecheck
 step "lint"
-npx eslint .
+npm run -s lint
 step "format"
-npx prettier --check . >/dev/null || { npx prettier --list-different .; echo "check: not formatted: npm run format"; exit 1; }
+npm run -s format:check >/dev/null || { npx prettier --list-different .; echo "check: not formatted: npm run format"; exit 1; }
 step "generate, and generated/ as committed"
-npx tsx scripts/generate.ts
+npm run -s generate
 if [ -n "$(git status --porcelain -- generated)" ]; then
   git status --short -- generated
   echo "check: generated/ differs from what is committed: commit it with the change to openapi.yaml"
