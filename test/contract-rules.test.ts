@@ -177,12 +177,15 @@ for (const [index, [what, , where, message]] of cases.entries()) {
 t.test('the server, started on a copy of the project whose openapi.yaml has an unknown level, refuses in one line', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-start-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  for (const part of ['src', 'generated', 'contract', 'package.json']) cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
+  // (the server as the tests run it, compiled: .build/src/server.js, which finds the copy's
+  // package.json, documents and generated/ above it)
+  for (const part of ['.build/src', '.build/generated', 'generated', 'contract', 'package.json'])
+    cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
   const document = spec()
   listPets(document)['x-stability'] = 'alpha'
   writeFileSync(join(dir, 'openapi.yaml'), stringify(document))
-  const server = launch(t, relative(projectRoot, join(dir, 'src', 'server.ts')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
+  const server = launch(t, relative(projectRoot, join(dir, '.build', 'src', 'server.js')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
   const { code, stderr } = await within(processBound, server.exited)
   t.equal(code, 1)
   t.equal(stderr, 'petstore: openapi.yaml: operation listPets: x-stability "alpha" is not a level: experimental or beta (none means stable)\n')
