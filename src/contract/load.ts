@@ -85,6 +85,20 @@ function bundledAtGenerateTime(path: string, text: string, dir: string | false):
   return undefined
 }
 
+/** The sources parsed lately, by their text: the tools bundle the same shared files again and
+ * again in one process (the gate, a release, generate), and parsing YAML is most of a bundle's
+ * time. Each caller gets a copy of its own; a few texts are kept, the latest. */
+const parsedTexts = new Map<string, unknown>()
+function parsedYaml(text: string): unknown {
+  let parsed = parsedTexts.get(text)
+  if (parsed === undefined) {
+    parsed = parse(text)
+    if (parsedTexts.size >= 32) parsedTexts.delete(parsedTexts.keys().next().value!)
+    parsedTexts.set(text, parsed)
+  }
+  return structuredClone(parsed)
+}
+
 /** The document at `path` bundled with the shared files beside it (contract/shared/): as `npm
  * run generate` bundled it (in `generated`, unless false) when its sources are the same, or
  * bundled now. `text`: the document's own text, where it is not yet what the file holds (a
@@ -103,7 +117,7 @@ export function bundledSpec(path: string, generated: string | false = false, tex
   const parsed = new Map<string, unknown>()
   const read = (file: string) => {
     if (!texts.has(file)) texts.set(file, readFileSync(file, 'utf8'))
-    if (!parsed.has(file)) parsed.set(file, parse(texts.get(file)!))
+    if (!parsed.has(file)) parsed.set(file, parsedYaml(texts.get(file)!))
     return parsed.get(file)
   }
   const { document, files } = bundle({ root: path, shared, read })
