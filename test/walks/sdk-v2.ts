@@ -1,5 +1,5 @@
 /**
- * Run in the copy of the walk "a new field" (test/changing-the-api.test.ts), once `tag` is added
+ * Run in the copy of the walk "a new field" (test/changing-the-api.walk.ts), once `tag` is added
  * and the kit of version 2 says it: the part of the SDK test (test/sdk.test.ts) that the walk
  * changes, the clients of version 2. Each generator makes its client of the document the app
  * serves (`/v2/openapi.json`), and one tsc compiles them with their programs under strict: each

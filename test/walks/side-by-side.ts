@@ -1,5 +1,5 @@
 /**
- * Run in the copy of the walk "a breaking change" (test/changing-the-api.test.ts), once version 3
+ * Run in the copy of the walk "a breaking change" (test/changing-the-api.walk.ts), once version 3
  * is served beside them (test/helpers/checks.ts prints what it checked): versions 1 and 2 answer
  * as before, as test/versions.test.ts has them answer served side by side, and each
  * subscription is sent an event as its version shows it (SQLite). Every answer, and every

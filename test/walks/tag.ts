@@ -1,5 +1,5 @@
 /**
- * Run in the copy of the walk "a new field" (test/changing-the-api.test.ts), once `tag` is added
+ * Run in the copy of the walk "a new field" (test/changing-the-api.walk.ts), once `tag` is added
  * (test/helpers/checks.ts prints what it checked): createPet takes its optional tag and answers
  * it as sent, in every served version, as test/round-trip.test.ts sends it (the operation's
  * first request example, with the tag its schema's example, once the examples before it ran);
