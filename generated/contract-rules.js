@@ -280,7 +280,7 @@ function readContract(document, { file = "openapi.yaml", source } = {}) {
   const roles = readCatalogue(document, problems);
   const operations = readOperations(document, roles, service, problems);
   const events = readEvents(document, roles, problems);
-  checkSuccessors(operations, problems);
+  checkSuccessors(operations, basePath, problems);
   const successorUrl = successorUrls(basePath, operations);
   checkLifecycleLinks(document, operations, basePath, service.paths.docs, successorUrl, problems);
   const at = pathsOf(basePath, operations);
@@ -500,13 +500,22 @@ function checkStabilityDocumented(document, definition, marked, at, where, probl
     }
   }
 }
-function checkSuccessors(operations, problems) {
+function checkSuccessors(operations, basePath, problems) {
   for (const { id, lifecycle, pointer, parameters } of operations.values()) {
     const successor = lifecycle.deprecation?.successor;
     if (successor === void 0) continue;
     const successorOperation = operations.get(successor);
     if (successorOperation === void 0) {
       problems.add("lifecycle", [...keysOf(pointer), "x-successor"], `operation ${id}`, `x-successor ${successor} names no operation of this document`);
+      continue;
+    }
+    if (successorOperation.path.includes("{")) {
+      problems.add(
+        "lifecycle",
+        [...keysOf(pointer), "x-successor"],
+        `operation ${id}`,
+        `x-successor ${successor} is at ${basePath}${successorOperation.path}, a template, not a request a client can send: name an operation without path parameters (x-successor-parameters fills its query), or say in x-successor-reason why there is none`
+      );
       continue;
     }
     const has = (list, where, name) => list.some((parameter) => parameter.in === where && parameter.name === name);

@@ -87,6 +87,15 @@ const cases: [string, (document: Spec) => void, string, string][] = [
     'x-successor findPets names no operation of this document',
   ],
   [
+    'a successor whose URL is a template',
+    (d) => {
+      getPet(d)['x-successor'] = 'getPet'
+      delete getPet(d)['x-successor-parameters']
+    },
+    'operation getPet',
+    'x-successor getPet is at /v1/pets/{petId}, a template, not a request a client can send: name an operation without path parameters (x-successor-parameters fills its query), or say in x-successor-reason why there is none',
+  ],
+  [
     'neither a successor nor why none',
     (d) => delete getPet(d)['x-successor'],
     'operation getPet',

@@ -139,7 +139,8 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
     deprecated: true,
     'x-deprecated-at': '2026-11-25',
     'x-sunset': '2027-06-01',
-    'x-successor': 'getOrder',
+    // (getOrder's URL is a template, no request a client can send: not a successor)
+    'x-successor-reason': 'each order is read by its id, with getOrder',
     'x-brownouts': [{ start: '2027-05-01T12:00:00Z', end: '2027-05-01T13:00:00Z' }],
   })
   listOrders.responses['410'] = { $ref: '#/components/responses/Gone' }
@@ -155,7 +156,7 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.comment(entry.slice(0, entry.indexOf('## 1.1.0')))
   t.match(
     entry,
-    /## Deprecations and sunsets in force\n\n- version 1: `listOrders` \(GET \/store\/orders\): deprecated on 2026-11-25; removed on 2027-06-01 \(requests answer 410 from 00:00 UTC that day\); use `getOrder` instead; brownouts \(410 already\): 2027-05-01T12:00:00Z to 2027-05-01T13:00:00Z\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): .*\n/,
+    /## Deprecations and sunsets in force\n\n- version 1: `listOrders` \(GET \/store\/orders\): deprecated on 2026-11-25; removed on 2027-06-01 \(requests answer 410 from 00:00 UTC that day\); no successor; brownouts \(410 already\): 2027-05-01T12:00:00Z to 2027-05-01T13:00:00Z\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): .*\n/,
     'every deprecation in force, the nearest sunset first',
   )
   t.match(

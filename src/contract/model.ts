@@ -122,7 +122,7 @@ export function readContract(
   const roles = readCatalogue(document, problems)
   const operations = readOperations(document, roles, service, problems)
   const events = readEvents(document, roles, problems)
-  checkSuccessors(operations, problems)
+  checkSuccessors(operations, basePath, problems)
   const successorUrl = successorUrls(basePath, operations)
   checkLifecycleLinks(document, operations, basePath, service.paths.docs, successorUrl, problems)
   const at = pathsOf(basePath, operations)
@@ -416,15 +416,26 @@ function checkStabilityDocumented(
   }
 }
 
-/** A successor is an operation of the same document; what its parameters are given
- * (`x-successor-parameters`) are query parameters of it, from parameters of the operation. */
-function checkSuccessors(operations: ReadonlyMap<string, Operation>, problems: Problems) {
+/** A successor is an operation of the same document whose URL is a request a client can send:
+ * no path parameter, a template no client can follow (`/store/orders/{orderId}`); what its
+ * parameters are given (`x-successor-parameters`) are query parameters of it, from parameters of
+ * the operation. */
+function checkSuccessors(operations: ReadonlyMap<string, Operation>, basePath: string, problems: Problems) {
   for (const { id, lifecycle, pointer, parameters } of operations.values()) {
     const successor = lifecycle.deprecation?.successor
     if (successor === undefined) continue
     const successorOperation = operations.get(successor)
     if (successorOperation === undefined) {
       problems.add('lifecycle', [...keysOf(pointer), 'x-successor'], `operation ${id}`, `x-successor ${successor} names no operation of this document`)
+      continue
+    }
+    if (successorOperation.path.includes('{')) {
+      problems.add(
+        'lifecycle',
+        [...keysOf(pointer), 'x-successor'],
+        `operation ${id}`,
+        `x-successor ${successor} is at ${basePath}${successorOperation.path}, a template, not a request a client can send: name an operation without path parameters (x-successor-parameters fills its query), or say in x-successor-reason why there is none`,
+      )
       continue
     }
     const has = (list: readonly OpenAPIV3.ParameterObject[], where: string, name: string) =>
