@@ -283,6 +283,26 @@ t.test(
   },
 )
 
+t.test("what a deprecation documents, its 410 and its lifecycle headers, is each version's own lifecycle: no change covers it", async (t) => {
+  const difference = (path: string): Difference => ({ where: 'there', rule: 'a-rule', pointer: path, path, message: 'It changed.' })
+  // (version 1's getPet is deprecated)
+  const getPet = '#/paths/~1pets~1{petId}/get/responses'
+  for (const part of ['410', '200/headers/Deprecation', '200/headers/Sunset/schema', '404/headers/Link'])
+    t.strictSame(uncovered([difference(`${getPet}/${part}`)], v1, v2, []), [], `${part}: the lifecycle of the version that deprecates it`)
+  t.match(uncovered([difference(`${getPet}/200/headers/ETag`)], v1, v2, []), [/write operations: \{ getPet: \{ down \} \}/], 'another header: a change')
+  t.match(
+    uncovered([difference('#/paths/~1pets/post/responses/410')], v1, v2, []),
+    [/write sideEffects: \{ createPet: /],
+    'a 410 of an operation neither version deprecates: a new refusal',
+  )
+  const otherLink = versionOf(2, v2.document, (document) => (document.paths['/pets'].get.responses['200'].headers.Link = { schema: { type: 'string' } }))
+  t.match(
+    uncovered([difference('#/paths/~1pets/get/responses/200/headers/Link')], v1, otherLink, []),
+    [/write operations: \{ listPets: \{ down \} \}/],
+    "the Link of an operation neither version deprecates: the answer's own",
+  )
+})
+
 t.test('the types hold a change to its two versions', async (t) => {
   // (compile-time checks: npm run typecheck fails if one of these names is taken)
   type V1 = import('../generated/v1/version.js').Version

@@ -14,7 +14,10 @@
  *   older version (`operations`), or of a schema on the way to it; a new refusal (a 4xx the
  *   older version did not answer) by a change that says so (`sideEffects`);
  * - an operation removed: by the change that names what serves it (`servedBy`);
- * - in an event: by a change of that event (`events`), or of a schema of its payload.
+ * - in an event: by a change of that event (`events`), or of a schema of its payload;
+ * - what a deprecation documents (its 410, its Deprecation, Sunset and Link headers), when the
+ *   operation is deprecated in either version: each document's own lifecycle, which the server
+ *   serves from its markers.
  */
 import type { Contract } from '../contract/model.js'
 import { keysOf, resolvePointer } from '../contract/pointer.js'
@@ -120,6 +123,7 @@ function uncoveredBecause(
   }
   if (schemaCovers) return undefined
   if (inSchema) return write(schemaWanted)
+  if (lifecyclePart(keys) && [older, newer].some((contract) => deprecatedAt(contract, path!, method))) return undefined
   const operation = operationsAt[0]
   // (an operation the older version does not have is an addition, which breaks no one)
   if (operation === undefined) return undefined
@@ -132,6 +136,21 @@ function uncoveredBecause(
   if (changes.some((change) => change.operations[operation.id]?.[region] !== undefined)) return undefined
   return write(`operations: { ${operation.id}: { ${region} } }`)
 }
+
+/** The headers a deprecated operation's answers carry (RFC 9745, RFC 8594, RFC 8288). */
+const lifecycleHeaders = new Set(['deprecation', 'sunset', 'link'])
+
+/** Whether the place at `keys` (of an operation) is what a deprecation documents: its 410, or a
+ * lifecycle header of a response. Each version's document says it of its own operations, and
+ * the server sends it from that document's markers: no change makes it. */
+const lifecyclePart = (keys: readonly string[]) =>
+  keys[3] === 'responses' && ((keys[4] === '410' && keys.length === 5) || (keys[5] === 'headers' && lifecycleHeaders.has(keys[6]?.toLowerCase() ?? '')))
+
+/** Whether `contract`'s operation at `path` and `method` is deprecated. */
+const deprecatedAt = (contract: Contract, path: string, method: string) =>
+  [...contract.operations.values()].some(
+    (operation) => operation.path === path && operation.method === method.toUpperCase() && operation.lifecycle.deprecation !== undefined,
+  )
 
 /** Whether the older and newer values at `path` differ by the version segment alone. */
 function onlyTheSegment(path: string, older: Contract, newer: Contract): boolean {
