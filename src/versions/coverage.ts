@@ -144,7 +144,7 @@ const lifecycleHeaders = new Set(['deprecation', 'sunset', 'link'])
  * lifecycle header of a response. Each version's document says it of its own operations, and
  * the server sends it from that document's markers: no change makes it. */
 const lifecyclePart = (keys: readonly string[]) =>
-  keys[3] === 'responses' && ((keys[4] === '410' && keys.length === 5) || (keys[5] === 'headers' && lifecycleHeaders.has(keys[6]?.toLowerCase() ?? '')))
+  keys[3] === 'responses' && ((keys[4] === '410' && keys.length === 5) || (keys[5] === 'headers' && lifecycleHeaders.has(String(keys[6]).toLowerCase())))
 
 /** Whether `contract`'s operation at `path` and `method` is deprecated. */
 const deprecatedAt = (contract: Contract, path: string, method: string) =>
