@@ -1,5 +1,5 @@
 /**
- * npm run check:breaking: each served document (openapi.yaml, openapi-v2.yaml...), as served
+ * npm run check:breaking: each served document (openapi.yaml, each older major by its overlay), as served
  * (bundled with the shared parts), against the released contracts of its major version in
  * contract/released/ (1.x, 2.x); then each served major against the one before it, every
  * breaking difference held to the version changes that must cover it (src/versions/coverage.ts).
@@ -16,7 +16,7 @@
  * Stability levels (x-stability) temper the rule, each operation by the level it was released
  * at (stability-gate.ts): an experimental operation may change in any way, a beta or stable one
  * may go once a release deprecated it with a sunset that has passed, after the notice period
- * of x-service.lifecycle.noticeDays (contract/shared/common.yaml). A change to a component is judged by its
+ * of x-service.lifecycle.noticeDays (openapi.yaml). A change to a component is judged by its
  * users: it passes only if each of them lets it. Demoting an operation, or moving its sunset
  * earlier, breaks. A deprecation changes the Link of its operation's answers (its lifecycle links
  * join the next page's): that change passes with it. Every problem the contract model finds in
@@ -37,7 +37,7 @@ import type { Lifecycle, NoticeDays } from '../src/contract/lifecycle.js'
 import { type Contract, readContract } from '../src/contract/model.js'
 import { describe } from '../src/contract/problems.js'
 import { compareVersions, parseVersion, type Version, versionText } from '../src/contract/version.js'
-import { bundledSpec, loadContract, specPaths } from '../src/contract/load.js'
+import { bundledSpec, loadContract, rootOf, specPaths } from '../src/contract/load.js'
 import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
 import { type Difference, uncovered } from '../src/versions/coverage.js'
@@ -229,7 +229,7 @@ async function gate(
   if (compareVersions(current, latest.version) < 0) fail(`info.version ${named(current)} is older than the released ${named(latest.version)}`)
 
   // what the server would refuse to serve, refused as it refuses it
-  const { contract, problems } = readContract(document, { file: basename(spec) })
+  const { contract, problems } = readContract(document, { file: relative(rootOf(spec), spec) })
   for (const problem of problems) fail(`${contract.file}: ${describe(problem)}`)
 
   if (current[0] > latest.version[0]) {

@@ -1,13 +1,13 @@
 /**
- * npm run generate: the served documents (openapi.yaml, openapi-v2.yaml) -> generated/
+ * npm run generate: the served documents (openapi.yaml, each older major by its overlay) -> generated/
  *   v1/, v2/            per major version, from its document:
  *     api.ts              TypeScript types of the whole document (openapi-typescript)
  *     query-defaults.ts   which query parameters always have a value after validation
  *     body-defaults.ts    which properties of a JSON body always have a value after validation
- *     openapi.yaml        the document served: its own file bundled with the shared parts
- *                         (contract/shared/) it uses
+ *     openapi.yaml        the document served: openapi.yaml, or for an older major the next
+ *                         newer one with its overlay applied (contract/versions/N.overlay.yaml)
  *     openapi.cjs         that document, as JSON, with the digest of each source it was made
- *                         of (read at start instead of bundling the YAML)
+ *                         of (read at start instead of parsing YAML and applying overlays)
  *     version.ts          the version's types as one, which version changes are typed by
  *     breaking.cjs        the breaking differences from the major before it, as the gate finds
  *                         them: a start holds the version changes to them
@@ -24,7 +24,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { basename, dirname, join, relative } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { isDeepStrictEqual } from 'node:util'
 import { Ajv, type Options } from 'ajv'
 import { build } from 'esbuild'
@@ -72,7 +72,7 @@ export async function generate(outDir: string = generatedDir, specs: readonly st
   const files = new Map<string, string>()
   for (const { contract, sources } of bundled) {
     const folder = versionFolder(contract)
-    const header = headerOf(contract.file)
+    const header = headerOf(Object.keys(sources).join(' and '))
     // (the bundle as it is served: no header, byte for byte what /vN/openapi.yaml answers)
     files.set(`${folder}/${bundledSpecFile}`, contract.source)
     files.set(`${folder}/api.ts`, header + (await apiTypes(contract.source)))
@@ -216,7 +216,7 @@ const { default: addFormats } = addFormatsModule
 export function parsedSpec({ file, document }: Pick<Contract, 'file' | 'document'>, sources: Record<string, string>): string {
   const documentJson = JSON.stringify(document)
   if (!isDeepStrictEqual(JSON.parse(documentJson), document)) throw new Error(`${file} holds values that JSON cannot represent`)
-  const parsed: ParsedSpec = { sources, documentJson }
+  const parsed: ParsedSpec = { spec: file, sources, documentJson }
   return `module.exports = ${JSON.stringify(parsed, null, 1)};\n`
 }
 
@@ -274,7 +274,7 @@ async function contractRules(): Promise<string> {
 export async function main(_args: string[], io: Io): Promise<number> {
   const { files, changed } = await generate()
   io.stdout(
-    `generated/: ${files.length} files from ${specPaths.map((spec) => basename(spec)).join(' and ')}, ${changed.length} changed${changed.map((name) => `\n  ${name}`).join('')}`,
+    `generated/: ${files.length} files from ${specPaths.map((spec) => relative(projectRoot, spec)).join(' and ')}, ${changed.length} changed${changed.map((name) => `\n  ${name}`).join('')}`,
   )
   return 0
 }

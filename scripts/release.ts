@@ -1,6 +1,7 @@
 /**
  * npm run release -- VERSION: makes a release of the served document of VERSION's major
- * (openapi.yaml, openapi-vN.yaml; docs/compatibility.md).
+ * (openapi.yaml, the newest, or an older major's overlay, contract/versions/N.overlay.yaml;
+ * docs/compatibility.md).
  *
  * It refuses a version that is not above the last release, sets `info.version` (the one line,
  * the file otherwise as written), runs the breaking-change gate on the result (a major bump
@@ -22,12 +23,12 @@
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join, relative } from 'node:path'
+import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import { keysOf, resolvePointer } from '../src/contract/pointer.js'
-import { compareVersions, majorOfSpecFile, parseVersion } from '../src/contract/version.js'
-import { bundledSpec, bundleText, specPaths } from '../src/contract/load.js'
+import { compareVersions, parseVersion } from '../src/contract/version.js'
+import { bundledSpec, bundleText, majorOfSource, rootOf, specPaths } from '../src/contract/load.js'
 import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
@@ -53,11 +54,17 @@ export interface ReleaseResult {
   lines: string[]
 }
 
-/** openapi.yaml's text with `info.version` set: the first `version:` line under `info:`. */
+/** openapi.yaml's text with `info.version` set: the first `version:` line under `info:`. An
+ * overlay's `info` is its own (its version: the one it gives); the version of the document it
+ * gives is set by its action on `$.info`, the first `version:` line under that action's `update:`. */
 export function withVersion(source: string, version: string): string {
   const info = /^info:\n((?:[ \t].*\n|\n)*?)([ \t]+)version:[^\n]*\n/m
   if (!info.test(source)) throw new Error('openapi.yaml has no info.version line to set')
-  return source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
+  const set = source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
+  if (!/^overlay:/m.test(source)) return set
+  const action = /^( *- target: \$\.info\n(?: {4}.*\n|\n)*? {6}version:)[^\n]*\n/m
+  if (!action.test(set)) throw new Error('the overlay has no action on $.info that sets version under its update')
+  return set.replace(action, (_, before: string) => `${before} ${version}\n`)
 }
 
 export async function release({
@@ -268,7 +275,7 @@ export async function correct({
  * contract/load.ts's specPaths of other names): it carries info.version, and CI refuses it stale.
  * Says so, or, when it cannot be made, what to run. */
 async function regenerated(spec: string): Promise<string> {
-  const dir = join(dirname(spec), 'generated')
+  const dir = join(rootOf(spec), 'generated')
   const shown = `${relative(projectRoot, dir)}/`
   try {
     await generate(dir, servedBeside(spec))
@@ -278,19 +285,22 @@ async function regenerated(spec: string): Promise<string> {
   }
 }
 
-/** The served document of major version `major` (openapi-v2.yaml for 2), or the error that
- * says there is none yet. */
+/** The source of the served document of major version `major` (contract/versions/1.overlay.yaml
+ * for 1, openapi.yaml for the newest), or the error that says there is none yet. */
 function documentOf(major: number): string {
-  const found = specPaths.find((path) => majorOfSpecFile(basename(path)) === major)
+  const found = specPaths.find((path) => majorOfSource(path) === major)
   if (found === undefined)
     throw new Error(
-      `no served document is of major version ${major}: write it first (docs/compatibility.md), beside ${specPaths.map((path) => basename(path)).join(', ')}`,
+      `no served document is of major version ${major}: make it first (docs/changing-the-api.md), beside ${specPaths.map((path) => relative(projectRoot, path)).join(', ')}`,
     )
   return found
 }
 
-/** The documents served with `spec`: the served ones, `spec` in place of the one of its name. */
-export const servedBeside = (spec: string) => specPaths.map((path) => (basename(path) === basename(spec) ? spec : path))
+/** The documents served with `spec`: the served ones, `spec` in place of the one of its major. */
+export function servedBeside(spec: string): string[] {
+  const major = majorOfSource(spec)
+  return specPaths.map((path) => (majorOfSource(path) === major ? spec : path))
+}
 
 /** What a client never sees change: an example, and the order the examples run in (the docs
  * page's and the examples test's). The changelog leaves them out. */

@@ -30,7 +30,7 @@ import { petEvents } from './pets/events.js'
 import pets from './pets/plugin.js'
 import storagePlugin, { openStorage, type Storage, storedSchemas } from './repositories.js'
 import { changes, derivedSchemas } from './versions/index.js'
-import { type AnyHandler, deriveVersions } from './versions/derive.js'
+import { type AnyHandler, deriveVersions, type Versions } from './versions/derive.js'
 import { recordedDifferences } from './versions/recorded.js'
 import webhooks from './webhooks/plugin.js'
 import { refuseUnmapped } from './storage/schema-check.js'
@@ -64,6 +64,11 @@ export async function buildApp(options: AppOptions) {
     (options.contracts ?? loadContracts()).map((served) => (options.contract?.version[0] === served.version[0] ? options.contract : served)),
   )
   const contract = contracts.at(-1)!
+  // handlers are written once, against the newest version; each older one is derived from them
+  // by the declared changes between the two (src/versions/). Derived first: a start that cannot
+  // serve an older version names the uncovered difference and the change to write, as
+  // check:breaking does, before what that difference leaves unmapped in the store.
+  const versions = deriveVersions(contracts, changes, recordedDifferences(contracts))
   refuseUnmapped(
     contracts.map((served) => ({ ...served, derived: derivedSchemas(served.version[0], contract.version[0]) })),
     storedSchemas,
@@ -78,7 +83,7 @@ export async function buildApp(options: AppOptions) {
     idempotencyWindowMs: contract.service.limits.idempotencyKeyHours * 3_600_000,
   })
   try {
-    return await assemble(contracts, storage, options, apiKeys)
+    return await assemble(contracts, versions, storage, options, apiKeys)
   } catch (error) {
     await storage.close()
     throw error
@@ -86,7 +91,7 @@ export async function buildApp(options: AppOptions) {
 }
 
 /** The plugins of the service, in order: each feature declares what it needs of those before it. */
-async function assemble(contracts: readonly Contract[], storage: Storage, options: AppOptions, apiKeys: readonly StaticKey[]) {
+async function assemble(contracts: readonly Contract[], versions: Versions, storage: Storage, options: AppOptions, apiKeys: readonly StaticKey[]) {
   const contract = contracts.at(-1)!
   const app = Fastify(fastifyOptions(contracts, options, apiKeys))
   app.decorate('contracts', contracts)
@@ -103,9 +108,6 @@ async function assemble(contracts: readonly Contract[], storage: Storage, option
   await app.register(pets)
   await app.register(categories)
   await app.register(orders)
-  // handlers are written once, against the newest version; each older one is derived from them
-  // by the declared changes between the two (src/versions/)
-  const versions = deriveVersions(contracts, changes, recordedDifferences(contracts))
   // an event is recorded once, as stored; each subscription is sent it as its version shows it
   await app.register(webhooks, { ...options, show: (type, fields, major) => versions.showEvent(type, petEvents[type]?.(fields) ?? fields, major) })
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })

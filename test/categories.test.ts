@@ -1,6 +1,6 @@
 /**
  * Version 2's categories: listed, added (a name unique however it is written, by a key with
- * categories:write) and read, each answer checked against openapi-v2.yaml; no category is given
+ * categories:write) and read, each answer checked against the newest document (openapi.yaml); no category is given
  * an id that a pet named before it existed; on both stores, and under concurrency on PostgreSQL.
  */
 import type { FastifyInstance } from 'fastify'

@@ -35,89 +35,90 @@ function schemaText(text: string, name: string): string {
   return text.slice(start, next.exec(text)!.index + 1)
 }
 
-t.test(
-  "a new field: the shared schemas and version 1's Pet, the column map, a migration, the SDK kit; the field makes its round trip in both versions",
-  async (t) => {
-    const property = block('field-property')
-    // (each schema's properties come last: the property goes at its end)
-    for (const [file, schema] of [
-      ['contract/shared/pets.yaml', 'NewPet'],
-      ['contract/shared/pets.yaml', 'Pet'],
-      ['openapi.yaml', 'Pet'],
-    ] as const) {
-      const text = copy.read(file)
-      const written = schemaText(text, schema)
-      copy.write(
-        file,
-        text.replace(written, () => `${written}${indented(property, 8)}`),
-      )
-    }
-    const generated = await passes(t, 'generate', copy.generate())
-    t.match(generated, /, 14 changed\n/, 'fourteen generated files change')
-    const unmapped = await copy.typecheck()
-    t.not(unmapped.code, 0)
-    t.match(
-      unmapped.output,
-      /src\/pets\/repository\.ts\(\d+,\d+\): error TS2345: .*\n {2}Property 'tag' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\./,
-      'the column map names the field',
-    )
-    copy.insert('src/pets/repository.ts', block('field-column'), { after: "    status: 'status',\n" })
-    const unshown = await copy.typecheck()
-    t.match(
-      unshown.output,
-      /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/,
-      'petOf names it',
-    )
-    t.match(
-      unshown.output,
-      /src\/versions\/changes\/category-object\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/,
-      "and version 1's Pet change",
-    )
-    t.match(block('field-shown'), /status, tag \}/, 'the page shows the field written with the others')
+t.test("a new field: openapi.yaml's two pet schemas, the column map, a migration, the SDK kit; the field makes its round trip in both versions", async (t) => {
+  const property = block('field-property')
+  // (each schema's properties come last: the property goes at its end)
+  for (const schema of ['NewPet', 'Pet']) {
+    const text = copy.read('openapi.yaml')
+    const written = schemaText(text, schema)
     copy.write(
-      'src/pets/handlers.ts',
-      copy
-        .read('src/pets/handlers.ts')
-        .replace('categoryName, status }: Pet)', 'categoryName, status, tag }: Pet)')
-        .replace('name: categoryName }, status }', 'name: categoryName }, status, tag }'),
+      'openapi.yaml',
+      text.replace(written, () => `${written}${indented(property, 8)}`),
     )
-    const change = 'src/versions/changes/category-object.ts'
-    copy.write(
-      change,
-      copy
-        .read(change)
-        .replace('({ id, name, category, status })', '({ id, name, category, status, tag })')
-        .replace('categoryId: category.id, status })', 'categoryId: category.id, status, tag })'),
-    )
-    copy.insert('src/storage/migrations.ts', block('field-migration'), {
-      after: "        await db.schema.dropTable('lifecycle_usage').execute()\n      },\n    },\n",
-    })
-    const kit = 'test/fixtures/sdk/v2/client-kit-v2.ts'
-    copy.write(
-      kit,
-      copy
-        .read(kit)
-        .replace('  status?: PetStatus\n}\nexport interface NewPet {', '  status?: PetStatus\n  tag?: string\n}\nexport interface NewPet {')
-        .replace('  categoryId: number\n  status?: PetStatus\n}', '  categoryId: number\n  status?: PetStatus\n  tag?: string\n}'),
-    )
-    await passes(t, 'typecheck', copy.typecheck())
-    await passes(t, 'lint: no error, no warning', copy.lint())
-    await passes(t, 'check:breaking: a compatible change', copy.checkBreaking())
-    const pets = await copy.checks(t, 'the round trip, the pets', { file: 'test/walks/tag.ts' })
-    for (const file of ['openapi.yaml', 'openapi-v2.yaml']) {
-      const made = pets.filter(({ name }) => name.startsWith(`${file}: createPet takes its optional tag and answers it as sent > `))
-      t.ok(made.length > 0 && made.every(({ ok }) => ok), `${file}: the tag makes its round trip`)
-    }
-    await copy.checks(t, "the SDKs of version 2: the kit's Pet and NewPet are what each generator makes", { file: 'test/walks/sdk-v2.ts' })
-  },
-)
-
-t.test("a new operation: the shared path, the newest document's $ref and header, the handler; its test passes", async (t) => {
-  copy.insert('contract/shared/categories.yaml', indented(block('operation-path'), 2), { before: 'components:\n  parameters:\n' })
-  copy.insert('openapi-v2.yaml', indented(block('operation-ref'), 2), {
-    after: '    $ref: contract/shared/categories.yaml#/paths/~1categories~1{categoryId}\n',
+  }
+  const generated = await passes(t, 'generate', copy.generate())
+  t.match(generated, /, 14 changed\n/, 'fourteen generated files change')
+  const unmapped = await copy.typecheck()
+  t.not(unmapped.code, 0)
+  t.match(
+    unmapped.output,
+    /src\/pets\/repository\.ts\(\d+,\d+\): error TS2345: .*\n {2}Property 'tag' is missing in type .* but required in type 'Columns<Omit<Pet, "categoryName">>'\./,
+    'the column map names the field',
+  )
+  copy.insert('src/pets/repository.ts', block('field-column'), { after: "    status: 'status',\n" })
+  const unshown = await copy.typecheck()
+  t.match(
+    unshown.output,
+    /src\/pets\/handlers\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/,
+    'petOf names it',
+  )
+  t.match(
+    unshown.output,
+    /src\/versions\/changes\/category-object\.ts\(\d+,\d+\): error TS2741: Property 'tag' is missing in type .* but required in type 'Every<.*>'/,
+    "and version 1's Pet change",
+  )
+  t.match(block('field-shown'), /status, tag \}/, 'the page shows the field written with the others')
+  copy.write(
+    'src/pets/handlers.ts',
+    copy
+      .read('src/pets/handlers.ts')
+      .replace('categoryName, status }: Pet)', 'categoryName, status, tag }: Pet)')
+      .replace('name: categoryName }, status }', 'name: categoryName }, status, tag }'),
+  )
+  const change = 'src/versions/changes/category-object.ts'
+  copy.write(
+    change,
+    copy
+      .read(change)
+      .replace('({ id, name, category, status })', '({ id, name, category, status, tag })')
+      .replace('categoryId: category.id, status })', 'categoryId: category.id, status, tag })'),
+  )
+  copy.insert('src/storage/migrations.ts', block('field-migration'), {
+    after: "        await db.schema.dropTable('lifecycle_usage').execute()\n      },\n    },\n",
   })
-  copy.insert('openapi-v2.yaml', indented(block('operation-header'), 4), { before: '    CategoryLocation:\n' })
+  const kit = 'test/fixtures/sdk/v2/client-kit-v2.ts'
+  copy.write(
+    kit,
+    copy
+      .read(kit)
+      .replace('  status?: PetStatus\n}\nexport interface NewPet {', '  status?: PetStatus\n  tag?: string\n}\nexport interface NewPet {')
+      .replace('  categoryId: number\n  status?: PetStatus\n}', '  categoryId: number\n  status?: PetStatus\n  tag?: string\n}'),
+  )
+  await passes(t, 'typecheck', copy.typecheck())
+  await passes(t, 'lint: no error, no warning', copy.lint())
+  await passes(t, 'check:breaking: a compatible change', copy.checkBreaking())
+  const pets = await copy.checks(t, 'the round trip, the pets', { file: 'test/walks/tag.ts' })
+  for (const file of ['contract/versions/1.overlay.yaml', 'openapi.yaml']) {
+    const made = pets.filter(({ name }) => name.startsWith(`${file}: createPet takes its optional tag and answers it as sent > `))
+    t.ok(made.length > 0 && made.every(({ ok }) => ok), `${file}: the tag makes its round trip`)
+  }
+  await copy.checks(t, "the SDKs of version 2: the kit's Pet and NewPet are what each generator makes", { file: 'test/walks/sdk-v2.ts' })
+})
+
+t.test("a new operation: openapi.yaml's path and header, version 1's overlay, the handler; its test passes", async (t) => {
+  copy.insert('openapi.yaml', indented(block('operation-path'), 2), { before: '  /store/orders:\n' })
+  copy.insert('openapi.yaml', indented(block('operation-header'), 4), { before: '    CategoryLocation:\n' })
+  const overlay = 'contract/versions/1.overlay.yaml'
+  // (each line as the page writes it: the action's target as it was, with one more name)
+  for (const id of ['operation-overlay-path', 'operation-overlay-header']) {
+    const line = block(id)
+    const was = line.replace(/,'[^']*'\]\n$/, ']\n')
+    t.ok(copy.read(overlay).includes(was), `${overlay} has ${was.trim()}`)
+    copy.write(
+      overlay,
+      copy.read(overlay).replace(was, () => line),
+    )
+  }
   const generated = await passes(t, 'generate', copy.generate())
   t.match(generated, /validators\/get_v2_categories_categoryid_pets_params\.cjs/, 'its validators')
   t.notMatch(generated, /(validators|serializers)\/(?!get_v2_categories_categoryid_pets_)/, "no other route's module")
@@ -156,24 +157,22 @@ ${block('operation-test')}
 await report()
 `,
   )
-  t.match(await passes(t, 'check:breaking', copy.checkBreaking()), /openapi-v2\.yaml against openapi\.yaml: each of its \d+ breaking difference\(s\) covered/)
+  t.match(
+    await passes(t, 'check:breaking', copy.checkBreaking()),
+    /openapi\.yaml against contract\/versions\/1\.overlay\.yaml: each of its \d+ breaking difference\(s\) covered/,
+  )
 })
 
-t.test('a breaking change: the newest copied as the next major serves with no code edited; the change forked, declared, then served', async (t) => {
-  // step 1, as the page's sed does it
-  copy.write(
-    'openapi-v3.yaml',
-    copy
-      .read('openapi-v2.yaml')
-      .replaceAll('/v2', '/v3')
-      .replace(/^ {2}version: 2\..*$/m, '  version: 3.0.0'),
-  )
+t.test('a breaking change: npm run new-major serves the next major with no code edited; the change made, set back, declared, then served', async (t) => {
+  // step 1
+  t.equal(block('new-major'), 'npm run new-major && npm run generate && npm run typecheck\n', 'the page runs these')
+  await passes(t, 'new-major', copy.newMajor())
   await passes(t, 'generate', copy.generate())
   t.match(copy.read('generated/newest.ts'), "from './v3/api.js'", 'the newest is version 3')
   await passes(t, 'typecheck, no code edited', copy.typecheck())
   t.match(
     await passes(t, 'check:breaking', copy.checkBreaking()),
-    /openapi-v3\.yaml against openapi-v2\.yaml: each of its \d+ breaking difference\(s\) covered by the version changes of version 2/,
+    /openapi\.yaml against contract\/versions\/2\.overlay\.yaml: each of its \d+ breaking difference\(s\) covered by the version changes of version 2/,
   )
   const served = await passes(t, 'served beside the others', copy.run(probe))
   const answers = JSON.parse(served.slice(served.indexOf('['))) as [string, number, unknown][]
@@ -189,20 +188,18 @@ t.test('a breaking change: the newest copied as the next major serves with no co
   )
   await copy.checks(t, 'versions 1 and 2 answer as before', { file: 'test/walks/side-by-side.ts' })
 
-  // step 2: versions 2 and 1 keep the Pet and NewPet they have (version 1 its own Pet already);
-  // the shared ones become version 3's
-  const pets = copy.read('contract/shared/pets.yaml')
-  const [newPet, pet] = [schemaText(pets, 'NewPet'), schemaText(pets, 'Pet')]
-  copy.write('openapi-v2.yaml', `${copy.read('openapi-v2.yaml')}  schemas:\n${newPet}${pet}`)
-  copy.insert('openapi.yaml', newPet, { after: '\n  schemas:\n' })
+  // step 2: version 3 renames name to title; version 2's overlay sets it back
   const renamed = (text: string) =>
     text
-      .replace(/required: \[(id, )?name, /, 'required: [$1title, ')
+      .replace(/^( {8}- )name\n/m, '$1title\n')
       .replace("        name:\n          $ref: '#/components/schemas/", "        title:\n          $ref: '#/components/schemas/")
-  copy.write(
-    'contract/shared/pets.yaml',
-    pets.replace(newPet, () => renamed(newPet)).replace(pet, () => renamed(pet)),
-  )
+  let spec = copy.read('openapi.yaml')
+  for (const name of ['NewPet', 'Pet']) {
+    const schema = schemaText(spec, name)
+    spec = spec.replace(schema, () => renamed(schema))
+  }
+  copy.write('openapi.yaml', spec)
+  copy.write('contract/versions/2.overlay.yaml', `${copy.read('contract/versions/2.overlay.yaml')}${block('breaking-overlay')}`)
   await passes(t, 'generate', copy.generate())
   const refused = await copy.checkBreaking()
   t.equal(refused.code, 1, 'check:breaking refuses it')
@@ -212,7 +209,7 @@ t.test('a breaking change: the newest copied as the next major serves with no co
       .filter((line) => / against |covers it/.test(line))
       .join('\n'),
   )
-  t.match(refused.output, /openapi-v3\.yaml against openapi-v2\.yaml: \d+ of its \d+ breaking difference\(s\) covered by no version change/)
+  t.match(refused.output, /openapi\.yaml against contract\/versions\/2\.overlay\.yaml: \d+ of its \d+ breaking difference\(s\) covered by no version change/)
   t.match(refused.output, /no change of version 2 covers it: write schemas: \{ Pet: \{ down \} \}/, 'naming the change to write')
 
   // step 3: the change, declared; step 4: the column map

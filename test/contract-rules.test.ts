@@ -11,8 +11,9 @@ import { join, relative } from 'node:path'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
 import { checkBreaking } from '../scripts/check-breaking.js'
-import { contractOf, loadContract } from '../src/contract/load.js'
-import { generatedDir, projectRoot, specPath } from '../src/core/paths.js'
+import { contractOf, loadContract, newestSpecPath } from '../src/contract/load.js'
+import { generatedDir, projectRoot } from '../src/core/paths.js'
+import { oldestSpecPath } from './helpers/spec.js'
 import { contractRuleErrors } from './helpers/lint.js'
 import { launch, processBound, within } from './helpers/processes.js'
 
@@ -22,7 +23,7 @@ t.jobs = 2
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed contract, which each case edits freely
 type Spec = any
 // (the document as served: bundled, one file a copy of which is served alone)
-const spec = (): Spec => structuredClone(loadContract(specPath).document)
+const spec = (): Spec => structuredClone(loadContract(oldestSpecPath).document)
 const getPet = (document: Spec) => document.paths['/pets/{petId}'].get
 const listPets = (document: Spec) => document.paths['/pets'].get
 
@@ -191,7 +192,7 @@ t.test('the server, started on a copy of the project whose openapi.yaml has an u
   for (const part of ['.build/src', '.build/generated', 'generated', 'contract', 'package.json'])
     cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
-  const document = spec()
+  const document = structuredClone(loadContract(newestSpecPath).document) as Spec
   listPets(document)['x-stability'] = 'alpha'
   writeFileSync(join(dir, 'openapi.yaml'), stringify(document))
   const server = launch(t, relative(projectRoot, join(dir, '.build', 'src', 'server.js')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })

@@ -8,9 +8,9 @@ import { deref } from '../src/contract/pointer.js'
 import { projectRoot } from '../src/core/paths.js'
 import { generatedCompilers, moduleName, openapiKeywords, recordingCompilers } from '../src/http/compilers.js'
 import { aCategory, api, build, call, servedContracts } from './helpers/app.js'
-import { editedContract } from './helpers/spec.js'
+import { editedContract, oldestSpecPath } from './helpers/spec.js'
 
-const { document } = loadContract()
+const { document } = loadContract(oldestSpecPath)
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a parsed contract, which each case edits freely
 type Spec = any
 const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
@@ -34,7 +34,7 @@ const allOperations = [
 ]
 
 t.test('the contract: base path from the servers, operations by id', async (t) => {
-  const contract = loadContract()
+  const contract = loadContract(oldestSpecPath)
   t.equal(contract.basePath, '/v1')
   t.strictSame([...contract.operations.keys()].sort(), allOperations)
   t.match(contract.operations.get('getPet'), { method: 'GET', path: '/pets/{petId}' })
@@ -143,8 +143,8 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
     Object.assign(created, { deprecated: true, 'x-deprecated-at': '2026-11-21', 'x-sunset': '2031-06-01', 'x-successor-reason': 'none yet' })
   }, /event pet.created: the server does not retire events: a deprecated event would still be sent, so it is not marked deprecated/)
   t.equal(editedContract((d) => void delete (d as Partial<OpenAPIV3.Document>).paths).operations.size, 0, 'a document without paths has no operations')
-  t.throws(() => loadContract().urlOf('adoptPet'), /openapi.yaml has no operation adoptPet/)
-  t.throws(() => loadContract().urlOf('getPet'), /getPet's URL needs petId/)
+  t.throws(() => loadContract(oldestSpecPath).urlOf('adoptPet'), /^contract\/versions\/1\.overlay\.yaml has no operation adoptPet$/)
+  t.throws(() => loadContract(oldestSpecPath).urlOf('getPet'), /getPet's URL needs petId/)
 })
 
 /** The newest version's document after `edit`: what the server serves, edited. */
@@ -268,7 +268,7 @@ t.test('the server runs the generated validators: without them it does not start
   await t.rejects(
     async () => await app.ready(),
     new RegExp(
-      `validators/get_v${first!.version[0]}_pets_headers\\.cjs is missing: generated/ does not match ${first!.file.replaceAll('.', '\\.')}; run npm run generate`,
+      `validators/get_v${first!.version[0]}_pets_headers\\.cjs is missing: generated/ does not match the contract \\(openapi\\.yaml, contract/versions/\\); run npm run generate`,
     ),
   )
   t.equal(

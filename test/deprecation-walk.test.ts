@@ -1,7 +1,7 @@
 /**
  * The walk of docs/compatibility.md (Deprecation and sunsets), on a copy of the project in a
  * temporary folder: version 2's listCategories, a paged list, is deprecated by its markers, its
- * 410 and the lifecycle headers of its 200, in contract/shared/categories.yaml. The contract
+ * 410 and the lifecycle headers of its 200, in openapi.yaml. The contract
  * model, `npm run generate` and the breaking-change gate take it; the server sends a page's next
  * link and the lifecycle links in one Link, the last page the lifecycle links alone, every answer
  * checked against the document. With the markers alone, the start, the gate and the lint refuse
@@ -10,11 +10,11 @@
 import { execFileSync } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, join, relative } from 'node:path'
+import { join, relative } from 'node:path'
 import t from 'tap'
 import { checkBreaking } from '../scripts/check-breaking.js'
 import { generate } from '../scripts/generate.js'
-import { bundledSpec, loadContract, sharedDirOf, specPaths } from '../src/contract/load.js'
+import { bundledSpec, loadContract, specPaths } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
 import { generatedCompilers } from '../src/http/compilers.js'
 import { build, call, testKey } from './helpers/app.js'
@@ -24,7 +24,7 @@ import { keptAsMade } from './helpers/project.js'
 
 t.setTimeout(900_000)
 
-/** The steps, as written in contract/shared/categories.yaml: what each finds in listCategories,
+/** The steps, as written in openapi.yaml: what each finds in listCategories,
  * and what it writes there instead. */
 const markers: [string, string] = [
   '      operationId: listCategories\n',
@@ -55,7 +55,7 @@ const headers: [string, string] = [
 ]
 
 /**
- * The project (its served documents and their shared parts, its code and generated/), copied
+ * The project (openapi.yaml, the overlays of the older versions, its code and generated/), copied
  * into a folder of its own, once for the walks of this file: each walk starts from the copy as
  * it was made (a git repository of its own, one commit, put back before each: the walks run one
  * at a time, as tap runs the subtests of a file). Its code compiled there once
@@ -65,8 +65,7 @@ const headers: [string, string] = [
 const copied = (() => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-deprecation-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  for (const spec of specPaths) cpSync(spec, join(dir, basename(spec)))
-  for (const part of ['src', 'generated', 'contract', 'package.json', 'test/run/compile.mjs'])
+  for (const part of ['openapi.yaml', 'src', 'generated', 'contract', 'package.json', 'test/run/compile.mjs'])
     cpSync(join(projectRoot, part), join(dir, part), { recursive: true })
   // (what generated modules require, found from beside them)
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'))
@@ -76,23 +75,99 @@ const copied = (() => {
   return { dir, reset }
 })()
 
-/** The copy of the project, put back as it was made, with `steps` made in listCategories; the
- * path of each copied document, oldest first, and the YAML lines the steps added and changed. */
-function deprecated(steps: [string, string][]) {
+/** The lifecycle components, as written in openapi.yaml when its first operation is deprecated
+ * (docs/compatibility.md): the 410 and the headers of a deprecated operation's answers. */
+const components = {
+  responses: `    Gone:
+      description: |
+        This deprecated operation is gone (code \`gone\`): its sunset (\`x-sunset\`, 00:00 UTC)
+        has passed, or it is in one of its brownouts (\`x-brownouts\`), when it already answers
+        as it will after its sunset. The request was authenticated but not carried out. \`Link\`
+        names the successor and the documentation page.
+      headers:
+        Deprecation:
+          $ref: '#/components/headers/Deprecation'
+        Sunset:
+          $ref: '#/components/headers/Sunset'
+        Link:
+          $ref: '#/components/headers/LifecycleLink'
+        X-Content-Type-Options:
+          $ref: '#/components/headers/XContentTypeOptions'
+        Cache-Control:
+          $ref: '#/components/headers/CacheControl'
+        RateLimit-Policy:
+          $ref: '#/components/headers/RateLimitPolicy'
+        RateLimit:
+          $ref: '#/components/headers/RateLimit'
+        Access-Control-Allow-Origin:
+          $ref: '#/components/headers/Access-Control-Allow-Origin'
+        Access-Control-Expose-Headers:
+          $ref: '#/components/headers/AccessControlExposeHeaders'
+        Vary:
+          $ref: '#/components/headers/Vary'
+        API-Stability:
+          $ref: '#/components/headers/ApiStabilityWhenMarked'
+      content:
+        application/json:
+          schema:
+            $ref: '#/components/schemas/Error'
+          example:
+            code: gone
+            message: 'listCategories was removed on 2027-07-05 (its sunset)'
+            status: 410
+`,
+  headers: `    Deprecation:
+      description: |
+        When this operation was deprecated, as \`@\` followed by Unix seconds (RFC 9745).
+      required: true
+      schema:
+        type: string
+        maxLength: 13
+        pattern: ^@[0-9]{1,12}$
+      example: '@1799020800'
+    Sunset:
+      description: When this operation will be removed, as an HTTP date (RFC 8594).
+      required: true
+      schema:
+        type: string
+        maxLength: 29
+        pattern: ^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT$
+      example: Mon, 05 Jul 2027 00:00:00 GMT
+    LifecycleLink:
+      description: |
+        The successor operation (\`rel="successor-version"\`) and the documentation
+        page (\`rel="deprecation"\`), RFC 8288. On a page of a list that has more, the
+        next page's link (\`rel="next"\`) comes first, in the same field.
+      required: true
+      schema:
+        type: string
+        maxLength: 500
+        pattern: ^<[^>]+>; rel="[a-z-]+"
+      example: </v2/docs/>; rel="deprecation"; type="text/html"
+`,
+}
+
+/** The copy of the project, put back as it was made, with `steps` made in listCategories (and,
+ * `withComponents`, the lifecycle components added); the path of each copied document, oldest
+ * first, and the YAML lines the steps added and changed in listCategories. */
+function deprecated(steps: [string, string][], withComponents = true) {
   const { dir } = copied
   copied.reset()
-  const specs = specPaths.map((spec) => join(dir, basename(spec)))
-  const file = join(sharedDirOf(specs[0]!), 'categories.yaml')
+  const specs = specPaths.map((spec) => join(dir, relative(projectRoot, spec)))
+  const file = specs.at(-1)!
   const before = readFileSync(file, 'utf8')
-  // (listCategories is the first operation of the file: each step is made before the next one's)
+  // (listCategories is the first operation of its path item: each step is made in it)
+  const start = before.indexOf('  /categories:\n')
   const end = before.indexOf('operationId: createCategory')
-  let list = before.slice(0, end)
+  let list = before.slice(start, end)
   for (const [found, written] of steps) {
     if (!list.includes(found)) throw new Error(`listCategories has no ${found}`)
     list = list.replace(found, written)
   }
-  writeFileSync(file, list + before.slice(end))
-  const [was, is] = [before, list + before.slice(end)].map((text) => text.split('\n'))
+  let edited = before.slice(0, start) + list + before.slice(end)
+  if (withComponents) for (const [section, text] of Object.entries(components)) edited = edited.replace(`\n  ${section}:\n`, (found) => `${found}${text}`)
+  writeFileSync(file, edited)
+  const [was, is] = [before.slice(start, end), list].map((text) => text.split('\n'))
   return { dir, specs, added: is!.length - was!.length, changed: was!.filter((line) => !is!.includes(line)).length }
 }
 
@@ -150,13 +225,13 @@ t.test('the gate takes the walk: the Link of its 200 changes with its deprecatio
 })
 
 t.test('with its markers alone, the start, the gate and the lint refuse it in the same words, each naming what to add', async (t) => {
-  const { dir, specs } = deprecated([markers])
+  const { dir, specs } = deprecated([markers], false)
   const refusals = [
     "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
     "response 200 does not document Deprecation, Sunset: add Deprecation: $ref '#/components/headers/Deprecation', Sunset: $ref '#/components/headers/Sunset' to its headers",
     `response 200 documents a Link that does not admit \`${lifecycleLink}\` nor \`</v2/categories?limit=1&after=1>; rel="next", ${lifecycleLink}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
   ]
-  const lines = refusals.map((message) => `openapi-v2.yaml: operation listCategories: ${message}`)
+  const lines = refusals.map((message) => `openapi.yaml: operation listCategories: ${message}`)
 
   // (the copy's server, as compiled there)
   const server = launch(t, relative(projectRoot, join(dir, '.build', 'src', 'server.js')), [], { DATABASE_URL: 'sqlite::memory:', API_KEYS: 'k', PORT: '0' })
@@ -168,7 +243,7 @@ t.test('with its markers alone, the start, the gate and the lint refuse it in th
   t.notOk(gate.ok)
   t.notOk(gate.servable)
   t.strictSame(
-    gate.lines.filter((line) => line.startsWith('openapi-v2.yaml: ')),
+    gate.lines.filter((line) => line.startsWith('openapi.yaml: ')),
     lines,
     'the gate',
   )

@@ -3,6 +3,7 @@ import { chromium } from 'playwright-core'
 import t from 'tap'
 import { loadContract } from '../src/contract/load.js'
 import { build, testKey } from './helpers/app.js'
+import { oldestSpecPath } from './helpers/spec.js'
 
 /** Debian's Chromium (apt-get install chromium); CI installs it and sets REQUIRE_BROWSER=1. */
 const executablePath = '/usr/bin/chromium'
@@ -39,7 +40,7 @@ t.test(
     t.strictSame(documents, ['/v1/docs/json'], 'the page shows its copy of the published spec, and no other document')
     t.strictSame(await page.locator('.topbar select option').allInnerTexts(), ['Pet Store Service — version 1'], 'so does the definition menu')
     t.match(await page.locator('.info .title').innerText(), /^Pet Store Service — version 1/, 'and the heading')
-    const { operations, document } = loadContract()
+    const { operations, document } = loadContract(oldestSpecPath)
     const webhooks = Object.keys((document as unknown as { webhooks: object }).webhooks)
     t.equal(await page.locator('.opblock').count(), operations.size + webhooks.length, 'every operation, and every webhook')
     t.equal(await page.locator('.opblock', { hasText: 'pet.status_changed' }).count(), 1, 'a webhook among them, by its name')

@@ -14,7 +14,7 @@ t.test('the error codes are one catalogue, shared by every version; a code an ol
   }
   const [older, newest] = loadContracts().map(catalogue)
   t.strictSame(newest!.codes, Object.keys(errorStatus).sort(), 'the newest: every code')
-  t.strictSame(older, newest, 'the older: the same (contract/shared/common.yaml)')
+  t.strictSame(older, newest, 'the older: the same (its overlay leaves them as they are)')
   t.match(older!.description, '`category_name_taken` (409, another category has this name; version 2 on)')
   for (const { codes, description } of [older!, newest!]) {
     for (const name of codes) t.match(description, `\`${name}\` (${errorStatus[name as ErrorCode]}`, `${name}, with its status`)

@@ -12,8 +12,9 @@ import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { runMain } from './helpers/main.js'
 import { run, startServer } from './helpers/processes.js'
 import { main } from '../scripts/keys.js'
+import { oldestSpecPath } from './helpers/spec.js'
 
-const { defaults } = loadContract().roles
+const { defaults } = loadContract(oldestSpecPath).roles
 const keyPattern = /^pet_[0-9a-f]{8}_[A-Za-z0-9_-]{32}$/
 const isoSecond = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/
 

@@ -6,9 +6,9 @@ import { type OperationDefinition } from '../src/contract/model.js'
 import { deref } from '../src/contract/pointer.js'
 import { lifecycleHeaders, retirement } from '../src/http/lifecycle-headers.js'
 import { build, call, testKey } from './helpers/app.js'
-import { editedContract } from './helpers/spec.js'
+import { editedContract, oldestSpecPath } from './helpers/spec.js'
 
-const getPet = loadContract().operations.get('getPet')!
+const getPet = loadContract(oldestSpecPath).operations.get('getPet')!
 
 /** openapi.yaml with one operation's definition changed, loaded as the server loads it. */
 const withOperation = (id: string, change: (definition: OperationDefinition) => OperationDefinition) =>
@@ -122,7 +122,7 @@ t.test('lifecycle markers are read from the spec: editing the YAML changes the h
 })
 
 t.test('the store orders are experimental: every response of theirs says so, from the spec', async (t) => {
-  const contract = loadContract()
+  const contract = loadContract(oldestSpecPath)
   for (const id of ['placeOrder', 'getOrder', 'listOrders', 'updateOrder']) {
     t.equal(contract.operations.get(id)!.definition['x-stability'], 'experimental', `${id} is marked in openapi.yaml`)
   }
@@ -273,7 +273,7 @@ t.test('the changelog is served without a key, as Markdown, and the spec links i
     response.body,
     /^## Deprecations and sunsets in force\n\n- version 1: `getPet` \(GET \/pets\/\{petId\}\): deprecated on 2026-11-21; removed on 2030-12-05/m,
   )
-  const document = loadContract().document as { externalDocs?: { url: string } }
+  const document = loadContract(oldestSpecPath).document as { externalDocs?: { url: string } }
   t.equal(new URL(document.externalDocs!.url).pathname, '/v1/changelog')
 })
 

@@ -4,10 +4,12 @@
  * (src/contract/overlay.ts): version 2 as served, with 1.overlay.yaml applied, is version 1 as
  * served; then each rule of the applier on small documents of its own.
  */
-import { readFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
+import { loadContract } from '../src/contract/load.js'
 import { applyOverlay } from '../src/contract/overlay.js'
 import { generatedDir, projectRoot } from '../src/core/paths.js'
 
@@ -24,25 +26,65 @@ function keyOrderDifferences(a: unknown, b: unknown, path = ''): string[] {
 /** the small overlay of `actions` */
 const overlay = (...actions: unknown[]) => ({ overlay: '1.0.0', info: { title: 'test', version: '1' }, actions })
 
-t.test('version 2 as served, with contract/versions/1.overlay.yaml applied, is version 1 as served', async (t) => {
+t.test('version 2 as served, with contract/versions/1.overlay.yaml applied, is version 1 as served: its last release, key for key', async (t) => {
   const v2 = read(join(generatedDir, 'v2', 'openapi.yaml'))
   const v1 = read(join(generatedDir, 'v1', 'openapi.yaml'))
   const { document, unmatched } = applyOverlay(v2, read(join(projectRoot, 'contract', 'versions', '1.overlay.yaml')), 'contract/versions/1.overlay.yaml')
   t.strictSame(document, v1, 'the same document')
+  t.strictSame(keyOrderDifferences(document, v1), [], 'in the same order')
   t.strictSame(unmatched, [], 'every action selects something in version 2')
   t.strictSame(v2, read(join(generatedDir, 'v2', 'openapi.yaml')), 'version 2 is left as it was')
+  const released = read(join(projectRoot, 'contract', 'released', `${(v1 as { info: { version: string } }).info.version}.yaml`))
+  t.strictSame(v1, released, 'version 1 as released')
   // Key order: the same in every object but these. A key that Overlay 1.0 adds goes after the
   // object's own keys, and no action moves a key (1.0 has no copy, and a key removed then added
-  // again goes last), so putting one in version 1's place would mean writing again, whole, every
+  // again goes last), so putting one in the release's place would mean writing again, whole, every
   // key after it: here most of the document. Version 1's `x-examples-order` (a list of names,
   // written anew) comes last instead of before `paths`; getPet's path item, its headers, its
-  // parameter and its 410 last in theirs. `components` and its `schemas` are in version 1's
-  // order only as its bundling left them (the same keys).
+  // parameter and its 410 last in theirs; the components version 2 has first, then those it adds;
+  // Pet's `categoryId` and `required` after the properties version 2 has.
   t.strictSame(
-    keyOrderDifferences(document, v1),
-    ['', '/paths', '/components', '/components/headers', '/components/parameters', '/components/responses', '/components/schemas'],
-    'key order: the same but where a key is added, and in components',
+    keyOrderDifferences(released, v1),
+    [
+      '',
+      '/paths',
+      '/components',
+      '/components/headers',
+      '/components/schemas',
+      '/components/schemas/Pet',
+      '/components/schemas/Pet/properties',
+      '/components/parameters',
+      '/components/responses',
+    ],
+    'key order: as released but where a key is added, and in components',
   )
+  const v2Released = read(join(projectRoot, 'contract', 'released', `${(v2 as { info: { version: string } }).info.version}.yaml`))
+  t.strictSame(v2, v2Released, 'version 2 as released')
+  t.strictSame(keyOrderDifferences(v2Released, v2), [], 'in its order')
+})
+
+t.test('the loader refuses an overlay that is none, one whose action selects nothing, one whose name says another major', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-overlay-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  cpSync(join(projectRoot, 'openapi.yaml'), join(dir, 'openapi.yaml'))
+  mkdirSync(join(dir, 'contract', 'versions'), { recursive: true })
+  const text = readFileSync(join(projectRoot, 'contract', 'versions', '1.overlay.yaml'), 'utf8')
+  const at = (name: string, written: string) => {
+    const file = join(dir, 'contract', 'versions', name)
+    writeFileSync(file, written)
+    return file
+  }
+  t.throws(() => loadContract(at('1.overlay.yaml', text.replace('overlay: 1.0.0', 'overlay: 2.0.0')), false), {
+    message: 'contract/versions/1.overlay.yaml: overlay: overlay is "2.0.0": this applier reads Overlay 1.0.x (overlay: 1.0.0)',
+  })
+  const actions = (parse(text) as { actions: unknown[] }).actions.length
+  t.throws(() => loadContract(at('1.overlay.yaml', `${text}  - target: $.nothing\n    remove: true\n`), false), {
+    message: `contract/versions/1.overlay.yaml: overlay: actions[${actions}] ($.nothing) select(s) nothing in the document of openapi.yaml: an overlay's every action must fit the document it applies to`,
+  })
+  rmSync(join(dir, 'contract', 'versions', '1.overlay.yaml'))
+  t.throws(() => loadContract(at('3.overlay.yaml', text), false), {
+    message: /^contract\/versions\/3\.overlay\.yaml: info\.version: info\.version 1\.3\.0 is of major version 1, which the overlay's name does not say/,
+  })
 })
 
 t.test('update: merged into each object selected, in the order of the actions', async (t) => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { Validator as UpstreamValidator } from '@seriousme/openapi-schema-validator'
 import t from 'tap'
 import { configValidator } from '../src/core/config.js'
@@ -26,30 +26,37 @@ t.test('each spec: the document parsed at generate time is the one parsing gives
     // generated/ missing, or made from another text: the YAML is bundled
     t.strictSame(loadContract(specPath, emptyDir()).document, parsed.document)
   }
-  // made from its own text as it is, but from a shared file as it was: bundled anew
+  // the oldest, an overlay: made from its own text as it is, but from openapi.yaml as it was: made anew
   const specPath = specPaths[0]!
+  const name = relative(projectRoot, specPath)
   const parsed = loadContract(specPath, false)
   const sha256 = (file: string) => createHash('sha256').update(readFileSync(file, 'utf8')).digest('hex')
-  const recorded = (sources: Record<string, string>) => {
+  const recorded = (sources: Record<string, string>, spec = name, document: object = parsed.document) => {
     const dir = emptyDir()
     mkdirSync(join(dir, 'v1'))
     writeFileSync(
       join(dir, 'v1', parsedSpecModule),
-      `module.exports = ${JSON.stringify({ sources, documentJson: JSON.stringify({ ...parsed.document, recorded: true }) })}`,
+      `module.exports = ${JSON.stringify({ spec, sources, documentJson: JSON.stringify({ ...document, recorded: true }) })}`,
     )
     writeFileSync(join(dir, 'v1', 'openapi.yaml'), 'the text recorded')
     return dir
   }
-  const shared = 'contract/shared/common.yaml'
-  const own = { 'openapi.yaml': sha256(specPath) }
-  t.strictSame(loadContract(specPath, recorded({ ...own, [shared]: 'other' })).document, parsed.document, 'a shared file changed since')
+  const base = 'openapi.yaml'
+  const own = { [name]: sha256(specPath) }
+  t.strictSame(loadContract(specPath, recorded({ ...own, [base]: 'other' })).document, parsed.document, 'the document it applies to changed since')
   t.strictSame(
-    loadContract(specPath, recorded({ 'openapi.yaml': 'other', [shared]: sha256(join(projectRoot, shared)) })).document,
+    loadContract(specPath, recorded({ [name]: 'other', [base]: sha256(join(projectRoot, base)) })).document,
     parsed.document,
     'its own text changed since',
   )
-  t.strictSame(loadContract(specPath, recorded({ ...own, 'contract/shared/gone.yaml': 'x' })).document, parsed.document, 'a source that is no more')
-  const current = loadContract(specPath, recorded({ ...own, [shared]: sha256(join(projectRoot, shared)) }))
+  t.strictSame(loadContract(specPath, recorded({ ...own, 'contract/versions/gone.yaml': 'x' })).document, parsed.document, 'a source that is no more')
+  const everySource = { ...own, [base]: sha256(join(projectRoot, base)) }
+  t.strictSame(
+    loadContract(specPath, recorded({ [base]: everySource[base] }, base, loadContract(newestSpecPath, false).document)).document,
+    { ...parsed.document, recorded: true },
+    "another document's, made of the same files, is not taken for its own; the document it applies to is",
+  )
+  const current = loadContract(specPath, recorded(everySource))
   t.strictSame(
     [current.document, current.source],
     [{ ...parsed.document, recorded: true }, 'the text recorded'],

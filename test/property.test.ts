@@ -1,5 +1,5 @@
 /**
- * Requests generated from each served document (openapi.yaml, openapi-v2.yaml: every version the
+ * Requests generated from each served document (openapi.yaml and each older major's overlay: every version the
  * server serves, each under its base path), valid and broken, sent as bytes over TCP to a
  * listening server, on each store. Whatever a client sends, the answer is never a 5xx; its
  * status is one the spec documents for the request and the one the spec's rules call for (a

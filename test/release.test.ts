@@ -12,23 +12,29 @@ import { bundledSpec, bundleText } from '../src/contract/load.js'
 import { filesIn, generate } from '../scripts/generate.js'
 import { correct, main, release, servedBeside, withVersion } from '../scripts/release.js'
 import { changelogPath, generatedDir, projectRoot, specPath } from '../src/core/paths.js'
+import { specPaths } from '../src/contract/load.js'
 import { runMain } from './helpers/main.js'
 import { run } from './helpers/processes.js'
 
 t.setTimeout(900_000)
 
 /** A copy of the project's contract files as they were when 1.0.0 was the only release (the
- * spec as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry alone); `release` of it.
- * The spec is the document as served, one file to edit; with `shared`, as written: its own file
- * and the shared parts beside it. */
-function project(t: Test, { shared = false } = {}) {
+ * oldest major's document as it is now, 1.0.0 alone released, the changelog's 1.0.0 entry
+ * alone); `release` of it. The spec is the document as served, one file to edit; with `overlay`,
+ * as written: its overlay, and openapi.yaml it applies to. */
+function project(t: Test, { overlay = false } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-release-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const files = { spec: join(dir, 'openapi.yaml'), released: join(dir, 'released'), changelog: join(dir, 'CHANGELOG.md') }
-  if (shared) {
-    cpSync(specPath, files.spec)
-    cpSync(join(projectRoot, 'contract', 'shared'), join(dir, 'contract', 'shared'), { recursive: true })
-  } else writeFileSync(files.spec, bundleText(bundledSpec(specPath).document))
+  const oldest = specPaths[0]!
+  const files = {
+    spec: join(dir, overlay ? relative(projectRoot, oldest) : 'openapi.yaml'),
+    released: join(dir, 'released'),
+    changelog: join(dir, 'CHANGELOG.md'),
+  }
+  if (overlay) {
+    cpSync(specPath, join(dir, 'openapi.yaml'))
+    cpSync(join(projectRoot, 'contract', 'versions'), join(dir, 'contract', 'versions'), { recursive: true })
+  } else writeFileSync(files.spec, bundleText(bundledSpec(oldest).document))
   mkdirSync(files.released)
   cpSync(join(releasedDir, '1.0.0.yaml'), join(files.released, '1.0.0.yaml'))
   const changelog = readFileSync(changelogPath, 'utf8')
@@ -43,7 +49,7 @@ function project(t: Test, { shared = false } = {}) {
 }
 
 const repoState = () => ({
-  spec: readFileSync(specPath, 'utf8'),
+  spec: specPaths.map((path) => readFileSync(path, 'utf8')),
   released: readdirSync(releasedDir).sort(),
   changelog: readFileSync(changelogPath, 'utf8'),
   generated: filesIn(generatedDir).map((file) => readFileSync(join(generatedDir, file), 'utf8')),
@@ -55,7 +61,10 @@ t.test('refusals write nothing: not a version, not above the last release, a maj
   const state = files.untouched()
   await t.rejects(
     release({ version: '3.0.0' }),
-    { message: /^no served document is of major version 3: write it first \(docs\/compatibility.md\), beside openapi.yaml, openapi-v2.yaml$/ },
+    {
+      message:
+        /^no served document is of major version 3: make it first \(docs\/changing-the-api.md\), beside contract\/versions\/1.overlay.yaml, openapi.yaml$/,
+    },
     'a major without its document',
   )
   await t.rejects(release({ ...files, version: 'v1.1' }), { message: '"v1.1" is not a version MAJOR.MINOR.PATCH' }, 'a usage error')
@@ -170,15 +179,23 @@ t.test('release 1.1.0, then 1.2.0: the contract, info.version and the changelog 
   t.ok(existsSync(join(files.released, '1.2.0.yaml')))
 })
 
-t.test('a document with shared parts: its own file gets the version, the release is the document as served, one file', async (t) => {
-  const files = project(t, { shared: true })
+t.test('an older major, an overlay: the version it gives is set, the release is the document as served', async (t) => {
+  const files = project(t, { overlay: true })
   const own = readFileSync(files.spec, 'utf8')
   const released = await release({ ...files, version: '1.1.0' })
   t.ok(released.ok, released.lines.join('\n'))
-  t.equal(readFileSync(files.spec, 'utf8'), withVersion(own, '1.1.0'), 'only info.version changed, its shared parts referred to as before')
+  const written = readFileSync(files.spec, 'utf8')
+  t.equal(written, withVersion(own, '1.1.0'), 'only the versions changed')
+  t.strictSame(
+    own.split('\n').filter((line) => !written.split('\n').includes(line)),
+    ['  version: 1.3.0', '      version: 1.3.0'],
+    "the overlay's own version and the one its action on $.info gives",
+  )
   const served = bundledSpec(files.spec)
-  t.equal(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), bundleText(served.document), 'the bundle, released')
-  t.notMatch(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), /contract\/shared/, 'no $ref outside it')
+  t.equal(served.document.info.version, '1.1.0')
+  t.equal(readFileSync(join(files.released, '1.1.0.yaml'), 'utf8'), bundleText(served.document), 'the document as served, released')
+  t.strictSame((await generate(files.generated, servedBeside(files.spec))).changed, [], 'generated/ beside it is as npm run generate makes it')
+  t.throws(() => withVersion('overlay: 1.0.0\ninfo:\n  version: 1.0.0\nactions: []\n', '1.1.0'), /the overlay has no action on \$\.info that sets version/)
 })
 
 t.test('a generated/ that cannot be made anew: released all the same, the last line says what to run', async (t) => {

@@ -86,7 +86,7 @@ t.test('a kit type the generated one no longer equals, and a call of an operatio
 
   const program = 'test/fixtures/sdk/v2/openapi-typescript.ts'
   const differs = (type: string, check: string) =>
-    `${type} in test/fixtures/sdk/v2/client-kit-v2.ts differs from what openapi-typescript generates from openapi-v2.yaml (${check} at ${linesOf(program, `${check}(`)[0]}): write it as the spec now says`
+    `${type} in test/fixtures/sdk/v2/client-kit-v2.ts differs from what openapi-typescript generates from openapi.yaml (${check} at ${linesOf(program, `${check}(`)[0]}): write it as the spec now says`
   t.strictSame(
     v2Failures,
     [differs('NewPet', "sameType<Body<paths['/pets']['post']>, NewPet>"), differs('Pet', 'exactly<Pet>'), differs('Pet', 'exactly<Pet[]>')],
@@ -125,7 +125,7 @@ t.test('an operation a program does not call is named with the files to add its 
   t.strictSame(
     uncalled(clientOf(changed(v2, v2.file, photos), openapiTypescript), everyOther),
     [
-      "listPetPhotos (GET /pet-photos) of openapi-v2.yaml: the openapi-typescript program of v2 does not call it: add its call to test/fixtures/sdk/v2/openapi-typescript.ts (or, as an order's or a webhook's, every version's, to test/fixtures/sdk/orders-webhooks/openapi-typescript.ts) and what it must report to test/fixtures/sdk/v2/expected.ts",
+      "listPetPhotos (GET /pet-photos) of openapi.yaml: the openapi-typescript program of v2 does not call it: add its call to test/fixtures/sdk/v2/openapi-typescript.ts (or, as an order's or a webhook's, every version's, to test/fixtures/sdk/orders-webhooks/openapi-typescript.ts) and what it must report to test/fixtures/sdk/v2/expected.ts",
     ],
     'in a version with programs of its own: its program and expected.ts',
   )

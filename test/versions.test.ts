@@ -87,11 +87,11 @@ t.test("get-pet: version 1 reads one pet by listPets with its id; a new pet's Lo
 t.test('deriving: an operation served by no handler stops the start; refusals pass; schemas and URLs come down', async (t) => {
   const listPets: AnyHandler = () => ({ status: 200, body: [tom], headers: { Link: '</v2/pets?limit=1&after=2>; rel="next"' } })
   const versions = deriveVersions([v1, v2], changes)
-  t.throws(() => versions.derive({ listPets }, v1), /operation createPet of version 1 is served by no handler: no handler serves createPet of openapi-v2.yaml/)
+  t.throws(() => versions.derive({ listPets }, v1), /operation createPet of version 1 is served by no handler: no handler serves createPet of openapi.yaml/)
   const everyV1 = Object.fromEntries([...v1.operations.keys()].map((id) => [id, listPets]))
   t.throws(
     () => deriveVersions([v1, v2], []).derive(everyV1, v1),
-    /operation getPet of version 1 is served by no handler: openapi-v2.yaml has no getPet, and no change in src\/versions\/ says what serves it/,
+    /operation getPet of version 1 is served by no handler: openapi.yaml has no getPet, and no change in src\/versions\/ says what serves it/,
     'an operation the newer document lacks',
   )
   const refusing: AnyHandler = async () => new ApiError('not_found', 'gone')
@@ -162,19 +162,19 @@ t.test('a change that names what its versions lack is refused at start, each nam
   const refused = (declared: Parameters<typeof change>[0]) => (t.throws(() => deriveVersions([v1, v2], [change(declared)])) as Error).message
   t.match(
     refused({ version: 1, schemas: { Pett: {} } }),
-    /version change test-change changes the schema Pett, which openapi.yaml and openapi-v2.yaml do not both have/,
+    /version change test-change changes the schema Pett, which contract\/versions\/1\.overlay\.yaml and openapi.yaml do not both have/,
   )
   t.match(
     refused({ version: 1, schemas: { Category: {} } }),
-    /changes the schema Category, which openapi.yaml and openapi-v2.yaml do not both have/,
+    /changes the schema Category, which contract\/versions\/1\.overlay\.yaml and openapi.yaml do not both have/,
     'one version only',
   )
-  t.match(refused({ version: 1, operations: { getPett: {} } }), /changes the operation getPett, which openapi.yaml does not have/)
-  t.match(refused({ version: 1, servedBy: { getPett: 'listPets' } }), /serves the operation getPett, which openapi.yaml does not have/)
-  t.match(refused({ version: 1, servedBy: { getPet: 'findPets' } }), /serves getPet by findPets, which openapi-v2.yaml does not have/)
+  t.match(refused({ version: 1, operations: { getPett: {} } }), /changes the operation getPett, which contract\/versions\/1\.overlay\.yaml does not have/)
+  t.match(refused({ version: 1, servedBy: { getPett: 'listPets' } }), /serves the operation getPett, which contract\/versions\/1\.overlay\.yaml does not have/)
+  t.match(refused({ version: 1, servedBy: { getPet: 'findPets' } }), /serves getPet by findPets, which openapi.yaml does not have/)
   t.match(
     refused({ version: 1, events: { 'pet.deleted': (fields) => fields } }),
-    /changes the event pet.deleted, which openapi.yaml and openapi-v2.yaml do not both have/,
+    /changes the event pet.deleted, which contract\/versions\/1\.overlay\.yaml and openapi.yaml do not both have/,
   )
   const twice = t.throws(() => deriveVersions([v1, v2], [change({ version: 1, schemas: { Pet: {} }, servedBy: { getPet: 'listPets' } }), ...changes])) as Error
   t.match(twice.message, /changes the schema Pet, which another change of version 1 changes: write them as one/)
@@ -193,7 +193,7 @@ t.test('a breaking difference the gate found that no change covers stops the sta
   const noCategories = (t.throws(() => deriveVersions([v1, v2], without('category-object'), recorded)) as Error).message
   t.match(
     noCategories,
-    /openapi-v2.yaml against openapi.yaml: GET \/pets, response 200 body `category`: Property `categoryId` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/,
+    /openapi.yaml against contract\/versions\/1\.overlay\.yaml: GET \/pets, response 200 body `category`: Property `categoryId` was renamed to `category`\. \(property-removed at #\/components\/schemas\/Pet\/properties\/category\): no change of version 1 covers it: write schemas: \{ Pet: \{ down \} \}/,
   )
   t.match(
     noCategories,
@@ -319,12 +319,22 @@ t.test('the types hold a change to its two versions', async (t) => {
   t.strictSame([made.schemas, made.servedBy, made.operations, made.events], [{}, {}, {}, {}], 'what it does not declare, it leaves')
 })
 
-t.test('a start that fails once the storage is open closes it and says why: a change naming an operation version 1 lacks', async (t) => {
+t.test('a start refuses a change naming an operation version 1 lacks before it opens the storage', async (t) => {
   const renamed = structuredClone(v1.document) as unknown as { paths: Record<string, { get: { operationId: string } }> }
   renamed.paths['/pets/{petId}']!.get.operationId = 'readPet'
   await t.rejects(
     build(t, { contracts: [contractOf(renamed as never, { file: 'openapi.yaml' }), v2] }),
     /version change get-pet changes the operation getPet, which openapi.yaml does not have/,
+  )
+})
+
+t.test('a start that fails once the storage is open closes it and says why: an operation of version 1 nothing serves', async (t) => {
+  const twin = structuredClone(v1.document) as unknown as { paths: Record<string, { get: { operationId: string } }> }
+  twin.paths['/pets/{petId}/twin'] = structuredClone(twin.paths['/pets/{petId}']!)
+  twin.paths['/pets/{petId}/twin'].get.operationId = 'getPetTwin'
+  await t.rejects(
+    build(t, { contracts: [contractOf(twin as never, { file: v1.file }), v2] }),
+    /operation getPetTwin of version 1 is served by no handler: openapi\.yaml has no getPetTwin, and no change in src\/versions\/ says what serves it/,
   )
 })
 
@@ -365,14 +375,14 @@ t.test('a query parameter only the newest version declares is, sent to an older 
 t.test('served together: one document per major, all promising the same of the server', async (t) => {
   t.throws(
     () => servedTogether([v1, v1]),
-    /openapi.yaml \(major version 1\): .*openapi.yaml is of the same major version: each served document has a major of its own/,
+    /contract\/versions\/1\.overlay\.yaml \(major version 1\): .*1.overlay.yaml is of the same major version: each served document has a major of its own/,
   )
   const document = structuredClone(v2.document) as unknown as { 'x-service': { limits: { requestBodyBytes: number } } }
   document['x-service'].limits.requestBodyBytes = 1024
-  const other = contractOf(document as never, { file: 'openapi-v2.yaml' })
+  const other = contractOf(document as never, { file: 'openapi.yaml' })
   t.throws(
     () => servedTogether([v1, other]),
-    /openapi.yaml \(major version 1\): x-service states other limits than openapi-v2.yaml \(requestBodyBytes\): the documents served together must state the same/,
+    /contract\/versions\/1\.overlay\.yaml \(major version 1\): x-service states other limits than openapi.yaml \(requestBodyBytes\): the documents served together must state the same/,
   )
   // the roles a key holds are the newest document's: an older one asks none other, and sends each event to the same roles
   const roles = structuredClone(v1.document) as unknown as {
@@ -383,15 +393,15 @@ t.test('served together: one document per major, all promising the same of the s
   catalogue['pets:delete'] = { ...catalogue['pets:write'], default: false }
   catalogue['orders:read']!.default = !catalogue['orders:read']!.default
   roles.webhooks['pet.created']!.post['x-roles'] = ['orders:read']
-  const refused = t.throws(() => servedTogether([contractOf(roles as never, { file: 'openapi.yaml' }), v2])) as Error
-  t.match(refused.message, /x-roles has pets:delete, which openapi-v2.yaml lacks: a key holds the roles of the newest document/)
-  t.match(refused.message, /x-roles gives other default, first key's or staff roles than openapi-v2.yaml/)
-  t.match(refused.message, /event pet.created asks other roles than in openapi-v2.yaml/)
+  const refused = t.throws(() => servedTogether([contractOf(roles as never, { file: 'contract/versions/1.overlay.yaml' }), v2])) as Error
+  t.match(refused.message, /x-roles has pets:delete, which openapi.yaml lacks: a key holds the roles of the newest document/)
+  t.match(refused.message, /x-roles gives other default, first key's or staff roles than openapi.yaml/)
+  t.match(refused.message, /event pet.created asks other roles than in openapi.yaml/)
   const probed = structuredClone(v2.document) as unknown as { 'x-service': { health: { ready: string } } }
   probed['x-service'].health.ready = '/ready'
   t.throws(
-    () => servedTogether([v1, contractOf(probed as never, { file: 'openapi-v2.yaml' })]),
-    /x-service.health names other paths than openapi-v2.yaml: one server answers its probes at one place/,
+    () => servedTogether([v1, contractOf(probed as never, { file: 'openapi.yaml' })]),
+    /x-service.health names other paths than openapi.yaml: one server answers its probes at one place/,
   )
   t.strictSame(servedTogether([v2, v1]), [v1, v2], 'oldest first')
 })

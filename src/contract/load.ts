@@ -1,79 +1,107 @@
-/** A contract read from its files: its sources bundled into the document served, parsed once. */
+/**
+ * A contract read from its files. The newest major version's document is openapi.yaml, written
+ * whole; each older major N is derived from the next newer one by an OpenAPI Overlay,
+ * contract/versions/N.overlay.yaml (Overlay Specification 1.0.0, src/contract/overlay.ts). What
+ * is served, released, generated and linted is the document so made, parsed once.
+ */
 import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { basename, dirname, join, relative } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parse, stringify } from 'yaml'
 import { generatedDir, loadGenerated, projectRoot, specPath } from '../core/paths.js'
-import { bundle } from './bundle.js'
 import { type Contract, readContract } from './model.js'
+import { applyOverlay } from './overlay.js'
 import { ContractError } from './problems.js'
-import { majorOfSpecFile, versionText } from './version.js'
+import { parseVersion, versionText } from './version.js'
 
-/** The documents of `dir` the server serves, one per major version, oldest first, found by their
- * names (majorOfSpecFile): a new major version is a new file. */
-export const specPathsIn = (dir: string): string[] =>
-  readdirSync(dir)
-    .flatMap((name) => {
-      const major = majorOfSpecFile(name)
-      return major === undefined ? [] : [{ major, path: join(dir, name) }]
-    })
-    .sort((a, b) => a.major - b.major)
-    .map(({ path }) => path)
+/** The folder of the overlays that give the older majors, beside a project's openapi.yaml. */
+export const overlaysDirOf = (root: string) => join(root, 'contract', 'versions')
+const overlayName = /^([1-9][0-9]*)\.overlay\.yaml$/
 
-/** The hand-written documents the server serves, oldest first: each beside the others, at the
+/** The major version an overlay gives, by its file's name (`1.overlay.yaml`: 1), or undefined
+ * when `path` names no overlay (openapi.yaml, a document written whole). */
+export function majorOfOverlay(path: string): number | undefined {
+  const major = overlayName.exec(basename(path))?.[1]
+  return major === undefined ? undefined : Number(major)
+}
+
+/** The project folder of a served document's source: openapi.yaml's own folder, two above an overlay's. */
+export const rootOf = (path: string) => (majorOfOverlay(path) === undefined ? dirname(path) : dirname(dirname(dirname(path))))
+
+/** The major version of a served document's source: an overlay's by its name, a document's by
+ * its info.version (undefined when it has none). */
+export function majorOfSource(path: string): number | undefined {
+  const overlay = majorOfOverlay(path)
+  if (overlay !== undefined) return overlay
+  const { info } = (parsedYaml(readFileSync(path, 'utf8')) ?? {}) as { info?: { version?: unknown } }
+  return parseVersion(info?.version)?.[0]
+}
+
+/** The sources of the documents a project at `dir` serves, one per major version, oldest first:
+ * the overlay of each older major (contract/versions/N.overlay.yaml), then openapi.yaml, the
+ * newest. A new older major is a new overlay. */
+export function specPathsIn(dir: string): string[] {
+  const overlays = existsSync(overlaysDirOf(dir)) ? readdirSync(overlaysDirOf(dir)).filter((name) => overlayName.test(name)) : []
+  return [...overlays.map((name) => join(overlaysDirOf(dir), name)).sort((a, b) => majorOfOverlay(a)! - majorOfOverlay(b)!), join(dir, 'openapi.yaml')]
+}
+
+/** The sources of the documents the server serves, oldest first: each beside the others, at the
  * base path of its servers (`/v1`, `/v2`). */
 export const specPaths: readonly string[] = specPathsIn(projectRoot)
-/** The newest version's document: where the server team works; handlers are written against it
- * (generated/newest.ts). */
+/** The newest version's document, openapi.yaml: where the server team works; handlers are written
+ * against it (generated/newest.ts). */
 export const newestSpecPath = specPaths.at(-1)!
 
-/** The folder of the parts every version's document may use, written once (src/contract/bundle.ts),
- * beside a document: `contract/shared/` of the project for the served ones. */
-export const sharedDirOf = (spec: string) => join(dirname(spec), 'contract', 'shared')
+/** The source an overlay of major N applies to: the overlay of N+1 beside it, or openapi.yaml. */
+export function baseOf(overlay: string): string {
+  const next = join(dirname(overlay), `${majorOfOverlay(overlay)! + 1}.overlay.yaml`)
+  return existsSync(next) ? next : join(rootOf(overlay), 'openapi.yaml')
+}
 
-/** What generated/vN/openapi.cjs exports: a served document bundled at generate time, as JSON,
- * and the digest of each source it was made of, by its path beside the document. */
+/** What generated/vN/openapi.cjs exports: a served document made at generate time, as JSON; the
+ * source it was made of (relative to the project) and the digest of each file it was made from. */
 export interface ParsedSpec {
+  spec: string
   sources: Record<string, string>
   documentJson: string
 }
 
 export const parsedSpecModule = 'openapi.cjs'
-/** The bundle's text, served as it is: generated/vN/openapi.yaml */
+/** The document's text, served as it is: generated/vN/openapi.yaml */
 export const bundledSpecFile = 'openapi.yaml'
 
-/** A served document as the server and every tool read it: bundled from its sources. */
+/** A served document as the server and every tool read it: openapi.yaml, or an overlay applied. */
 export interface BundledSpec {
-  /** the bundle, as served */
+  /** the document's text, as served */
   source: string
   document: OpenAPIV3.Document
-  /** the digest of each source it is made of (the document's own file, and the shared files it
-   * took anything from), by its path beside the document */
+  /** the digest of each source it is made of (openapi.yaml, and the overlays down to its own), by
+   * its path in the project */
   sources: Record<string, string>
 }
 
-/** The text of a bundle: YAML, no string folded. */
+/** The text of a served document: YAML, no string folded. */
 export const bundleText = (document: unknown) => stringify(document, { lineWidth: 0, singleQuote: true })
 
-/** The text served of the bundle of `file`: bundleText, with the first line generated/ files carry. */
-const servedText = (file: string, document: unknown) =>
-  `# Generated by \`npm run generate\` from ${file} and contract/shared/. Do not edit: change those and regenerate.\n${bundleText(document)}`
+/** The text served of the document made of `files`: bundleText, with the first line generated/ files carry. */
+const servedText = (files: string[], document: unknown) =>
+  `# Generated by \`npm run generate\` from ${files.join(' and ')}. Do not edit: change those and regenerate.\n${bundleText(document)}`
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex')
 
-/** The document bundled by `npm run generate` from the sources as they are, when `dir` holds it
- * (in the folder of its version, generated/v1/...): parsing and bundling the YAML is a good part
- * of the start-up time; JSON.parse is a hundredth of it. `text`: the document's own. */
+/** The document made by `npm run generate` from the sources as they are, when `dir` holds it
+ * (in the folder of its version, generated/v1/...): parsing YAML and applying overlays is a good
+ * part of the start-up time; JSON.parse is a hundredth of it. `text`: the source's own. */
 function bundledAtGenerateTime(path: string, text: string, dir: string | false): BundledSpec | undefined {
   if (dir === false || !existsSync(dir)) return undefined
-  const beside = dirname(path)
-  const name = basename(path)
+  const root = rootOf(path)
+  const name = relative(root, path)
   for (const version of readdirSync(dir).filter((folder) => /^v[0-9]+$/.test(folder))) {
     const parsed = loadGenerated<ParsedSpec>(join(dir, version, parsedSpecModule))
-    if (parsed?.sources[name] !== sha256(text)) continue
+    if (parsed?.spec !== name || parsed.sources[name] !== sha256(text)) continue
     const current = Object.entries(parsed.sources).every(
-      ([file, digest]) => file === name || (existsSync(join(beside, file)) && sha256(readFileSync(join(beside, file), 'utf8')) === digest),
+      ([file, digest]) => file === name || (existsSync(join(root, file)) && sha256(readFileSync(join(root, file), 'utf8')) === digest),
     )
     if (current)
       return {
@@ -85,9 +113,9 @@ function bundledAtGenerateTime(path: string, text: string, dir: string | false):
   return undefined
 }
 
-/** The sources parsed lately, by their text: the tools bundle the same shared files again and
- * again in one process (the gate, a release, generate), and parsing YAML is most of a bundle's
- * time. Each caller gets a copy of its own; a few texts are kept, the latest. */
+/** The sources parsed lately, by their text: the tools read the same files again and again in
+ * one process (the gate, a release, generate), and parsing YAML is most of that time. Each caller
+ * gets a copy of its own; a few texts are kept, the latest. */
 const parsedTexts = new Map<string, unknown>()
 function parsedYaml(text: string): unknown {
   let parsed = parsedTexts.get(text)
@@ -99,30 +127,34 @@ function parsedYaml(text: string): unknown {
   return structuredClone(parsed)
 }
 
-/** The document at `path` bundled with the shared files beside it (contract/shared/): as `npm
- * run generate` bundled it (in `generated`, unless false) when its sources are the same, or
- * bundled now. `text`: the document's own text, where it is not yet what the file holds (a
- * release's candidate). */
+/** The document at `path` (openapi.yaml, or an overlay applied to the document of the next newer
+ * major): as `npm run generate` made it (in `generated`, unless false) when its sources are the
+ * same, or made now. `text`: the source's own text, where it is not yet what the file holds (a
+ * release's candidate). An overlay with an action that selects nothing is refused: it no longer
+ * fits the document it applies to. */
 export function bundledSpec(path: string, generated: string | false = false, text: string = readFileSync(path, 'utf8')): BundledSpec {
   const made = bundledAtGenerateTime(path, text, generated)
   if (made !== undefined) return made
-  const dir = sharedDirOf(path)
-  const shared = existsSync(dir)
-    ? readdirSync(dir)
-        .filter((name) => name.endsWith('.yaml'))
-        .sort()
-        .map((name) => join(dir, name))
-    : []
-  const texts = new Map([[path, text]])
-  const parsed = new Map<string, unknown>()
-  const read = (file: string) => {
-    if (!texts.has(file)) texts.set(file, readFileSync(file, 'utf8'))
-    if (!parsed.has(file)) parsed.set(file, parsedYaml(texts.get(file)!))
-    return parsed.get(file)
+  const name = relative(rootOf(path), path)
+  if (majorOfOverlay(path) === undefined) {
+    const document = parsedYaml(text)
+    return { source: servedText([name], document), document: document as OpenAPIV3.Document, sources: { [name]: sha256(text) } }
   }
-  const { document, files } = bundle({ root: path, shared, read })
-  const sources = Object.fromEntries(files.map((file) => [relative(dirname(path), file), sha256(texts.get(file)!)]))
-  return { source: servedText(basename(path), document), document: document as unknown as OpenAPIV3.Document, sources }
+  const base = bundledSpec(baseOf(path), generated)
+  let applied: ReturnType<typeof applyOverlay>
+  try {
+    applied = applyOverlay(base.document, parsedYaml(text), 'overlay')
+  } catch (error) {
+    // (the applier's message begins with the name it was given: `overlay: actions[2] (...) ...`)
+    const [where, ...rest] = (error as Error).message.split(': ')
+    throw new ContractError(name, [{ rule: 'overlay', path: [], where: where!, message: rest.join(': ') }])
+  }
+  if (applied.unmatched.length > 0) {
+    const message = `${applied.unmatched.join(', ')} select(s) nothing in the document of ${relative(rootOf(path), baseOf(path))}: an overlay's every action must fit the document it applies to`
+    throw new ContractError(name, [{ rule: 'overlay', path: ['actions'], where: 'overlay', message }])
+  }
+  const sources = { ...base.sources, [name]: sha256(text) }
+  return { source: servedText(Object.keys(sources), applied.document), document: applied.document as OpenAPIV3.Document, sources }
 }
 
 /** The contract of openapi.yaml (or the spec at `path`), or a ContractError naming every
@@ -132,19 +164,23 @@ export const loadContract = (path: string = specPath, generated: string | false 
 /** loadContract's contract, and the digest of each source it was bundled from. */
 export function loadBundled(path: string, generated: string | false = generatedDir): { contract: Contract; sources: Record<string, string> } {
   const { source, document, sources } = bundledSpec(path, generated)
-  const contract = contractOf(document, { file: basename(path), source })
-  // (a served document is found by its name: the name and the version it holds agree)
-  const named = majorOfSpecFile(contract.file)
+  const contract = contractOf(document, { file: relative(rootOf(path), path), source })
+  // (an overlay is found by its name: the name and the version it gives agree)
+  const named = majorOfOverlay(path)
   if (named !== undefined && named !== contract.version[0]) {
-    const message = `info.version ${versionText(contract.version)} is of major version ${contract.version[0]}, which the file's name does not say: a document of major version N is openapi-vN.yaml (version 1: openapi.yaml)`
+    const message = `info.version ${versionText(contract.version)} is of major version ${contract.version[0]}, which the overlay's name does not say: the overlay that gives major version N is contract/versions/N.overlay.yaml`
     throw new ContractError(contract.file, [{ rule: 'version', path: ['info', 'version'], where: 'info.version', message }])
   }
   return { contract, sources }
 }
 
-/** The contracts the server serves (core/paths.ts's specPaths), oldest first. */
+/** The contracts the server serves (specPaths), oldest first; read newest first, so that a
+ * problem of openapi.yaml is named there, not in the older majors derived from it. */
 export const loadContracts = (paths: readonly string[] = specPaths, generated: string | false = generatedDir) =>
-  paths.map((path) => loadContract(path, generated))
+  [...paths]
+    .reverse()
+    .map((path) => loadContract(path, generated))
+    .reverse()
 
 /** The contract of a document, or a ContractError naming every problem found in it. */
 export function contractOf(document: OpenAPIV3.Document, options: { file?: string; source?: string } = {}): Contract {

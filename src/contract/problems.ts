@@ -2,7 +2,7 @@ import { OperatorError } from '../core/errors.js'
 
 /** What a problem is about. The server, the breaking-change gate and the lint refuse a document
  * for a problem of any rule. */
-export type Rule = 'lifecycle' | 'version' | 'roles' | 'service' | 'shape'
+export type Rule = 'lifecycle' | 'version' | 'roles' | 'service' | 'shape' | 'overlay'
 
 /** What is wrong with a contract: one problem, where it is and why, in the words that the
  * server, the breaking-change gate and the lint all print. */

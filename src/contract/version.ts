@@ -14,11 +14,3 @@ export function parseVersion(text: unknown): Version | undefined {
 export const compareVersions = (a: Version, b: Version) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]
 
 export const versionText = (version: Version) => version.join('.')
-
-/** The major version of a served document, by its file name: `openapi.yaml` is version 1,
- * `openapi-vN.yaml` version N (2 and above); undefined for any other name. */
-export function majorOfSpecFile(name: string): number | undefined {
-  if (name === 'openapi.yaml') return 1
-  const major = /^openapi-v([1-9][0-9]*)\.yaml$/.exec(name)?.[1]
-  return major === undefined || Number(major) < 2 ? undefined : Number(major)
-}

@@ -15,7 +15,7 @@ export function findProjectRoot(start: string): string {
 }
 
 export const projectRoot = findProjectRoot(dirname(fileURLToPath(import.meta.url)))
-/** Version 1's document, openapi.yaml (every served document: src/contract/load.ts's specPaths) */
+/** The newest major version's document, openapi.yaml (every served document: src/contract/load.ts's specPaths) */
 export const specPath = join(projectRoot, 'openapi.yaml')
 export const generatedDir = join(projectRoot, 'generated')
 /** The consumers' changelog, written by `npm run release` and served under every version (`x-service.published.changelog`). */

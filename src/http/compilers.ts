@@ -43,7 +43,7 @@ export function generatedCompilers(dir: string = generatedDir): SchemaController
     (key: RouteSchemaKey) => {
       const file = join(dir, moduleName(kind, key))
       if (!existsSync(file)) {
-        throw new Error(`${file} is missing: generated/ does not match openapi.yaml; run npm run generate`)
+        throw new Error(`${file} is missing: generated/ does not match the contract (openapi.yaml, contract/versions/); run npm run generate`)
       }
       return require(file) as Compiled
     }

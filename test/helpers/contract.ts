@@ -20,7 +20,7 @@ import { openapiKeywords } from '../../src/http/compilers.js'
 export type ServedContract = Pick<Contract, 'document' | 'basePath' | 'operations'>
 
 let everyServed: readonly ServedContract[] | undefined
-/** Every document a server serves unless it is given others (openapi.yaml, openapi-v2.yaml…),
+/** Every document a server serves unless it is given others (openapi.yaml, and each older major by its overlay),
  * oldest first. */
 const servedByDefault = () => (everyServed ??= loadContracts())
 

@@ -3,12 +3,10 @@
  * the walk-throughs of docs/changing-the-api.md are held to.
  */
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, dirname, join } from 'node:path'
+import { dirname, join } from 'node:path'
 import type { Test } from 'tap'
-import { specPathsIn } from '../../src/contract/load.js'
-import { majorOfSpecFile } from '../../src/contract/version.js'
 import { projectRoot } from '../../src/core/paths.js'
 import type { Check } from './checks.js'
 import { binOf, type Step, step } from './sdk.js'
@@ -27,6 +25,8 @@ export interface ProjectCopy {
   generate(): Promise<Step>
   typecheck(): Promise<Step>
   checkBreaking(): Promise<Step>
+  /** npm run new-major in the copy */
+  newMajor(): Promise<Step>
   /** `npm run lint:owasp` on the generated documents, failing on a warning too */
   lint(): Promise<Step>
   /** a TypeScript program run in the copy, given as its text: a module of test/ (it imports
@@ -128,11 +128,14 @@ export function projectCopy(t: Test): ProjectCopy {
     // before found of the files that did not change; the errors are the same)
     typecheck: () => step(dir, [binOf('typescript'), '--noEmit', '--incremental', '--tsBuildInfoFile', join(dir, '.typecheck.tsbuildinfo'), '-p', '.']),
     checkBreaking: () => compiled(['scripts/check-breaking.ts']),
+    newMajor: () => compiled(['scripts/new-major.ts']),
     lint: () =>
       step(dir, [
         binOf('@stoplight/spectral-cli'),
         'lint',
-        ...specPathsIn(dir).map((spec) => `generated/v${majorOfSpecFile(basename(spec))}/openapi.yaml`),
+        ...readdirSync(join(dir, 'generated'))
+          .filter((folder) => /^v[0-9]+$/.test(folder))
+          .map((folder) => `generated/${folder}/openapi.yaml`),
         '--ruleset',
         '.spectral.yaml',
         '--fail-severity',

@@ -1,20 +1,23 @@
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename, join } from 'node:path'
+import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
 import { stringify } from 'yaml'
-import { loadContract } from '../../src/contract/load.js'
-import { specPath } from '../../src/core/paths.js'
+import { loadContract, specPaths } from '../../src/contract/load.js'
 import { type Contract } from '../../src/contract/model.js'
 import { deref } from '../../src/contract/pointer.js'
 
-/** The document of `spec` (openapi.yaml unless told: lifecycle.test.ts edits version 1's getPet)
- * after `edit`, written to a file and loaded from it, as the server would load it. A test of
- * what every version shares edits the newest's (newestSpecPath). */
-export function editedContract(edit: (document: OpenAPIV3.Document) => void, spec: string = specPath): Contract {
+/** The oldest served major's source (version 1's overlay): the tests of what it alone has
+ * (getPet, deprecated) read it. */
+export const oldestSpecPath = specPaths[0]!
+
+/** The document of `spec` (the oldest's unless told: lifecycle.test.ts edits version 1's
+ * getPet) as served, after `edit`, written to a file, openapi.yaml, and loaded from it as the
+ * server would load it. A test of what every version shares edits the newest's (newestSpecPath). */
+export function editedContract(edit: (document: OpenAPIV3.Document) => void, spec: string = oldestSpecPath): Contract {
   const document = structuredClone(loadContract(spec).document)
   edit(document)
-  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), basename(spec))
+  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), 'openapi.yaml')
   writeFileSync(path, stringify(document))
   return loadContract(path)
 }
