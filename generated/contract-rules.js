@@ -270,7 +270,7 @@ function parseVersion(text) {
 
 // src/contract/model.ts
 var methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
-function readContract(document, { file = "openapi.yaml", source } = {}) {
+function readContract(document, { file = "openapi.yaml", source, overlayChanges } = {}) {
   const problems = new Problems();
   const version = parseVersion(document.info?.version);
   if (version === void 0)
@@ -287,6 +287,7 @@ function readContract(document, { file = "openapi.yaml", source } = {}) {
   const contract = {
     file,
     source: source ?? JSON.stringify(document),
+    ...overlayChanges === void 0 ? {} : { overlayChanges },
     document,
     version: version ?? [0, 0, 0],
     basePath,

@@ -40,7 +40,7 @@ import { compareVersions, parseVersion, type Version, versionText } from '../src
 import { bundledSpec, loadContract, rootOf, specPaths } from '../src/contract/load.js'
 import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { projectRoot, specPath } from '../src/core/paths.js'
-import { type Difference, uncovered } from '../src/versions/coverage.js'
+import { type Difference, uncovered, unpairedHalves } from '../src/versions/coverage.js'
 import { type Change, compareDocuments, diff, placeOf, type Verdict, whereOf } from './comparison.js'
 import type { VersionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
@@ -312,7 +312,9 @@ export async function checkCoverage(contracts: readonly Contract[], declared: re
     if (older === undefined) continue
     const differences = await neighbourDifferences(older, newer)
     const missing = uncovered(differences, older, newer, declared)
-    ok &&= missing.length === 0
+    const unpaired = unpairedHalves(older, declared)
+    ok &&= missing.length === 0 && unpaired.length === 0
+    lines.push(...unpaired)
     lines.push(
       missing.length === 0
         ? `${newer.file} against ${older.file}: each of its ${differences.length} breaking difference(s) covered by the version changes of version ${older.version[0]}`

@@ -213,10 +213,13 @@ const { default: Ajv04 } = ajv04Module
 const { default: addFormats } = addFormatsModule
 
 /** openapi.yaml's document as JSON, for loadContract: the same values, or an error. */
-export function parsedSpec({ file, document }: Pick<Contract, 'file' | 'document'>, sources: Record<string, string>): string {
+export function parsedSpec(
+  { file, document, overlayChanges }: Pick<Contract, 'file' | 'document' | 'overlayChanges'>,
+  sources: Record<string, string>,
+): string {
   const documentJson = JSON.stringify(document)
   if (!isDeepStrictEqual(JSON.parse(documentJson), document)) throw new Error(`${file} holds values that JSON cannot represent`)
-  const parsed: ParsedSpec = { spec: file, sources, documentJson }
+  const parsed: ParsedSpec = { spec: file, sources, ...(overlayChanges === undefined ? {} : { overlayChanges: [...overlayChanges] }), documentJson }
   return `module.exports = ${JSON.stringify(parsed, null, 1)};\n`
 }
 

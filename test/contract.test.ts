@@ -145,6 +145,9 @@ t.test('a spec the server cannot serve is refused at startup, saying why', async
   t.equal(editedContract((d) => void delete (d as Partial<OpenAPIV3.Document>).paths).operations.size, 0, 'a document without paths has no operations')
   t.throws(() => loadContract(oldestSpecPath).urlOf('adoptPet'), /^contract\/versions\/1\.overlay\.yaml has no operation adoptPet$/)
   t.throws(() => loadContract(oldestSpecPath).urlOf('getPet'), /getPet's URL needs petId/)
+  const oldest = loadContract(oldestSpecPath)
+  t.equal(oldest.operationAt('HEAD', `${oldest.basePath}/pets/7`)?.id, 'getPet', 'HEAD as GET')
+  t.equal(oldest.operationAt('GET', `${oldest.basePath}/nothing`), undefined, 'a path it has not')
 })
 
 /** The newest version's document after `edit`: what the server serves, edited. */

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
-import { loadContract } from '../src/contract/load.js'
+import { loadContract, majorOfSource, newestSpecPath, specPathsIn } from '../src/contract/load.js'
 import { applyOverlay } from '../src/contract/overlay.js'
 import { generatedDir, projectRoot } from '../src/core/paths.js'
 
@@ -82,6 +82,12 @@ t.test('the loader refuses an overlay that is none, one whose action selects not
     message: `contract/versions/1.overlay.yaml: overlay: actions[${actions}] ($.nothing) select(s) nothing in the document of openapi.yaml: an overlay's every action must fit the document it applies to`,
   })
   rmSync(join(dir, 'contract', 'versions', '1.overlay.yaml'))
+  t.equal(majorOfSource(join(dir, 'openapi.yaml')), loadContract(newestSpecPath).version[0], "openapi.yaml's major, by its info.version")
+  writeFileSync(join(dir, 'empty.yaml'), '')
+  t.equal(majorOfSource(join(dir, 'empty.yaml')), undefined, 'an empty file: none')
+  writeFileSync(join(dir, 'bare.yaml'), 'openapi: 3.1.0\n')
+  t.equal(majorOfSource(join(dir, 'bare.yaml')), undefined, 'a document without info: none')
+  t.strictSame(specPathsIn(join(dir, 'contract')), [join(dir, 'contract', 'openapi.yaml')], 'a folder without overlays: its openapi.yaml alone')
   t.throws(() => loadContract(at('3.overlay.yaml', text), false), {
     message: /^contract\/versions\/3\.overlay\.yaml: info\.version: info\.version 1\.3\.0 is of major version 1, which the overlay's name does not say/,
   })

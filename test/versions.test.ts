@@ -14,6 +14,7 @@ import { getPetFromList } from '../src/versions/changes/get-pet.js'
 import { type AnyHandler, deriveVersions } from '../src/versions/derive.js'
 import { type VersionChange, versionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
+import { checkCoverage } from '../scripts/check-breaking.js'
 import { recordedDifferences } from '../src/versions/recorded.js'
 import { type Difference, uncovered } from '../src/versions/coverage.js'
 import { type Transform, transformOf } from '../src/versions/schemas.js'
@@ -89,8 +90,10 @@ t.test('deriving: an operation served by no handler stops the start; refusals pa
   const versions = deriveVersions([v1, v2], changes)
   t.throws(() => versions.derive({ listPets }, v1), /operation createPet of version 1 is served by no handler: no handler serves createPet of openapi.yaml/)
   const everyV1 = Object.fromEntries([...v1.operations.keys()].map((id) => [id, listPets]))
+  // (version 1 as a document written whole: its overlay names changes, which a start without them refuses first)
+  const written = contractOf(v1.document, { file: v1.file })
   t.throws(
-    () => deriveVersions([v1, v2], []).derive(everyV1, v1),
+    () => deriveVersions([written, v2], []).derive(everyV1, written),
     /operation getPet of version 1 is served by no handler: openapi.yaml has no getPet, and no change in src\/versions\/ says what serves it/,
     'an operation the newer document lacks',
   )
@@ -156,6 +159,23 @@ t.test('changes chain: version 1 through version 2 to a version 3 that renamed l
   })
   t.strictSame(versions.showEvent('pet.created', { data: tom }, 1), { data: v1Tom })
   t.throws(() => deriveVersions([v1, v3], changes), /version 1 is served without version 2, through whose changes it is derived/)
+})
+
+t.test('an overlay and its version changes name each other: the start and the gate refuse a change no action names, a name no change has', async (t) => {
+  t.strictSame(v1.overlayChanges, ['category-object', 'get-pet'], "version 1's overlay names its two changes")
+  t.equal(v2.overlayChanges, undefined, 'openapi.yaml, written whole, names none')
+  const unnamed = contractOf(v1.document, { file: v1.file, overlayChanges: ['category-object', 'pet-title'] })
+  const lines = [
+    'version change get-pet of version 1 is named by no action of contract/versions/1.overlay.yaml: the overlay carries its contract half (x-change: get-pet on the actions that set back what it changes)',
+    'contract/versions/1.overlay.yaml names the version change pet-title (x-change), which src/versions/changes/ does not declare for version 1',
+  ]
+  t.throws(() => deriveVersions([unnamed, v2], changes), { message: lines.join('; ') }, 'the start')
+  const gate = await checkCoverage([unnamed, v2], [])
+  t.notOk(gate.ok, 'the gate')
+  t.strictSame(gate.lines.slice(0, 2), [
+    'contract/versions/1.overlay.yaml names the version change category-object (x-change), which src/versions/changes/ does not declare for version 1',
+    'contract/versions/1.overlay.yaml names the version change pet-title (x-change), which src/versions/changes/ does not declare for version 1',
+  ])
 })
 
 t.test('a change that names what its versions lack is refused at start, each name said', async (t) => {
@@ -418,7 +438,9 @@ t.test('an event is shown to a subscription as its version shows it', async (t) 
   const order = { data: { id: 1, petId: 2, status: 'placed', placedAt: '2026-11-26T00:00:00.000Z' } }
   t.strictSame(versions.showEvent('order.placed', order, 1), order, 'an order is the same in both')
   const renamed = change({ version: 1, events: { 'order.placed': ({ data, ...rest }) => ({ ...rest, order: data }) } })
-  t.strictSame(deriveVersions([v1, v2], [renamed]).showEvent('order.placed', order, 1), { order: order.data }, 'a change of the event itself')
+  // (version 1 as a document written whole: its overlay names changes this test leaves out)
+  const written = contractOf(v1.document, { file: v1.file })
+  t.strictSame(deriveVersions([written, v2], [renamed]).showEvent('order.placed', order, 1), { order: order.data }, 'a change of the event itself')
 })
 
 t.test(sideBySide, servedSideBySide)

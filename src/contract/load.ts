@@ -64,6 +64,8 @@ export function baseOf(overlay: string): string {
 export interface ParsedSpec {
   spec: string
   sources: Record<string, string>
+  /** the changes its overlay's actions name (an older major's) */
+  overlayChanges?: string[]
   documentJson: string
 }
 
@@ -79,6 +81,8 @@ export interface BundledSpec {
   /** the digest of each source it is made of (openapi.yaml, and the overlays down to its own), by
    * its path in the project */
   sources: Record<string, string>
+  /** of an older major: the version changes its overlay's actions name (`x-change`), each once */
+  overlayChanges?: string[]
 }
 
 /** The text of a served document: YAML, no string folded. */
@@ -108,6 +112,7 @@ function bundledAtGenerateTime(path: string, text: string, dir: string | false):
         source: readFileSync(join(dir, version, bundledSpecFile), 'utf8'),
         document: JSON.parse(parsed.documentJson) as OpenAPIV3.Document,
         sources: parsed.sources,
+        ...(parsed.overlayChanges === undefined ? {} : { overlayChanges: parsed.overlayChanges }),
       }
   }
   return undefined
@@ -141,9 +146,10 @@ export function bundledSpec(path: string, generated: string | false = false, tex
     return { source: servedText([name], document), document: document as OpenAPIV3.Document, sources: { [name]: sha256(text) } }
   }
   const base = bundledSpec(baseOf(path), generated)
+  const overlay = parsedYaml(text)
   let applied: ReturnType<typeof applyOverlay>
   try {
-    applied = applyOverlay(base.document, parsedYaml(text), 'overlay')
+    applied = applyOverlay(base.document, overlay, 'overlay')
   } catch (error) {
     // (the applier's message begins with the name it was given: `overlay: actions[2] (...) ...`)
     const [where, ...rest] = (error as Error).message.split(': ')
@@ -154,7 +160,10 @@ export function bundledSpec(path: string, generated: string | false = false, tex
     throw new ContractError(name, [{ rule: 'overlay', path: ['actions'], where: 'overlay', message }])
   }
   const sources = { ...base.sources, [name]: sha256(text) }
-  return { source: servedText(Object.keys(sources), applied.document), document: applied.document as OpenAPIV3.Document, sources }
+  // (the applier has checked the actions: a list of objects)
+  const named = (overlay as { actions: { 'x-change'?: unknown }[] }).actions.map((action) => action['x-change'])
+  const overlayChanges = [...new Set(named.filter((change) => change !== undefined).map(String))]
+  return { source: servedText(Object.keys(sources), applied.document), document: applied.document as OpenAPIV3.Document, sources, overlayChanges }
 }
 
 /** The contract of openapi.yaml (or the spec at `path`), or a ContractError naming every
@@ -163,8 +172,8 @@ export const loadContract = (path: string = specPath, generated: string | false 
 
 /** loadContract's contract, and the digest of each source it was bundled from. */
 export function loadBundled(path: string, generated: string | false = generatedDir): { contract: Contract; sources: Record<string, string> } {
-  const { source, document, sources } = bundledSpec(path, generated)
-  const contract = contractOf(document, { file: relative(rootOf(path), path), source })
+  const { source, document, sources, overlayChanges } = bundledSpec(path, generated)
+  const contract = contractOf(document, { file: relative(rootOf(path), path), source, ...(overlayChanges === undefined ? {} : { overlayChanges }) })
   // (an overlay is found by its name: the name and the version it gives agree)
   const named = majorOfOverlay(path)
   if (named !== undefined && named !== contract.version[0]) {
@@ -183,7 +192,7 @@ export const loadContracts = (paths: readonly string[] = specPaths, generated: s
     .reverse()
 
 /** The contract of a document, or a ContractError naming every problem found in it. */
-export function contractOf(document: OpenAPIV3.Document, options: { file?: string; source?: string } = {}): Contract {
+export function contractOf(document: OpenAPIV3.Document, options: { file?: string; source?: string; overlayChanges?: readonly string[] } = {}): Contract {
   const { contract, problems } = readContract(document, options)
   if (problems.length > 0) throw new ContractError(contract.file, problems)
   return contract

@@ -69,6 +69,10 @@ export interface Contract {
   file: string
   /** the text as written, served byte for byte (the document itself when read from an object) */
   source: string
+  /** of an older major derived by its overlay: the version changes its actions name (`x-change`),
+   * the code half of each breaking change whose contract half they are; undefined for a document
+   * written whole (openapi.yaml) */
+  overlayChanges?: readonly string[]
   document: OpenAPIV3.Document
   /** `info.version` */
   version: Version
@@ -111,7 +115,7 @@ const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'tr
  * the problems let it be (a released document is read this way, under the rules of its day). */
 export function readContract(
   document: OpenAPIV3.Document,
-  { file = 'openapi.yaml', source }: { file?: string; source?: string } = {},
+  { file = 'openapi.yaml', source, overlayChanges }: { file?: string; source?: string; overlayChanges?: readonly string[] } = {},
 ): { contract: Contract; problems: Problem[] } {
   const problems = new Problems()
   const version = parseVersion(document.info?.version)
@@ -129,6 +133,7 @@ export function readContract(
   const contract: Contract = {
     file,
     source: source ?? JSON.stringify(document),
+    ...(overlayChanges === undefined ? {} : { overlayChanges }),
     document,
     version: version ?? [0, 0, 0],
     basePath,

@@ -161,3 +161,27 @@ function onlyTheSegment(path: string, older: Contract, newer: Contract): boolean
   const moved = JSON.stringify(inlined(older.document, before)).replaceAll(`${older.basePath}/`, `${newer.basePath}/`)
   return moved === JSON.stringify(inlined(newer.document, after))
 }
+
+/**
+ * An overlay and its version changes are the two halves of the same breaking changes, and each
+ * names the other: the changes of `older`'s version (`changes`) that no action of its overlay
+ * names (`x-change`), and the names its actions give that no change of that version has, each
+ * said. Nothing for a document written whole (the newest).
+ */
+export function unpairedHalves(older: Contract, changes: readonly VersionChange[]): string[] {
+  const named = older.overlayChanges
+  if (named === undefined) return []
+  const major = older.version[0]
+  const declared = new Set(changes.filter(({ version }) => version === major).map(({ name }) => name))
+  return [
+    ...[...declared]
+      .filter((name) => !named.includes(name))
+      .map(
+        (name) =>
+          `version change ${name} of version ${major} is named by no action of ${older.file}: the overlay carries its contract half (x-change: ${name} on the actions that set back what it changes)`,
+      ),
+    ...named
+      .filter((name) => !declared.has(name))
+      .map((name) => `${older.file} names the version change ${name} (x-change), which src/versions/changes/ does not declare for version ${major}`),
+  ]
+}

@@ -16,7 +16,7 @@ import type { MaybePromise } from '../core/maybe-async.js'
 import { answersFromStoreAlone, fromStoreAlone } from '../core/store-read.js'
 import type { EventFields } from '../events/outbox.js'
 import type { ChangeContext, ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
-import { type Difference, uncovered } from './coverage.js'
+import { type Difference, uncovered, unpairedHalves } from './coverage.js'
 import { type Transform, transformOf } from './schemas.js'
 
 /** A handler as the operations plugin calls it, whatever its operation. */
@@ -138,6 +138,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
       eventChanges.set(type, [...(eventChanges.get(type) ?? []), event])
     }
   }
+  problems.push(...unpairedHalves(older, changes))
   problems.push(...uncovered(differences, older, newer, changes).map((line) => `${newer.file} against ${older.file}: ${line}`))
   if (problems.length > 0) throw new Error(problems.join('; '))
   const events = new Map<string, EventChange>()
