@@ -20,10 +20,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { isDeepStrictEqual, parseArgs } from 'node:util'
-import { parse, stringify } from 'yaml'
+import { parse } from 'yaml'
 import { applyOverlay, type OverlayAction } from '../src/contract/overlay.js'
-import { overlaysDirOf } from '../src/contract/load.js'
-import { parseVersion } from '../src/contract/version.js'
+import { bundleText, overlaysDirOf } from '../src/contract/load.js'
+import { parseVersion, withVersion } from '../src/contract/version.js'
 import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { projectRoot } from '../src/core/paths.js'
 
@@ -55,11 +55,10 @@ export function overlayActions(older: Json, newer: Json, path: Path = []): Overl
   return [...here, ...entries.flatMap(([key, value]) => overlayActions(value, (newer as Record<string, Json>)[key], [...path, keyOf(key)]))]
 }
 
-/** openapi.yaml's text as major version `next`: its info.version, and `/vN` (a whole segment) as `/vN+1`. */
-export function nextMajorText(text: string, major: number): string {
-  const info = /^(info:\n(?:[ \t].*\n|\n)*?[ \t]+version:)[^\n]*\n/m
-  return text.replace(info, `$1 ${major + 1}.0.0\n`).replaceAll(new RegExp(`/v${major}(?![0-9A-Za-z_])`, 'g'), `/v${major + 1}`)
-}
+/** openapi.yaml's text as major version N+1: its info.version (as a release sets it), and `/vN`
+ * (a whole segment) as `/vN+1`. */
+export const nextMajorText = (text: string, major: number): string =>
+  withVersion(text, `${major + 1}.0.0`).replaceAll(new RegExp(`/v${major}(?![0-9A-Za-z_])`, 'g'), `/v${major + 1}`)
 
 export interface NewMajor {
   ok: boolean
@@ -98,9 +97,9 @@ export function newMajor(root: string = projectRoot): NewMajor {
     `# version ${major + 1} says otherwise. A breaking change made in openapi.yaml adds the actions that`,
     `# keep version ${major} as it was, and its version change in src/versions/changes/ (docs/changing-the-api.md).`,
   ]
-  writeFileSync(overlayFile, `${header.join('\n')}\n${stringify(overlay, { lineWidth: 0, singleQuote: true })}`)
+  writeFileSync(overlayFile, `${header.join('\n')}\n${bundleText(overlay)}`)
   writeFileSync(spec, nextText)
-  const prose = nextText.split('\n').filter((line) => /\bversion [0-9]+\b/i.test(line) && line.includes(`version ${major}`)).length
+  const prose = nextText.split('\n').filter((line) => new RegExp(`\\bversion ${major}\\b`, 'i').test(line)).length
   return {
     ok: true,
     lines: [

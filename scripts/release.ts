@@ -27,7 +27,7 @@ import { join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { parse } from 'yaml'
 import { keysOf, resolvePointer } from '../src/contract/pointer.js'
-import { compareVersions, parseVersion } from '../src/contract/version.js'
+import { compareVersions, parseVersion, withVersion } from '../src/contract/version.js'
 import { bundledSpec, bundleText, majorOfSource, rootOf, specPaths } from '../src/contract/load.js'
 import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
@@ -52,19 +52,6 @@ export interface ReleaseOptions {
 export interface ReleaseResult {
   ok: boolean
   lines: string[]
-}
-
-/** openapi.yaml's text with `info.version` set: the first `version:` line under `info:`. An
- * overlay's `info` is its own (its version: the one it gives); the version of the document it
- * gives is set by its action on `$.info`, the first `version:` line under that action's `update:`. */
-export function withVersion(source: string, version: string): string {
-  const info = /^info:\n((?:[ \t].*\n|\n)*?)([ \t]+)version:[^\n]*\n/m
-  if (!info.test(source)) throw new Error('openapi.yaml has no info.version line to set')
-  const set = source.replace(info, (_, before: string, indent: string) => `info:\n${before}${indent}version: ${version}\n`)
-  if (!/^overlay:/m.test(source)) return set
-  const action = /^( *- target: \$\.info\n(?: {4}.*\n|\n)*? {6}version:)[^\n]*\n/m
-  if (!action.test(set)) throw new Error('the overlay has no action on $.info that sets version under its update')
-  return set.replace(action, (_, before: string) => `${before} ${version}\n`)
 }
 
 export async function release({
