@@ -7,6 +7,7 @@ import type { Config } from './core/config.js'
 import categories from './categories/plugin.js'
 import { loadContracts } from './contract/load.js'
 import type { Contract } from './contract/model.js'
+import type { EventFields, EventType } from './events/outbox.js'
 import { servedTogether } from './contract/served.js'
 import { changelogPath } from './core/paths.js'
 import { sharedRead } from './core/shared-read.js'
@@ -25,6 +26,7 @@ import rateLimits from './limits/plugin.js'
 import health from './ops/health.js'
 import { lifecycleCalls } from './ops/lifecycle-calls.js'
 import metrics from './ops/metrics.js'
+import { orderEvents } from './orders/events.js'
 import orders from './orders/plugin.js'
 import { petEvents } from './pets/events.js'
 import pets from './pets/plugin.js'
@@ -108,8 +110,9 @@ async function assemble(contracts: readonly Contract[], versions: Versions, stor
   await app.register(pets)
   await app.register(categories)
   await app.register(orders)
-  // an event is recorded once, as stored; each subscription is sent it as its version shows it
-  await app.register(webhooks, { ...options, show: (type, fields, major) => versions.showEvent(type, petEvents[type]?.(fields) ?? fields, major) })
+  // an event is recorded once, as its rows are stored; each subscription is sent it as its version shows it
+  const newestEvents: Record<EventType, (fields: EventFields) => EventFields> = { ...petEvents, ...orderEvents }
+  await app.register(webhooks, { ...options, show: (type, fields, major) => versions.showEvent(type, newestEvents[type](fields), major) })
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
   const newest: OperationHandlers = { ...app.petOperations, ...app.categoryOperations, ...app.orderOperations, ...app.webhookOperations }
   // (asked of app.storage each time: a test may interleave a write with it; one read serves

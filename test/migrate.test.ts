@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Migrator, sql } from 'kysely'
 import t, { type Test } from 'tap'
+import { orderEvents } from '../src/orders/events.js'
+import { petEvents } from '../src/pets/events.js'
 import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
 import { MigrationError, migrate, migrations } from '../src/storage/migrations.js'
@@ -273,6 +275,68 @@ t.test('SQLite: categories of version 2.0.0 migrate to one name per look-alike, 
 t.test('PostgreSQL: categories of version 2.0.0 migrate to one name per look-alike, and keep the ids pets named', { skip: postgresMissing }, async (t) => {
   await categoryNamesMigrate(t, await freshPostgres(t))
 })
+
+/** The last migration of version 2.1.0, whose outbox kept events by the API's property names. */
+const release210 = '0014_revision_of_changed_rows'
+
+/**
+ * Events waiting in the outbox of version 2.1.0, their pet or order by version 2's property
+ * names: they are kept by their tables' columns from then on, and shown as they were.
+ */
+async function waitingEventsMigrate(t: Test, url: string) {
+  const database = await connect(url, { poolSize: 1 })
+  t.teardown(() => database.close())
+  const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations(database.dialect) } })
+  t.equal((await migrator.migrateTo(release210)).error, undefined)
+  const pet = { id: 1, name: 'Rex', categoryId: 2, categoryName: 'Dogs', status: 'pending' }
+  const unnamed = { id: 2, name: 'Tom', categoryId: 7, status: 'available' }
+  const order = { id: 3, petId: 1, status: 'placed', placedAt: '2026-11-23T10:02:41.512Z' }
+  const written = [
+    ['pet.created', { data: unnamed }],
+    ['order.placed', { data: order }],
+    ['pet.status_changed', { data: pet, from: 'available', to: 'pending' }],
+    ['order.status_changed', { data: { ...order, status: 'delivered' }, from: 'placed', to: 'delivered' }],
+  ] as const
+  for (const [type, fields] of written) {
+    await database.sql.run('insert into webhook_events (type, occurred_at, fields) values ($1, 0, $2)', [type, JSON.stringify(fields)])
+  }
+  t.strictSame(await migrate(database), allMigrations.slice(allMigrations.indexOf(release210) + 1))
+  const stored = (await database.sql.rows<{ fields: string }>('select fields from webhook_events order by id')).map(({ fields }) => JSON.parse(fields))
+  const placedAt = Date.parse(order.placedAt)
+  t.strictSame(
+    stored,
+    [
+      { data: { id: 2, name: 'Tom', category_id: 7, status: 'available' } },
+      { data: { id: 3, pet_id: 1, status: 'placed', placed_at: placedAt } },
+      { data: { id: 1, name: 'Rex', category_id: 2, status: 'pending', categoryName: 'Dogs' }, from: 'available', to: 'pending' },
+      { data: { id: 3, pet_id: 1, status: 'delivered', placed_at: placedAt }, from: 'placed', to: 'delivered' },
+    ],
+    "each by its table's columns",
+  )
+  const shown = { ...petEvents, ...orderEvents }
+  t.strictSame(
+    written.map(([type], i) => shown[type](stored[i])),
+    [
+      { data: { id: 2, name: 'Tom', category: { id: 7 }, status: 'available' } },
+      { data: order },
+      { data: { id: 1, name: 'Rex', category: { id: 2, name: 'Dogs' }, status: 'pending' }, from: 'available', to: 'pending' },
+      { data: { ...order, status: 'delivered' }, from: 'placed', to: 'delivered' },
+    ],
+    'and shown as they were',
+  )
+}
+
+t.test("SQLite: events waiting in version 2.1.0's outbox are kept by their tables' columns, and shown as they were", async (t) => {
+  await waitingEventsMigrate(t, await sqliteFile(t))
+})
+
+t.test(
+  "PostgreSQL: events waiting in version 2.1.0's outbox are kept by their tables' columns, and shown as they were",
+  { skip: postgresMissing },
+  async (t) => {
+    await waitingEventsMigrate(t, await freshPostgres(t))
+  },
+)
 
 /** A database where migration 0002 cannot run: a table of its name is there already. */
 async function failingMigrationLeavesNothing(t: Test, url: string, alreadyExists: RegExp) {

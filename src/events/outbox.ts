@@ -2,6 +2,7 @@
 import type { webhooks } from '../../generated/newest.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import type { Dialect } from '../storage/database.js'
+import type { StoredRow } from '../storage/columns.js'
 import type { Sql, Statements } from '../storage/sql.js'
 
 /** The events of the contract, by their names under `webhooks`. */
@@ -11,7 +12,8 @@ export type EventType = keyof webhooks
 export type EventFields = Record<string, unknown>
 
 /** An event as a change records it: its type, what it is about as stored (`data`: a pet or an
- * order, and `from` and `to` for a change of status), and who may see it (`audience`): absent,
+ * order, by the columns of its table, a form no new major version changes; and `from` and `to`
+ * for a change of status, as its column holds it), and who may see it (`audience`): absent,
  * every subscription of its type (a pet's events: the catalogue is shared); a principal, only its
  * own subscriptions (an order's events go to the key that placed it, OWASP API1); null, no one
  * (an order placed before orders had owners). Each delivery shows it as the version of its
@@ -19,7 +21,7 @@ export type EventFields = Record<string, unknown>
 export interface NewEvent {
   type: EventType
   audience?: string | null
-  data: object
+  data: StoredRow
   from?: string
   to?: string
 }

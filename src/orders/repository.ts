@@ -123,8 +123,8 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, wind
     }
     const placed = (await tx.one(insertOrder, [...orderColumns.values({ ...order, status: 'placed', placedAt: new Date(placedAt).toISOString() }), owner]))!
     await outbox.record(tx, [
-      { type: 'order.placed', data: placed, audience: owner },
-      { type: 'pet.status_changed', data: taken, from: 'available', to: 'pending' },
+      { type: 'order.placed', data: orderColumns.stored(placed), audience: owner },
+      { type: 'pet.status_changed', data: petColumns.stored(taken), from: 'available', to: 'pending' },
     ])
     return { placed }
   }
@@ -165,8 +165,8 @@ export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, wind
         const pet = (await tx.one(setPetStatus, [moved.petId, petStatusAfter[target]]))!
         await outbox.record(tx, [
           // (to the order's owner, also when staff move it)
-          { type: 'order.status_changed', data: moved, from: 'placed', to: target, audience: owner },
-          { type: 'pet.status_changed', data: pet, from: 'pending', to: petStatusAfter[target] },
+          { type: 'order.status_changed', data: orderColumns.stored(moved), from: 'placed', to: target, audience: owner },
+          { type: 'pet.status_changed', data: petColumns.stored(pet), from: 'pending', to: petStatusAfter[target] },
         ])
         return { moved }
       }),

@@ -97,7 +97,7 @@ export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRe
   const insertIn = async (tx: Statements, pet: NewPet): Promise<Pet> => {
     await tx.run(keepCategoryId('$1', '$2'), [pet.categoryId, Date.now()])
     const created = (await tx.one(insertOne, petColumns.values(pet)))!
-    await outbox.record(tx, [{ type: 'pet.created', data: created }])
+    await outbox.record(tx, [{ type: 'pet.created', data: petColumns.stored(created) }])
     return created
   }
   const reads = {

@@ -69,7 +69,15 @@ export interface Mapping<T> extends ColumnNames {
   insert(extra?: readonly string[], onlyIf?: string): Select<T>
   /** the parameters of `insert` for `row`, before those of the extra columns */
   values(row: Written<T>): unknown[]
+  /** `row` as its table holds it, by column (a computed property by its own name): a form that
+   * no new major version of the API changes, as an event waiting in the outbox is kept */
+  stored(row: T): StoredRow
+  /** T from its stored form */
+  fromStored(stored: StoredRow): T
 }
+
+/** A row as its table holds it, by column name: JSON. */
+export type StoredRow = Record<string, unknown>
 
 export function mapping<T extends { id: number }, Computed extends keyof T = never>(
   table: string,
@@ -81,6 +89,8 @@ export function mapping<T extends { id: number }, Computed extends keyof T = nev
   const keys = [...entries.map(([key]) => key), ...expressions.map(([key]) => key)]
   const readers = [...entries.map(([, column]) => (typeof column === 'string' ? undefined : column)), ...expressions.map(() => undefined)]
   const written = entries.filter(([key]) => key !== 'id')
+  // (in read's order: the columns, then each computed property, stored by its own name)
+  const storedAs: [string, Column<unknown>][] = [...entries, ...expressions.map(([key]): [string, Column<unknown>] => [key, key])]
   const own = columnNames(table, columns)
   const names: ColumnNames = {
     ...own,
@@ -106,6 +116,15 @@ export function mapping<T extends { id: number }, Computed extends keyof T = nev
         if (value === undefined) return null
         return typeof column === 'string' ? value : column.write(value)
       }),
+    stored(row) {
+      const stored: StoredRow = {}
+      for (const [key, column] of storedAs) {
+        const value = (row as Record<string, unknown>)[key]
+        if (value !== undefined) stored[nameOf(column)] = typeof column === 'string' ? value : column.write(value)
+      }
+      return stored
+    },
+    fromStored: (stored) => read(storedAs.map(([, column]) => stored[nameOf(column)] ?? null)),
   }
 }
 

@@ -408,6 +408,34 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         }
       },
     },
+    '0015_events_by_column': {
+      // An event waiting in the outbox kept its pet or order by the API's property names of the
+      // day (version 2's): a new major that renamed one would have sent those events without it.
+      // It keeps them by the columns of their tables now (columns.ts, `stored`), which no new
+      // major changes; the events written before are rewritten so, by the maps of that day
+      // (written out here: a migration is never edited).
+      async up(db) {
+        const byColumn: Record<string, Record<string, string>> = {
+          pet: { id: 'id', name: 'name', categoryId: 'category_id', status: 'status', categoryName: 'categoryName' },
+          order: { id: 'id', petId: 'pet_id', status: 'status', placedAt: 'placed_at' },
+        }
+        for (let after = 0; ;) {
+          const { rows } = await sql<{ id: number | string; type: string; fields: string }>`select id, type, fields from webhook_events
+            where id > ${after} and type in ('pet.created', 'pet.status_changed', 'order.placed', 'order.status_changed') order by id limit 500`.execute(db)
+          if (rows.length === 0) break
+          for (const { id, type, fields } of rows) {
+            const event = JSON.parse(fields) as { data: Record<string, unknown> }
+            const columns = byColumn[type.slice(0, type.indexOf('.'))]!
+            const data: Record<string, unknown> = {}
+            for (const [property, value] of Object.entries(event.data)) data[columns[property]!] = value
+            // (an order's time: milliseconds since the epoch in its table, an ISO date to the API)
+            if (typeof data.placed_at === 'string') data.placed_at = Date.parse(data.placed_at)
+            await sql`update webhook_events set fields = ${JSON.stringify({ ...event, data })} where id = ${id}`.execute(db)
+          }
+          after = Number(rows.at(-1)!.id)
+        }
+      },
+    },
   }
 }
 
