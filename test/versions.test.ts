@@ -14,7 +14,7 @@ import { getPetFromList } from '../src/versions/changes/get-pet.js'
 import { type AnyHandler, deriveVersions } from '../src/versions/derive.js'
 import { type VersionChange, versionChange } from '../src/versions/change.js'
 import { changes } from '../src/versions/index.js'
-import { checkCoverage } from '../scripts/check-breaking.js'
+import { checkCoverage, neighbourDifferences } from '../scripts/check-breaking.js'
 import { recordedDifferences } from '../src/versions/recorded.js'
 import { type Difference, uncovered } from '../src/versions/coverage.js'
 import { type Transform, transformOf } from '../src/versions/schemas.js'
@@ -159,6 +159,62 @@ t.test('changes chain: version 1 through version 2 to a version 3 that renamed l
   })
   t.strictSame(versions.showEvent('pet.created', { data: tom }, 1), { data: v1Tom })
   t.throws(() => deriveVersions([v1, v3], changes), /version 1 is served without version 2, through whose changes it is derived/)
+})
+
+t.test("a query parameter version 3 renamed: version 2's request is given the new name, and the links its answers name the old one", async (t) => {
+  const v3 = versionOf(3, v2.document, (document) => {
+    document.components.parameters.StatusFilter.name = 'availability'
+    document.components.parameters.PetIdFilter.name = 'petId'
+  })
+  const seen: unknown[] = []
+  const listPets: AnyHandler = (request) => (
+    seen.push(request.query),
+    {
+      status: 200,
+      body: [tom],
+      headers: { Link: '</v3/pets?limit=1&availability=pending&after=2>; rel="next", </v3/store/orders?availability=x>; rel="other"' },
+    }
+  )
+  const createPet: AnyHandler = () => ({ status: 201, body: tom, headers: { Location: '/v3/pets?petId=2' } })
+  const handlers = { ...Object.fromEntries([...v3.operations.keys()].map((id) => [id, listPets])), createPet }
+  const availability = change({ version: 2, name: 'availability', operations: { listPets: { renamed: { status: 'availability', id: 'petId' } } } })
+  const versions = deriveVersions([v1, v2, v3], [availability, ...changes])
+  const fromV2 = versions.derive(handlers, v2)
+  t.strictSame(
+    fromV2.listPets!({ params: {}, query: { status: 'pending', limit: 1 } } as never, undefined, undefined),
+    { status: 200, body: [tom], headers: { Link: '</v2/pets?limit=1&status=pending&after=2>; rel="next", </v2/store/orders?availability=x>; rel="other"' } },
+    "its next page names the filter as version 2 does; another operation's URL is left as it is",
+  )
+  t.strictSame(
+    await fromV2.createPet!({ params: {}, query: {}, body: { name: 'Tom', category: { id: 1 } } } as never, undefined, undefined),
+    { status: 201, body: tom, headers: { Location: '/v2/pets?id=2' } },
+    'the Location of a new pet, a URL of listPets, too',
+  )
+  t.strictSame(seen, [{ availability: 'pending', limit: 1 }], 'the newest handler is given the new name')
+  const fromV1 = versions.derive(handlers, v1)
+  t.strictSame(await fromV1.getPet!({ params: { petId: 2 }, query: {} } as never, undefined, undefined), { status: 200, body: v1Tom }, 'through two steps')
+  t.strictSame(seen.at(-1), { petId: 2, limit: 1 })
+  const refused = (renamed: Record<string, string>) =>
+    (t.throws(() => deriveVersions([v1, v2, v3], [change({ version: 2, operations: { listPets: { renamed } } }), ...changes])) as Error).message
+  t.match(refused({ state: 'availability' }), /version change test-change renames listPets's query parameter state, which openapi\.yaml does not have/)
+  t.match(refused({ status: 'available' }), /renames listPets's query parameter status to available, which openapi-v3\.yaml's listPets does not have/)
+  const unserved = (
+    t.throws(() =>
+      deriveVersions(
+        [v1, v2, v3],
+        [change({ version: 2, servedBy: { listPets: 'findPets' }, operations: { listPets: { renamed: { status: 'x' } } } }), ...changes],
+      ),
+    ) as Error
+  ).message
+  t.match(unserved, /serves listPets by findPets, which openapi-v3\.yaml does not have/)
+  t.notMatch(unserved, /renames/, 'what serves it named first')
+  const recorded = new Map([[2, await neighbourDifferences(v2, v3)]])
+  t.match(
+    (t.throws(() => deriveVersions([v1, v2, v3], changes, recorded)) as Error).message,
+    /GET \/pets, parameter `availability` \(query\): `status` query parameter was renamed to `availability`\. .*: no change of version 2 covers it: write operations: \{ listPets: \{ renamed: \{ status: 'its name in version 3' \} \} \}/,
+    'the gate and the start name the change to write',
+  )
+  t.doesNotThrow(() => deriveVersions([v1, v2, v3], [availability, ...changes], recorded), 'covered by the rename')
 })
 
 t.test('an overlay and its version changes name each other: the start and the gate refuse a change no action names, a name no change has', async (t) => {

@@ -54,6 +54,10 @@ export interface SchemaChange<Older, Newer> {
  * do: `In`, the body it is given (the newer answer, its schemas made older), `Out`, the older
  * operation's. */
 export interface OperationChange<Params = Record<string, unknown>, In = unknown, Out = unknown> {
+  /** its query parameters the newer version calls otherwise, by the older name: a request's are
+   * given the newer names, and every URL of this operation that an answer names (a next page,
+   * a Location) the older ones */
+  renamed?: Readonly<Record<string, string>>
   /** the older request made newer, in place (its body's schemas are made newer first) */
   up?(this: void, request: ChangedRequest<Params>, context: ChangeContext): void
   /** the newer answer made the older operation's, or the refusal the older version answers instead */

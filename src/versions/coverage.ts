@@ -12,7 +12,9 @@
  *   (`up`, for requests);
  * - elsewhere in an operation (its headers, its statuses): by a change of that operation of the
  *   older version (`operations`), or of a schema on the way to it; a new refusal (a 4xx the
- *   older version did not answer) by a change that says so (`sideEffects`);
+ *   older version did not answer) by a change that says so (`sideEffects`); a query parameter
+ *   the newer version lacks, by a change that renames it (`renamed`: the links the server writes
+ *   name it too);
  * - an operation removed: by the change that names what serves it (`servedBy`);
  * - in an event: by a change of that event (`events`), or of a schema of its payload;
  * - what a deprecation documents (its 410, its Deprecation, Sunset and Link headers), when the
@@ -133,6 +135,14 @@ function uncoveredBecause(
     return changes.some((change) => change.sideEffects?.[operation.id] !== undefined)
       ? undefined
       : write(`sideEffects: { ${operation.id}: 'what version ${older.version[0]} does instead' }, asked by the handler as inForce(request)`)
+  // a query parameter the newer version lacks: renamed, so that the links the server writes of
+  // the operation (a next page, a Location) name it as the older version does
+  const parameter = keys[3] === 'parameters' ? (walk(older.document, keys).node as { in?: string; name?: string } | undefined) : undefined
+  if (parameter?.in === 'query') {
+    const name = parameter.name!
+    if (changes.some((change) => change.operations[operation.id]?.renamed?.[name] !== undefined)) return undefined
+    return write(`operations: { ${operation.id}: { renamed: { ${name}: 'its name in version ${newer.version[0]}' } } }`)
+  }
   if (changes.some((change) => change.operations[operation.id]?.[region] !== undefined)) return undefined
   return write(`operations: { ${operation.id}: { ${region} } }`)
 }

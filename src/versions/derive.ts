@@ -35,6 +35,8 @@ interface Step {
   context: ChangeContext
   /** a URL under the newer version's base path, in a header */
   moved: RegExp
+  /** the older operations whose query parameters the newer version calls otherwise */
+  renamedQueries: readonly RenamedQuery[]
   down: ReadonlyMap<string, Transform>
   up: ReadonlyMap<string, Transform>
   /** by event type: its payload made older */
@@ -44,9 +46,20 @@ interface Step {
 /** An event's payload made older. */
 type EventChange = (fields: EventFields) => EventFields
 
+/** An older operation's query parameters that the newer version calls otherwise: a URL of its
+ * path in an answer (a next page, a Location) is given the older names back. */
+interface RenamedQuery {
+  /** the operation's path under the older base path, its path parameters any segment */
+  path: RegExp
+  /** by the newer name, the older */
+  back: ReadonlyMap<string, string>
+}
+
 /** What one operation's request and answer go through at one step. */
 interface Hop {
   step: Step
+  /** the query parameters the newer operation calls otherwise: [older name, newer name] */
+  renamed: [string, string][]
   bodyUp: Transform | undefined
   ups: OperationChange['up'][]
   /** by status of the newer operation's answers */
@@ -112,6 +125,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
   const eventChanges = new Map<string, EventChange[]>()
   const changed = new Set<string>()
   const servedBy = new Map<string, string>()
+  const renamedQueries: RenamedQuery[] = []
   for (const change of changes) {
     const named = `version change ${change.name}`
     for (const [name, schema] of Object.entries(change.schemas)) {
@@ -123,8 +137,10 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
       if (schema.down !== undefined) down.set(name, schema.down)
       if (schema.up !== undefined) up.set(name, schema.up)
     }
-    for (const id of Object.keys(change.operations)) {
-      if (!older.operations.has(id)) problems.push(`${named} changes the operation ${id}, which ${older.file} does not have`)
+    for (const [id, { renamed }] of Object.entries(change.operations)) {
+      const operation = older.operations.get(id)
+      if (operation === undefined) problems.push(`${named} changes the operation ${id}, which ${older.file} does not have`)
+      else if (renamed !== undefined) renamedQueries.push(renamedQueryOf(operation, renamed, older, newer, change, problems))
     }
     for (const [id, by] of Object.entries(change.servedBy)) {
       if (!older.operations.has(id)) problems.push(`${named} serves the operation ${id}, which ${older.file} does not have`)
@@ -148,7 +164,49 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
     const made = [...(payload === undefined ? [] : [payload]), ...(eventChanges.get(type) ?? [])]
     if (made.length > 0) events.set(type, (fields) => made.reduce((value, transform) => transform(value), fields))
   }
-  return { older, newer, changes, servedBy, context: { urlOf: older.urlOf }, moved: new RegExp(`(^|<)${newer.basePath}/`, 'g'), down, up, events }
+  const moved = new RegExp(`(^|<)${newer.basePath}/`, 'g')
+  return { older, newer, changes, servedBy, context: { urlOf: older.urlOf }, moved, renamedQueries, down, up, events }
+}
+
+/** What `change` renames of `operation`'s query (of `older`), checked against both versions. */
+function renamedQueryOf(
+  operation: Operation,
+  renamed: Readonly<Record<string, string>>,
+  older: Contract,
+  newer: Contract,
+  change: VersionChange,
+  problems: string[],
+): RenamedQuery {
+  const serving = newer.operations.get(change.servedBy[operation.id] ?? operation.id)
+  for (const [was, is] of Object.entries(renamed)) {
+    if (!queryParameters(operation).includes(was))
+      problems.push(`version change ${change.name} renames ${operation.id}'s query parameter ${was}, which ${older.file} does not have`)
+    if (serving !== undefined && !queryParameters(serving).includes(is))
+      problems.push(
+        `version change ${change.name} renames ${operation.id}'s query parameter ${was} to ${is}, which ${newer.file}'s ${serving.id} does not have`,
+      )
+  }
+  // (each path parameter any one segment; the rest as it is written)
+  const pattern = `${older.basePath}${operation.path}`
+    .split(/\{[^}]+\}/)
+    .map((text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/?]+')
+  return { path: new RegExp(`${pattern}$`), back: new Map(Object.entries(renamed).map(([was, is]) => [is, was])) }
+}
+
+/** The URLs of `header` (a Location, or a Link's `<...>`) whose path is an operation of
+ * `renamedQueries`, their query parameters called by the older names. */
+function renamedBack(header: string, renamedQueries: readonly RenamedQuery[]): string {
+  return header.replace(/(^|<)([^<>?\s]+)\?([^<>\s]*)/g, (url: string, lead: string, path: string, query: string) => {
+    const renamed = renamedQueries.find((candidate) => candidate.path.test(path))
+    if (renamed === undefined) return url
+    const named = query.split('&').map((pair) => {
+      const name = pair.split('=', 1)[0]!
+      const was = renamed.back.get(name)
+      return was === undefined ? pair : `${was}${pair.slice(name.length)}`
+    })
+    return `${lead}${path}?${named.join('&')}`
+  })
 }
 
 /** The schema of the JSON content of a request body or response, if it has one. */
@@ -179,6 +237,7 @@ function derivedHandler(
     }
     hops.push({
       step,
+      renamed: along.flatMap((change) => Object.entries(change.renamed ?? {})),
       bodyUp: transformOf(step.older.document, jsonSchemaOf(step.older.document, step.older.operations.get(current)!.definition.requestBody), step.up),
       ups: along.flatMap((change) => change.up ?? []).reverse(),
       bodyDown,
@@ -194,7 +253,7 @@ function derivedHandler(
   // is given the older operation's parameters alone.
   const declared = queryParameters(operation)
   const strays = queryParameters(newest.operations.get(current)!).some((name) => !declared.includes(name))
-  const makesNewer = strays || hops.some(({ bodyUp, ups }) => bodyUp !== undefined || ups.length > 0)
+  const makesNewer = strays || hops.some(({ bodyUp, ups, renamed }) => bodyUp !== undefined || ups.length > 0 || renamed.length > 0)
   const down = (answer: ChangedAnswer | ApiError, request: ChangedRequest): ChangedAnswer | ApiError => {
     let made = answer
     for (let i = hops.length - 1; i >= 0; i--) {
@@ -209,7 +268,9 @@ function derivedHandler(
       if (made.headers === undefined) continue
       for (const name of urlHeaders) {
         const url = made.headers[name]
-        if (url !== undefined) made.headers[name] = url.replace(step.moved, `$1${step.older.basePath}/`)
+        if (url === undefined) continue
+        const moved = url.replace(step.moved, `$1${step.older.basePath}/`)
+        made.headers[name] = step.renamedQueries.length === 0 ? moved : renamedBack(moved, step.renamedQueries)
       }
     }
     return made
@@ -222,7 +283,12 @@ function derivedHandler(
       const newer = request as FastifyRequest & ChangedRequest
       newer.params = { ...(request.params as object) }
       newer.query = only(request.query as Record<string, unknown>, declared)
-      for (const { step, bodyUp, ups } of hops) {
+      for (const { step, bodyUp, ups, renamed } of hops) {
+        for (const [was, is] of renamed) {
+          if (!(was in newer.query)) continue
+          newer.query[is] = newer.query[was]
+          delete newer.query[was]
+        }
         if (bodyUp !== undefined && newer.body !== undefined) newer.body = bodyUp(newer.body)
         for (const up of ups) up!(newer, step.context)
       }
