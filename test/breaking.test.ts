@@ -14,7 +14,7 @@ import { projectRoot } from '../src/core/paths.js'
 import { runMain } from './helpers/main.js'
 import { run } from './helpers/processes.js'
 import { main } from '../scripts/check-breaking.js'
-import { oldestSpecPath } from './helpers/spec.js'
+import { escaped, oldestSpecPath } from './helpers/spec.js'
 
 // each check runs redocly in a process of its own (about a second each): side by side, and
 // more time than a test file's default on a busy machine
@@ -38,12 +38,19 @@ t.teardown(() => rmSync(firstRelease, { recursive: true, force: true }))
 
 /** What the gate says of openapi.yaml against every release of the repository, oldest first. */
 /** What the gate says of a served document of major version `major`: compatible with each of its releases. */
+const releases = readdirSync(releasedDir)
+  .map((file) => file.replace(/\.yaml$/, ''))
+  .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
 const compatibleWithEveryRelease = (major: number) =>
-  readdirSync(releasedDir)
-    .map((file) => file.replace(/\.yaml$/, ''))
-    .filter((version) => version.startsWith(`${major}.`))
-    .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
-    .map((version) => `compatible with the released ${version}`)
+  releases.filter((version) => version.startsWith(`${major}.`)).map((version) => `compatible with the released ${version}`)
+
+/** What the gate says of a served document against the releases: compatible with each of its
+ * major's, or, for a major not released yet (a new major), that it starts after the last release. */
+function gateLines({ version: [major, minor, patch] }: Contract): string[] {
+  const compatible = compatibleWithEveryRelease(major)
+  if (compatible.length > 0) return compatible
+  return [`info.version ${major}.${minor}.${patch} starts major version ${major}: breaking changes to ${releases.at(-1)} are allowed`]
+}
 
 function tempDir(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-breaking-'))
@@ -105,10 +112,10 @@ t.test('the first released contract is 1.0.0, and each served document keeps to 
   t.ok(compatibleWithEveryRelease(1).length >= 2, 'releases after 1.0.0 are judged too')
   const oldest = await checkBreaking({ spec: oldestSpecPath })
   t.ok(oldest.ok)
-  t.strictSame(oldest.lines, compatibleWithEveryRelease(1))
+  t.strictSame(oldest.lines, gateLines(loadContracts()[0]!))
   const newest = await checkBreaking()
   t.ok(newest.ok, 'openapi.yaml, by default')
-  t.strictSame(newest.lines, compatibleWithEveryRelease(specPaths.length))
+  t.strictSame(newest.lines, gateLines(loadContracts().at(-1)!))
 })
 
 t.test('breaking edits fail, each named', async (t) => {
@@ -326,7 +333,7 @@ t.test('a major change redocly gives no verdict is still reported, by its place'
 t.test('npm run check:breaking: exit 0, 1 naming the change, 2 for a document it cannot read', async (t) => {
   const passing = await runMain(main)
   t.equal(passing.code, 0, passing.stderr)
-  const everyDocument = specPaths.flatMap((path, index) => [`${relative(projectRoot, path)}:`, ...compatibleWithEveryRelease(index + 1)])
+  const everyDocument = loadContracts().flatMap((contract) => [`${contract.file}:`, ...gateLines(contract)])
   const covered = (await checkCoverage(loadContracts())).lines
   t.equal(
     passing.stdout,
@@ -602,36 +609,45 @@ t.test('stability levels: what the gate lets through within the major version', 
 })
 
 t.test('each served major against the one before it: every breaking difference covered by a declared version change', async (t) => {
-  const [v1, v2] = loadContracts() as [Contract, Contract]
-  const served = await checkCoverage([v1, v2])
-  t.ok(served.ok, served.lines.join('\n'))
-  t.match(
-    served.lines[0],
-    /^openapi\.yaml against contract\/versions\/1\.overlay\.yaml: each of its \d+ breaking difference\(s\) covered by the version changes of version 1$/,
+  const served = loadContracts()
+  const coverage = await checkCoverage(served)
+  t.ok(coverage.ok, coverage.lines.join('\n'))
+  t.strictSame(
+    coverage.lines.map((line) => line.replace(/ \d+ breaking/, ' N breaking')),
+    served
+      .slice(1)
+      .map(
+        (newer, i) =>
+          `${newer.file} against ${served[i]!.file}: each of its N breaking difference(s) covered by the version changes of version ${served[i]!.version[0]}`,
+      ),
   )
-  // a third major, a copy of the second under /v3: nothing to cover but its version segment
-  const third = (edit: (document: Spec) => void = () => {}) => {
-    const document = structuredClone(v2.document) as Spec
-    document.info.version = '3.0.0'
-    document.servers = document.servers.map((server: { url: string }) => ({ ...server, url: server.url.replace(/\/v2$/, '/v3') }))
+  // the next major, a copy of the newest under its own segment: nothing to cover but that segment
+  const newest = served.at(-1)!
+  const major = newest.version[0]
+  const next = (edit: (document: Spec) => void = () => {}) => {
+    const document = structuredClone(newest.document) as Spec
+    document.info.version = `${major + 1}.0.0`
+    document.servers = document.servers.map((server: { url: string }) => ({ ...server, url: server.url.replace(/\/v\d+$/, `/v${major + 1}`) }))
     for (const header of Object.values<Spec>(document.components.headers))
-      if (typeof header.schema?.pattern === 'string') header.schema.pattern = header.schema.pattern.replaceAll('/v2/', '/v3/')
+      if (typeof header.schema?.pattern === 'string') header.schema.pattern = header.schema.pattern.replaceAll(`/v${major}/`, `/v${major + 1}/`)
     edit(document)
-    return contractOf(document, { file: 'openapi-v3.yaml' })
+    return contractOf(document, { file: 'openapi-next.yaml' })
   }
-  const copy = await checkCoverage([v2, third()])
+  const copy = await checkCoverage([newest, next()])
   t.ok(copy.ok, copy.lines.join('\n'))
   // one that drops Pet.status, with no change declared: refused, the change to write named
   const dropped = await checkCoverage([
-    v2,
-    third((document) => {
+    newest,
+    next((document) => {
       delete document.components.schemas.Pet.properties.status
     }),
   ])
   t.notOk(dropped.ok)
   t.match(
     dropped.lines.join('\n'),
-    /openapi-v3\.yaml against openapi\.yaml: \d+ of its \d+ breaking difference\(s\) covered by no version change.*\n {2}GET \/pets, response 200 body `status`: Property `status` was removed\. \(property-removed at #\/components\/schemas\/Pet\/properties\/status\): no change of version 2 covers it: write schemas: \{ Pet: \{ down \} \}/,
+    new RegExp(
+      `openapi-next\\.yaml against ${escaped(newest.file)}: \\d+ of its \\d+ breaking difference\\(s\\) covered by no version change.*\\n {2}GET /pets, response 200 body \`status\`: Property \`status\` was removed\\. \\(property-removed at #/components/schemas/Pet/properties/status\\): no change of version ${major} covers it: write schemas: \\{ Pet: \\{ down \\} \\}`,
+    ),
   )
   t.match(
     dropped.lines.join('\n'),

@@ -73,12 +73,14 @@ t.test('a new optional field of Pet fails typecheck at the repository until it n
   symlinkSync(join(projectRoot, 'node_modules'), join(dir, 'node_modules'), 'dir')
   // (ES modules, as in the project)
   writeFileSync(join(dir, 'package.json'), '{ "type": "module" }\n')
-  // (the storage is written against the newest version's types, generated/newest.ts: v2's)
-  cpSync(join(projectRoot, 'generated', 'v2'), join(dir, 'generated', 'v2'), { recursive: true, filter: (file) => !file.endsWith('.cjs') })
+  // (the storage is written against the newest version's types, generated/newest.ts)
+  const newest = loadContract(newestSpecPath)
+  const types = `v${newest.version[0]}`
+  cpSync(join(projectRoot, 'generated', types), join(dir, 'generated', types), { recursive: true, filter: (file) => !file.endsWith('.cjs') })
   cpSync(join(projectRoot, 'generated', 'newest.ts'), join(dir, 'generated', 'newest.ts'))
-  const generate = async (document: object) => writeFileSync(join(dir, 'generated', 'v2', 'api.ts'), await apiTypes(JSON.stringify(document)))
+  const generate = async (document: object) => writeFileSync(join(dir, 'generated', types, 'api.ts'), await apiTypes(JSON.stringify(document)))
 
-  const spec = structuredClone(loadContract(newestSpecPath).document) as unknown as {
+  const spec = structuredClone(newest.document) as unknown as {
     components: { schemas: Record<string, { properties: Record<string, object> }> }
   }
   await generate(spec)
@@ -123,6 +125,9 @@ t.test('a mapping: the select list, rows as objects (a NULL leaves an optional p
   t.equal(things.list, 'id, label, note, at_ms')
   t.strictSame(things.read([1, 'a', null, 0]), { id: 1, label: 'a', at: '1970-01-01T00:00:00.000Z' })
   t.strictSame(things.read([2, 'b', 'n', 1_000]), { id: 2, label: 'b', note: 'n', at: '1970-01-01T00:00:01.000Z' })
+  const thing = { id: 1, label: 'a', at: '1970-01-01T00:00:01.000Z' }
+  t.strictSame(things.stored(thing), { id: 1, label: 'a', at_ms: 1_000 }, 'its stored form: by column, converted, no optional property it lacks')
+  t.strictSame(things.fromStored(things.stored(thing)), thing, 'and back')
   t.equal(things.insert().text, 'insert into things (label, note, at_ms) values ($1, $2, $3) returning id, label, note, at_ms')
   t.equal(
     things.insert(['owner']).text,

@@ -7,6 +7,9 @@ import { loadContract, specPaths } from '../../src/contract/load.js'
 import { type Contract } from '../../src/contract/model.js'
 import { deref } from '../../src/contract/pointer.js'
 
+/** `text` as a regular expression that matches it alone (a file's name in a message). */
+export const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
 /** The oldest served major's source (version 1's overlay): the tests of what it alone has
  * (getPet, deprecated) read it. */
 export const oldestSpecPath = specPaths[0]!
