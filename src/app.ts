@@ -188,6 +188,9 @@ function fastifyOptions(contracts: readonly Contract[], options: AppOptions, api
       // (Fastify reads nothing frameworkErrors returns: the reply, a thenable, is not waited for)
       void errorHandler(error, request, reply)
     },
+    // a bound for a plugin that never starts, not a speed: on a loaded 2-core machine the
+    // documentation of three versions took more than Fastify's default 10 s to start
+    pluginTimeout: 120_000,
     // requests that arrive while the server drains are answered, not refused with a 503
     return503OnClosing: false,
     // HEAD works wherever GET does (RFC 9110)
