@@ -3,8 +3,9 @@ import type { FastifyInstance } from 'fastify'
 import { closeAfterAnswersInFlight } from './http/connections.js'
 
 /** After the signal, connections idle at that moment get this long to send a request already
- * on its way (it is answered) before they are closed. */
-const settleMs = 500
+ * on its way (it is answered) before they are closed: long enough for a server on a busy
+ * machine to read it (at 0.5 s, a loaded 2-core machine reset some). */
+const settleMs = 2_000
 
 /** Requests still unfinished this long before the grace period ends are cut. */
 const cutBeforeEndMs = 1_000
