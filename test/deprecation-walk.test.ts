@@ -1,28 +1,32 @@
 /**
  * The walk of docs/compatibility.md (Deprecation and sunsets), on a copy of the project in a
- * temporary folder: version 2's listCategories, a paged list, is deprecated by its markers, its
- * 410 and the lifecycle headers of its 200, in openapi.yaml. The contract
+ * temporary folder: the newest version's listCategories, a paged list, is deprecated by its
+ * markers, its 410 and the lifecycle headers of its 200, in openapi.yaml. The contract
  * model, `npm run generate` and the breaking-change gate take it; the server sends a page's next
  * link and the lifecycle links in one Link, the last page the lifecycle links alone, every answer
  * checked against the document. With the markers alone, the start, the gate and the lint refuse
  * it in the same words, each naming what to add.
  */
 import { execFileSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, relative } from 'node:path'
 import t from 'tap'
 import { checkBreaking } from '../scripts/check-breaking.js'
 import { generate } from '../scripts/generate.js'
-import { bundledSpec, loadContract, specPaths } from '../src/contract/load.js'
+import { bundledSpec, loadContract, newestSpecPath, specPaths } from '../src/contract/load.js'
 import { projectRoot } from '../src/core/paths.js'
 import { generatedCompilers } from '../src/http/compilers.js'
 import { build, call, testKey } from './helpers/app.js'
 import { contractRuleErrors } from './helpers/lint.js'
 import { launch, processBound, within } from './helpers/processes.js'
 import { keptAsMade } from './helpers/project.js'
+import { escaped } from './helpers/spec.js'
 
 t.setTimeout(900_000)
+
+/** The newest version's base path (`/vN`): where openapi.yaml, and listCategories in it, is served. */
+const base = loadContract(newestSpecPath).basePath
 
 /** The steps, as written in openapi.yaml: what each finds in listCategories,
  * and what it writes there instead. */
@@ -143,7 +147,7 @@ const components = {
         type: string
         maxLength: 500
         pattern: ^<[^>]+>; rel="[a-z-]+"
-      example: </v2/docs/>; rel="deprecation"; type="text/html"
+      example: <${base}/docs/>; rel="deprecation"; type="text/html"
 `,
 }
 
@@ -172,7 +176,7 @@ function deprecated(steps: [string, string][], withComponents = true) {
 }
 
 const curator = 'curator-key-00001'
-const lifecycleLink = '</v2/docs/>; rel="deprecation"; type="text/html"'
+const lifecycleLink = `<${base}/docs/>; rel="deprecation"; type="text/html"`
 
 t.test('deprecating a paged list: its markers, its 410 and the headers of its 200, ten lines added and one changed', async (t) => {
   const { dir, specs, added, changed } = deprecated([markers, gone, headers])
@@ -182,45 +186,53 @@ t.test('deprecating a paged list: its markers, its 410 and the headers of its 20
 
   const generated = join(dir, 'generated')
   const { files } = await generate(generated, specs)
-  t.ok(files.includes('serializers/get_v2_categories_410.cjs'), 'generate takes it: the 410 has its serializer')
-  const [v1, v2] = specs.map((spec) => loadContract(spec, generated))
-  t.ok(v2!.operations.get('listCategories')!.lifecycle.deprecation, 'the contract model takes it: listCategories is deprecated')
+  t.ok(files.includes(`serializers/get${base.replace('/', '_')}_categories_410.cjs`), 'generate takes it: the 410 has its serializer')
+  const contracts = specs.map((spec) => loadContract(spec, generated))
+  t.equal(contracts.at(-1)!.basePath, base)
+  t.ok(contracts.at(-1)!.operations.get('listCategories')!.lifecycle.deprecation, 'the contract model takes it: listCategories is deprecated')
 
   let now = Date.parse('2027-03-01T00:00:00Z')
   const app = await build(t, {
-    contracts: [v1!, v2!],
+    contracts,
     schemaController: generatedCompilers(generated),
     API_KEYS: [testKey, `${curator}:pets:read+categories:write`],
     clock: () => now,
   })
   for (const name of ['Bird', 'Rodent', 'Fish'])
-    t.equal((await call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })).status, 201)
+    t.equal((await call(t, app, { method: 'POST', url: `${base}/categories`, payload: { name }, key: curator })).status, 201)
   const lifecycle = { deprecation: `@${Date.parse('2027-01-04T00:00:00Z') / 1000}`, sunset: 'Mon, 05 Jul 2027 00:00:00 GMT' }
-  const first = await call(t, app, { url: '/v2/categories?limit=2' })
+  const first = await call(t, app, { url: `${base}/categories?limit=2` })
   t.match(
     first,
-    { status: 200, headers: { ...lifecycle, link: `</v2/categories?limit=2&after=2>; rel="next", ${lifecycleLink}` } },
+    { status: 200, headers: { ...lifecycle, link: `<${base}/categories?limit=2&after=2>; rel="next", ${lifecycleLink}` } },
     'a page with more after it: the next page, then the lifecycle links, one field',
   )
-  const last = await call(t, app, { url: '/v2/categories?limit=2&after=2' })
+  const last = await call(t, app, { url: `${base}/categories?limit=2&after=2` })
   t.match(last, { status: 200, headers: { ...lifecycle, link: lifecycleLink } }, 'the last page: the lifecycle links alone')
   t.equal(last.json.length, 1)
   for (const [request, status] of [
-    [{ url: '/v2/categories', key: null }, 401],
-    [{ url: '/v2/categories?limit=0' }, 400],
+    [{ url: `${base}/categories`, key: null }, 401],
+    [{ url: `${base}/categories?limit=0` }, 400],
   ] as const) {
     t.match(await call(t, app, request), { status, headers: { ...lifecycle, link: lifecycleLink } }, `its ${status} too, as its shared response documents`)
   }
   now = Date.parse('2027-07-05T00:00:00Z')
-  const after = await call(t, app, { url: '/v2/categories?limit=2' })
+  const after = await call(t, app, { url: `${base}/categories?limit=2` })
   t.match(after, { status: 410, headers: { ...lifecycle, link: lifecycleLink } }, 'from its sunset on: 410')
   t.equal(after.json.message, 'listCategories was removed on 2027-07-05 (its sunset)')
 })
 
 t.test('the gate takes the walk: the Link of its 200 changes with its deprecation', async (t) => {
-  const { specs } = deprecated([markers, gone, headers])
-  const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
+  const { dir, specs } = deprecated([markers, gone, headers])
+  // The walk deprecates in a released major: the gate compares it with that major's releases. A
+  // new major not yet released has none (the gate allows it every change to the major before
+  // it): the copy's releases then hold the newest, as it was before the walk, released.
+  const released = join(dir, 'contract', 'released')
+  const version = loadContract(newestSpecPath).version.join('.')
+  if (!existsSync(join(released, `${version}.yaml`))) writeFileSync(join(released, `${version}.yaml`), readFileSync(newestSpecPath, 'utf8'))
+  const gate = await checkBreaking({ spec: specs.at(-1)!, released, now: new Date('2027-03-01T00:00:00Z') })
   t.ok(gate.ok, gate.lines.join('\n'))
+  t.match(gate.lines.join('\n'), new RegExp(`^compatible with the released ${escaped(version)}; `, 'm'), 'compared with the release of its own version')
   t.match(gate.lines.join('\n'), /^ {2}allowed \(deprecated: its Link carries its lifecycle links\): GET \/categories: `pattern` changed from/m)
 })
 
@@ -229,7 +241,7 @@ t.test('with its markers alone, the start, the gate and the lint refuse it in th
   const refusals = [
     "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
     "response 200 does not document Deprecation, Sunset: add Deprecation: $ref '#/components/headers/Deprecation', Sunset: $ref '#/components/headers/Sunset' to its headers",
-    `response 200 documents a Link that does not admit \`${lifecycleLink}\` nor \`</v2/categories?limit=1&after=1>; rel="next", ${lifecycleLink}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
+    `response 200 documents a Link that does not admit \`${lifecycleLink}\` nor \`<${base}/categories?limit=1&after=1>; rel="next", ${lifecycleLink}\`, which the server sends: document Link as $ref '#/components/headers/LifecycleLink'`,
   ]
   const lines = refusals.map((message) => `openapi.yaml: operation listCategories: ${message}`)
 
@@ -239,7 +251,7 @@ t.test('with its markers alone, the start, the gate and the lint refuse it in th
   t.equal(code, 1)
   t.equal(stderr, `petstore: ${lines.join('\n')}\n`, 'the start')
 
-  const gate = await checkBreaking({ spec: specs[1]!, now: new Date('2027-03-01T00:00:00Z') })
+  const gate = await checkBreaking({ spec: specs.at(-1)!, now: new Date('2027-03-01T00:00:00Z') })
   t.notOk(gate.ok)
   t.notOk(gate.servable)
   t.strictSame(
@@ -250,7 +262,7 @@ t.test('with its markers alone, the start, the gate and the lint refuse it in th
 
   // (npm run generate refuses it too, in those words: the lint reads the bundle as it would be served)
   const served = join(dir, 'served.yaml')
-  writeFileSync(served, bundledSpec(specs[1]!).source)
+  writeFileSync(served, bundledSpec(specs.at(-1)!).source)
   const lint = (await contractRuleErrors([served])).get(served)
   t.strictSame(lint, refusals, 'the lint (at its place in the document)')
 })

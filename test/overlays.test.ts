@@ -1,17 +1,19 @@
 /**
  * The overlays that make each older major version from the next newer one
  * (contract/versions/N.overlay.yaml, Overlay Specification 1.0.0), and their applier
- * (src/contract/overlay.ts): version 2 as served, with 1.overlay.yaml applied, is version 1 as
- * served; then each rule of the applier on small documents of its own.
+ * (src/contract/overlay.ts): the major after the oldest as served, with the oldest's overlay
+ * applied, is the oldest as served; then each rule of the applier on small documents of its own.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
-import { loadContract, majorOfSource, newestSpecPath, specPathsIn } from '../src/contract/load.js'
+import { loadContract, loadContracts, majorOfSource, newestSpecPath, specPaths, specPathsIn } from '../src/contract/load.js'
+import { type Contract } from '../src/contract/model.js'
 import { applyOverlay } from '../src/contract/overlay.js'
 import { generatedDir, projectRoot } from '../src/core/paths.js'
+import { escaped } from './helpers/spec.js'
 
 const read = (file: string): unknown => parse(readFileSync(file, 'utf8'))
 
@@ -26,25 +28,33 @@ function keyOrderDifferences(a: unknown, b: unknown, path = ''): string[] {
 /** the small overlay of `actions` */
 const overlay = (...actions: unknown[]) => ({ overlay: '1.0.0', info: { title: 'test', version: '1' }, actions })
 
-t.test('version 2 as served, with contract/versions/1.overlay.yaml applied, is version 1 as served: its last release, key for key', async (t) => {
-  const v2 = read(join(generatedDir, 'v2', 'openapi.yaml'))
-  const v1 = read(join(generatedDir, 'v1', 'openapi.yaml'))
-  const { document, unmatched } = applyOverlay(v2, read(join(projectRoot, 'contract', 'versions', '1.overlay.yaml')), 'contract/versions/1.overlay.yaml')
-  t.strictSame(document, v1, 'the same document')
-  t.strictSame(keyOrderDifferences(document, v1), [], 'in the same order')
-  t.strictSame(unmatched, [], 'every action selects something in version 2')
-  t.strictSame(v2, read(join(generatedDir, 'v2', 'openapi.yaml')), 'version 2 is left as it was')
-  const released = read(join(projectRoot, 'contract', 'released', `${(v1 as { info: { version: string } }).info.version}.yaml`))
-  t.strictSame(v1, released, 'version 1 as released')
+/** The served documents, oldest first: the oldest is the next one's document with its overlay applied. */
+const [oldest, next] = loadContracts()
+/** the document of a served major, as generated/ holds it */
+const generated = ({ version }: Contract): unknown => read(join(generatedDir, `v${version[0]}`, 'openapi.yaml'))
+/** the released contract of a served document's version (its last release) */
+const releasedOf = (document: unknown): unknown =>
+  read(join(projectRoot, 'contract', 'released', `${(document as { info: { version: string } }).info.version}.yaml`))
+
+t.test("the next major as served, with the oldest's overlay applied, is the oldest as served: its last release, key for key", async (t) => {
+  const nextServed = generated(next!)
+  const oldestServed = generated(oldest!)
+  const { document, unmatched } = applyOverlay(nextServed, read(join(projectRoot, oldest!.file)), oldest!.file)
+  t.strictSame(document, oldestServed, 'the same document')
+  t.strictSame(keyOrderDifferences(document, oldestServed), [], 'in the same order')
+  t.strictSame(unmatched, [], 'every action selects something in the next major')
+  t.strictSame(nextServed, generated(next!), 'the next major is left as it was')
+  const released = releasedOf(oldestServed)
+  t.strictSame(oldestServed, released, 'the oldest as released')
   // Key order: the same in every object but these. A key that Overlay 1.0 adds goes after the
   // object's own keys, and no action moves a key (1.0 has no copy, and a key removed then added
   // again goes last), so putting one in the release's place would mean writing again, whole, every
-  // key after it: here most of the document. Version 1's `x-examples-order` (a list of names,
+  // key after it: here most of the document. The oldest's `x-examples-order` (a list of names,
   // written anew) comes last instead of before `paths`; getPet's path item, its headers, its
-  // parameter and its 410 last in theirs; the components version 2 has first, then those it adds;
-  // Pet's `categoryId` and `required` after the properties version 2 has.
+  // parameter and its 410 last in theirs; the components the next major has first, then those it
+  // adds; Pet's `categoryId` and `required` after the properties the next major has.
   t.strictSame(
-    keyOrderDifferences(released, v1),
+    keyOrderDifferences(released, oldestServed),
     [
       '',
       '/paths',
@@ -58,9 +68,9 @@ t.test('version 2 as served, with contract/versions/1.overlay.yaml applied, is v
     ],
     'key order: as released but where a key is added, and in components',
   )
-  const v2Released = read(join(projectRoot, 'contract', 'released', `${(v2 as { info: { version: string } }).info.version}.yaml`))
-  t.strictSame(v2, v2Released, 'version 2 as released')
-  t.strictSame(keyOrderDifferences(v2Released, v2), [], 'in its order')
+  const nextReleased = releasedOf(nextServed)
+  t.strictSame(nextServed, nextReleased, 'the next major as released')
+  t.strictSame(keyOrderDifferences(nextReleased, nextServed), [], 'in its order')
 })
 
 t.test('the loader refuses an overlay that is none, one whose action selects nothing, one whose name says another major', async (t) => {
@@ -68,28 +78,36 @@ t.test('the loader refuses an overlay that is none, one whose action selects not
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   cpSync(join(projectRoot, 'openapi.yaml'), join(dir, 'openapi.yaml'))
   mkdirSync(join(dir, 'contract', 'versions'), { recursive: true })
-  const text = readFileSync(join(projectRoot, 'contract', 'versions', '1.overlay.yaml'), 'utf8')
+  // the overlay that applies to openapi.yaml: the newest-but-one's, of major N
+  const below = specPaths.at(-2)!
+  const { file: name, version } = loadContract(below)
+  const text = readFileSync(below, 'utf8')
   const at = (name: string, written: string) => {
     const file = join(dir, 'contract', 'versions', name)
     writeFileSync(file, written)
     return file
   }
-  t.throws(() => loadContract(at('1.overlay.yaml', text.replace('overlay: 1.0.0', 'overlay: 2.0.0')), false), {
-    message: 'contract/versions/1.overlay.yaml: overlay: overlay is "2.0.0": this applier reads Overlay 1.0.x (overlay: 1.0.0)',
+  const overlayName = basename(name)
+  t.throws(() => loadContract(at(overlayName, text.replace('overlay: 1.0.0', 'overlay: 2.0.0')), false), {
+    message: `${name}: overlay: overlay is "2.0.0": this applier reads Overlay 1.0.x (overlay: 1.0.0)`,
   })
   const actions = (parse(text) as { actions: unknown[] }).actions.length
-  t.throws(() => loadContract(at('1.overlay.yaml', `${text}  - target: $.nothing\n    remove: true\n`), false), {
-    message: `contract/versions/1.overlay.yaml: overlay: actions[${actions}] ($.nothing) select(s) nothing in the document of openapi.yaml: an overlay's every action must fit the document it applies to`,
+  t.throws(() => loadContract(at(overlayName, `${text}  - target: $.nothing\n    remove: true\n`), false), {
+    message: `${name}: overlay: actions[${actions}] ($.nothing) select(s) nothing in the document of openapi.yaml: an overlay's every action must fit the document it applies to`,
   })
-  rmSync(join(dir, 'contract', 'versions', '1.overlay.yaml'))
+  rmSync(join(dir, name))
   t.equal(majorOfSource(join(dir, 'openapi.yaml')), loadContract(newestSpecPath).version[0], "openapi.yaml's major, by its info.version")
   writeFileSync(join(dir, 'empty.yaml'), '')
   t.equal(majorOfSource(join(dir, 'empty.yaml')), undefined, 'an empty file: none')
   writeFileSync(join(dir, 'bare.yaml'), 'openapi: 3.1.0\n')
   t.equal(majorOfSource(join(dir, 'bare.yaml')), undefined, 'a document without info: none')
   t.strictSame(specPathsIn(join(dir, 'contract')), [join(dir, 'contract', 'openapi.yaml')], 'a folder without overlays: its openapi.yaml alone')
-  t.throws(() => loadContract(at('3.overlay.yaml', text), false), {
-    message: /^contract\/versions\/3\.overlay\.yaml: info\.version: info\.version 1\.3\.0 is of major version 1, which the overlay's name does not say/,
+  // (named as another major's overlay: openapi.yaml's own, to which it is applied)
+  const another = `${version[0] + 1}.overlay.yaml`
+  t.throws(() => loadContract(at(another, text), false), {
+    message: new RegExp(
+      `^${escaped(`contract/versions/${another}: info.version: info.version ${version.join('.')} is of major version ${version[0]}, which the overlay's name does not say`)}`,
+    ),
   })
 })
 
