@@ -6,7 +6,10 @@ import { bundledSpec, specPaths } from '../src/contract/load.js'
 import { generatedDir } from '../src/core/paths.js'
 import type { OpenAPIV3 } from 'openapi-types'
 import { pageDocument, pageTitle } from '../src/docs/page-document.js'
+import type { Contract } from '../src/contract/model.js'
+import { getPetFromList } from '../src/versions/changes/get-pet.js'
 import { build, call, newest, servedContracts } from './helpers/app.js'
+import { ledToBy } from './helpers/version-roles.js'
 
 t.test('the spec of each version is published without a key: the YAML byte for byte, the same document as JSON', async (t) => {
   const app = await build(t)
@@ -90,42 +93,51 @@ t.test('the documentation page is served without a key and tries requests agains
 
 t.test("each page's document: titled with its version, the other versions linked, this server first, no optional parameter prefilled", async (t) => {
   const app = await build(t)
-  const [v1, v2] = servedContracts as [typeof newest, typeof newest]
-  const pages = new Map<string, OpenAPIV3.Document>()
-  for (const contract of servedContracts) pages.set(contract.basePath, (await call(t, app, { url: `${contract.service.paths.docs}json`, key: null })).json)
-  const one = pages.get('/v1')!
-  const two = pages.get('/v2')!
-  t.equal(two.info.title, 'Pet Store Service — version 2')
-  t.equal(one.info.title, 'Pet Store Service — version 1')
-  t.match(
-    two.info.description,
-    /^\*\*This page shows version 2 \(the newest\)\*\* of the API, whose published document is \[\/v2\/openapi\.yaml\]\(\/v2\/openapi\.yaml\) \(\[JSON\]\(\/v2\/openapi\.json\)\)\. Other versions served here: \[version 1\]\(\/v1\/docs\/\)\.\n\n/,
-  )
-  t.match(one.info.description, /^\*\*This page shows version 1\*\* [^\n]* Other versions served here: \[version 2 \(the newest\)\]\(\/v2\/docs\/\)\.\n\n/)
-  t.ok(two.info.description!.endsWith(v2.document.info.description!), "then the document's own description")
-  t.strictSame(two.servers, [{ url: '/v2', description: 'This server' }, ...v2.document.servers!], 'Try it out calls this server first')
+  // (the version with getPet, which the version change get-pet leads to: a required path parameter)
+  const withGetPet = ledToBy(getPetFromList)
+  const pages = new Map<Contract, OpenAPIV3.Document>()
+  for (const contract of servedContracts) pages.set(contract, (await call(t, app, { url: `${contract.service.paths.docs}json`, key: null })).json)
+  const named = (contract: Contract) => `version ${contract.version[0]}${contract === newest ? ' (the newest)' : ''}`
+  for (const [contract, page] of pages) {
+    const base = contract.basePath
+    t.equal(page.info.title, `Pet Store Service — version ${contract.version[0]}`, `${base}: titled with its version`)
+    const others = servedContracts.filter((other) => other !== contract).map((other) => `[${named(other)}](${other.basePath}/docs/)`)
+    t.ok(others.length > 0, 'more than one version is served')
+    t.equal(
+      page.info.description,
+      `**This page shows ${named(contract)}** of the API, whose published document is [${base}/openapi.yaml](${base}/openapi.yaml) ([JSON](${base}/openapi.json)). ` +
+        `Other versions served here: ${others.join(', ')}.\n\n${contract.document.info.description}`,
+      `${base}: which version it is, where its document is, every other version linked, oldest first; then the document's own description`,
+    )
+    t.strictSame(page.servers, [{ url: base, description: 'This server' }, ...contract.document.servers!], `${base}: Try it out calls this server first`)
+  }
+  const newestPage = pages.get(newest)!
 
   const parameters = (document: OpenAPIV3.Document, path: string) => document.paths[path]!.get!.parameters as OpenAPIV3.ParameterObject[]
-  for (const parameter of parameters(two, '/pets')) {
+  for (const parameter of parameters(newestPage, '/pets')) {
     t.equal(parameter.required, false)
     t.notOk('$ref' in parameter, `${parameter.name}: written out`)
     t.equal(parameter.example, undefined)
     t.equal((parameter.schema as OpenAPIV3.SchemaObject).example, undefined, `${parameter.name}: no example to fill it with`)
   }
   t.strictSame(
-    parameters(two, '/pets').map(({ name }) => name),
+    parameters(newestPage, '/pets').map(({ name }) => name),
     ['limit', 'id', 'status', 'categoryId', 'after', 'If-None-Match'],
   )
-  t.equal((parameters(two, '/pets')[0]!.schema as OpenAPIV3.SchemaObject).default, 20, 'a default stays')
-  t.strictSame(parameters(one, '/pets/{petId}')[0], v1.document.paths['/pets/{petId}']!.get!.parameters![0], 'a required parameter (petId) keeps its example')
-  t.equal((v2.document.components!.schemas!.PetId as OpenAPIV3.SchemaObject).example, 1, 'the published document keeps its examples')
-  t.strictSame((await call(t, app, { url: v2.service.paths.json, key: null })).json, v2.document, 'and is published as written')
+  t.equal((parameters(newestPage, '/pets')[0]!.schema as OpenAPIV3.SchemaObject).default, 20, 'a default stays')
+  t.strictSame(
+    parameters(pages.get(withGetPet)!, '/pets/{petId}')[0],
+    withGetPet.document.paths['/pets/{petId}']!.get!.parameters![0],
+    'a required parameter (petId) keeps its example',
+  )
+  t.equal((newest.document.components!.schemas!.PetId as OpenAPIV3.SchemaObject).example, 1, 'the published document keeps its examples')
+  t.strictSame((await call(t, app, { url: newest.service.paths.json, key: null })).json, newest.document, 'and is published as written')
 
   // a parameter written with content, not schema, keeps its content
-  const document = structuredClone(v2.document)
+  const document = structuredClone(newest.document)
   document.paths['/pets']!.get!.parameters = [{ name: 'filter', in: 'query', example: '{}', content: { 'application/json': { schema: { type: 'object' } } } }]
-  t.strictSame(pageDocument({ ...v2, document }, [v2]).paths['/pets']!.get!.parameters, [
+  t.strictSame(pageDocument({ ...newest, document }, [newest]).paths['/pets']!.get!.parameters, [
     { name: 'filter', in: 'query', content: { 'application/json': { schema: { type: 'object' } } } },
   ])
-  t.notMatch(pageDocument(v2, [v2]).info.description, 'Other versions', 'served alone, it links no other')
+  t.notMatch(pageDocument(newest, [newest]).info.description, 'Other versions', 'served alone, it links no other')
 })
