@@ -125,16 +125,23 @@ export function classify(changes: Change[], accepted: AcceptedChange[], lifecycl
           lifecycle.changed,
         )
       : []
-    const judgements = operations.map((operation) => {
-      // a removal takes away the operation at or under the removed place
-      const judged = judge(
-        lifecycle!.latest.get(operation.name)!,
-        change.kind === 'removed' && operation.pointer.startsWith(change.path),
-        lifecycle!.noticeDays,
-        lifecycle!.now,
-      )
-      return judged.allowed === undefined ? (deprecationLink(operation, change.path, lifecycle!.revision) ?? judged) : judged
-    })
+    // the Link of an operation deprecated now changes at that operation's own place alone, even
+    // where the header it names now is one other operations' answers name too (a getPet
+    // deprecated before it)
+    const owner = operations.find((operation) => change.path.startsWith(`${operation.pointer}/`))
+    const ownLink = owner === undefined ? undefined : deprecationLink(owner, change.path, lifecycle!.revision)
+    const judgements =
+      ownLink !== undefined
+        ? [ownLink]
+        : operations.map((operation) =>
+            // a removal takes away the operation at or under the removed place
+            judge(
+              lifecycle!.latest.get(operation.name)!,
+              change.kind === 'removed' && operation.pointer.startsWith(change.path),
+              lifecycle!.noticeDays,
+              lifecycle!.now,
+            ),
+          )
     if (judgements.length > 0 && judgements.every((judgement) => judgement.allowed !== undefined)) {
       found.allowed.push(`  allowed (${[...new Set(judgements.map((judgement) => judgement.allowed))].join('; ')}): ${line}`)
     } else {
