@@ -178,7 +178,9 @@ t.test("a query parameter version 3 renamed: version 2's request is given the ne
     {
       status: 200,
       body: [tom],
-      headers: { Link: '</v3/pets?limit=1&availability=pending&after=2>; rel="next", </v3/store/orders?availability=x>; rel="other"' },
+      headers: {
+        Link: '</v3/pets?limit=1&availability=pending&after=2>; rel="next", </v3/store/orders?availability=x>; rel="other", </v3/elsewhere?availability=x>; rel="about"',
+      },
     }
   )
   const createPet: AnyHandler = () => ({ status: 201, body: tom, headers: { Location: '/v3/pets?petId=2' } })
@@ -188,8 +190,14 @@ t.test("a query parameter version 3 renamed: version 2's request is given the ne
   const fromV2 = versions.derive(handlers, v2)
   t.strictSame(
     fromV2.listPets!({ params: {}, query: { status: 'pending', limit: 1 } } as never, undefined, undefined),
-    { status: 200, body: [tom], headers: { Link: '</v2/pets?limit=1&status=pending&after=2>; rel="next", </v2/store/orders?availability=x>; rel="other"' } },
-    "its next page names the filter as version 2 does; another operation's URL is left as it is",
+    {
+      status: 200,
+      body: [tom],
+      headers: {
+        Link: '</v2/pets?limit=1&status=pending&after=2>; rel="next", </v2/store/orders?availability=x>; rel="other", </v2/elsewhere?availability=x>; rel="about"',
+      },
+    },
+    "its next page names the filter as version 2 does; another operation's URL, or one of no operation, is left as it is",
   )
   t.strictSame(
     await fromV2.createPet!({ params: {}, query: {}, body: { name: 'Tom', category: { id: 1 } } } as never, undefined, undefined),

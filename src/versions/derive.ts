@@ -35,8 +35,9 @@ interface Step {
   context: ChangeContext
   /** a URL under the newer version's base path, in a header */
   moved: RegExp
-  /** the older operations whose query parameters the newer version calls otherwise */
-  renamedQueries: readonly RenamedQuery[]
+  /** by the id of an older operation, the query parameters the newer version calls otherwise:
+   * by the newer name, the older (a URL of that operation in an answer is given them back) */
+  renamedQueries: ReadonlyMap<string, ReadonlyMap<string, string>>
   down: ReadonlyMap<string, Transform>
   up: ReadonlyMap<string, Transform>
   /** by event type: its payload made older */
@@ -45,15 +46,6 @@ interface Step {
 
 /** An event's payload made older. */
 type EventChange = (fields: EventFields) => EventFields
-
-/** An older operation's query parameters that the newer version calls otherwise: a URL of its
- * path in an answer (a next page, a Location) is given the older names back. */
-interface RenamedQuery {
-  /** the operation's path under the older base path, its path parameters any segment */
-  path: RegExp
-  /** by the newer name, the older */
-  back: ReadonlyMap<string, string>
-}
 
 /** What one operation's request and answer go through at one step. */
 interface Hop {
@@ -125,7 +117,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
   const eventChanges = new Map<string, EventChange[]>()
   const changed = new Set<string>()
   const servedBy = new Map<string, string>()
-  const renamedQueries: RenamedQuery[] = []
+  const renamedQueries = new Map<string, ReadonlyMap<string, string>>()
   for (const change of changes) {
     const named = `version change ${change.name}`
     for (const [name, schema] of Object.entries(change.schemas)) {
@@ -140,7 +132,7 @@ function stepOf(older: Contract, newer: Contract, changes: readonly VersionChang
     for (const [id, { renamed }] of Object.entries(change.operations)) {
       const operation = older.operations.get(id)
       if (operation === undefined) problems.push(`${named} changes the operation ${id}, which ${older.file} does not have`)
-      else if (renamed !== undefined) renamedQueries.push(renamedQueryOf(operation, renamed, older, newer, change, problems))
+      else if (renamed !== undefined) renamedQueries.set(id, renamedQueryOf(operation, renamed, older, newer, change, problems))
     }
     for (const [id, by] of Object.entries(change.servedBy)) {
       if (!older.operations.has(id)) problems.push(`${named} serves the operation ${id}, which ${older.file} does not have`)
@@ -176,7 +168,7 @@ function renamedQueryOf(
   newer: Contract,
   change: VersionChange,
   problems: string[],
-): RenamedQuery {
+): ReadonlyMap<string, string> {
   const serving = newer.operations.get(change.servedBy[operation.id] ?? operation.id)
   for (const [was, is] of Object.entries(renamed)) {
     if (!queryParameters(operation).includes(was))
@@ -186,23 +178,18 @@ function renamedQueryOf(
         `version change ${change.name} renames ${operation.id}'s query parameter ${was} to ${is}, which ${newer.file}'s ${serving.id} does not have`,
       )
   }
-  // (each path parameter any one segment; the rest as it is written)
-  const pattern = `${older.basePath}${operation.path}`
-    .split(/\{[^}]+\}/)
-    .map((text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('[^/?]+')
-  return { path: new RegExp(`${pattern}$`), back: new Map(Object.entries(renamed).map(([was, is]) => [is, was])) }
+  return new Map(Object.entries(renamed).map(([was, is]) => [is, was]))
 }
 
-/** The URLs of `header` (a Location, or a Link's `<...>`) whose path is an operation of
- * `renamedQueries`, their query parameters called by the older names. */
-function renamedBack(header: string, renamedQueries: readonly RenamedQuery[]): string {
+/** The URLs of `header` (a Location, or a Link's `<...>`) of an operation of `older` that
+ * `renamedQueries` holds, their query parameters called by the older names. */
+function renamedBack(header: string, older: Contract, renamedQueries: Step['renamedQueries']): string {
   return header.replace(/(^|<)([^<>?\s]+)\?([^<>\s]*)/g, (url: string, lead: string, path: string, query: string) => {
-    const renamed = renamedQueries.find((candidate) => candidate.path.test(path))
-    if (renamed === undefined) return url
+    const back = renamedQueries.get(older.operationAt('GET', path)?.id ?? '')
+    if (back === undefined) return url
     const named = query.split('&').map((pair) => {
       const name = pair.split('=', 1)[0]!
-      const was = renamed.back.get(name)
+      const was = back.get(name)
       return was === undefined ? pair : `${was}${pair.slice(name.length)}`
     })
     return `${lead}${path}?${named.join('&')}`
@@ -270,7 +257,7 @@ function derivedHandler(
         const url = made.headers[name]
         if (url === undefined) continue
         const moved = url.replace(step.moved, `$1${step.older.basePath}/`)
-        made.headers[name] = step.renamedQueries.length === 0 ? moved : renamedBack(moved, step.renamedQueries)
+        made.headers[name] = step.renamedQueries.size === 0 ? moved : renamedBack(moved, step.older, step.renamedQueries)
       }
     }
     return made
