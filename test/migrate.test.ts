@@ -13,6 +13,7 @@ import { petEvents } from '../src/pets/events.js'
 import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
 import { MigrationError, migrate, migrations } from '../src/storage/migrations.js'
+import { migrationStatementMs } from '../src/storage/postgres.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { runMain } from './helpers/main.js'
 import { launch, processBound, run, within } from './helpers/processes.js'
@@ -371,6 +372,18 @@ t.test('the server does not start on a schema it cannot migrate, and says why in
   t.equal(code, 1)
   t.match(stderr, /^petstore: migration 0002_api_keys failed: relation "api_keys" already exists; no migration was applied\n$/)
 })
+
+t.test(
+  "on PostgreSQL a migration's statements have a minute, not a request's DATABASE_TIMEOUT_MS; requests keep theirs",
+  { skip: postgresMissing },
+  async (t) => {
+    const database = await connect(await freshPostgres(t), { poolSize: 1, timeoutMs: 400 })
+    t.teardown(() => database.close())
+    const { rows } = await sql<{ statement_timeout: string }>`show statement_timeout`.execute(database.db)
+    t.equal(rows[0]!.statement_timeout, `${migrationStatementMs / 60_000}min`)
+    t.equal((await database.sql.row<{ statement_timeout: string }>('show statement_timeout'))!.statement_timeout, '400ms')
+  },
+)
 
 t.test('a database migrated by a newer version (a migration this one lacks) is refused, not changed', async (t) => {
   const database = await connect('sqlite::memory:', { poolSize: 1 })

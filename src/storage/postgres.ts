@@ -23,6 +23,9 @@ const connectionOptions = (url: string, timeoutMs: number) =>
     keepAlive: true,
   }) satisfies pg.ClientConfig & pg.PoolConfig
 
+/** The least time a migration's statement may take (DATABASE_TIMEOUT_MS, if longer). */
+export const migrationStatementMs = 60_000
+
 export function openPostgres(url: string, { poolSize, readConnections }: { poolSize: number; readConnections: number }, timeoutMs: number): Database {
   // Should the server not even answer the cancel of a statement, the wait for its answer ends a
   // second later: postgresSql watches the requests' statements on the pool, the read
@@ -34,8 +37,14 @@ export function openPostgres(url: string, { poolSize, readConnections }: { poolS
   // reads outside transactions, many at once on each of a few connections (none: on the pool)
   const reads = readConnections > 0 ? pipelines(connectionOptions(url, timeoutMs), readConnections, answerWithinMs) : undefined
   const sql = postgresSql(pool, answerWithinMs, reads?.send)
+  // A migration is not a request: it may rewrite a table or build an index, and a loaded
+  // server may take seconds even for the check that nothing is pending. Its statements have a
+  // minute at least, not a request's bound (connecting keeps it).
+  const migrationMs = Math.max(timeoutMs, migrationStatementMs)
   const db = new Kysely<Record<string, never>>({
-    dialect: new PostgresDialect({ pool: pooled(url, 1, timeoutMs, { query_timeout: answerWithinMs, idleTimeoutMillis: 1 }) }),
+    dialect: new PostgresDialect({
+      pool: pooled(url, 1, timeoutMs, { statement_timeout: migrationMs, query_timeout: migrationMs + 1_000, idleTimeoutMillis: 1 }),
+    }),
   })
   const { hostname, port, pathname } = new URL(url)
   return {
@@ -54,7 +63,7 @@ export function openPostgres(url: string, { poolSize, readConnections }: { poolS
 
 /** A pool of at most `max` connections to `url`. */
 function pooled(url: string, max: number, timeoutMs: number, options: pg.PoolConfig = {}): pg.Pool {
-  const pool = new pg.Pool({ ...options, ...connectionOptions(url, timeoutMs), max })
+  const pool = new pg.Pool({ ...connectionOptions(url, timeoutMs), ...options, max })
   // A connection that the server drops (restart, failover, pg_terminate_backend) emits an
   // error event, which would end the process if nothing listened: on the pool while the
   // connection is idle there (the pool discards it; the next query opens a new one), on the
