@@ -1,6 +1,6 @@
 /**
- * Version 2's categories: listed, added (a name unique however it is written, by a key with
- * categories:write) and read, each answer checked against the newest document (openapi.yaml); no category is given
+ * Version 2's categories: listed, added (a name unique however it is written and in whichever
+ * script, by a key with categories:write; a joiner only where its script needs it) and read, each answer checked against the newest document (openapi.yaml); no category is given
  * an id that a pet named before it existed; on both stores, and under concurrency on PostgreSQL.
  */
 import type { FastifyInstance } from 'fastify'
@@ -8,6 +8,7 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { aCategory, build, call, testKey } from './helpers/app.js'
 import { atMost, sleep } from './helpers/concurrency.js'
+import { lookAlikes } from './helpers/look-alikes.js'
 import { freshPostgres, postgresMissing } from './helpers/postgres.js'
 
 const curator = 'curator-key-00001'
@@ -114,6 +115,81 @@ async function categoriesOn(t: Test, DATABASE_URL: string) {
 
 t.test('SQLite: categories', (t) => categoriesOn(t, 'sqlite::memory:'))
 t.test('PostgreSQL: categories', { skip: postgresMissing }, async (t) => categoriesOn(t, await freshPostgres(t)))
+
+/**
+ * Names that look alike are one name, whichever is added first: the second is told 409, naming
+ * the first; names that need a joiner are taken as sent; a joiner where no script needs it, and
+ * a name that shows nothing (blanks or marks alone), are told 400.
+ */
+async function lookAlikesOn(t: Test, DATABASE_URL: string, alikeFirst: boolean) {
+  const app = await build(t, { DATABASE_URL, API_KEYS: [testKey, `${curator}:pets:read+categories:write`] })
+  const add = (name: string) => call(t, app, { method: 'POST', url: '/v2/categories', payload: { name }, key: curator })
+
+  for (const [alike, twin, why] of lookAlikes) {
+    const [first, second] = alikeFirst ? [alike, twin] : [twin, alike]
+    const added = await add(first)
+    t.equal(added.status, 201, `${JSON.stringify(first)} is added`)
+    t.strictSame(
+      (await add(second)).json,
+      { code: 'category_name_taken', message: `A category named ${JSON.stringify(first)} exists already (category ${added.json.id})`, status: 409 },
+      `${JSON.stringify(second)} is the same name: ${why}`,
+    )
+  }
+
+  for (const [name, why] of [
+    ['گربه\u200Cها', 'Persian "cats": a zero width non-joiner between two letters that would join'],
+    ['ශ්\u200Dරී ලංකා', 'Sinhala "Sri Lanka": a zero width joiner after the virama'],
+  ] as const) {
+    const added = await add(name)
+    t.equal(added.status, 201, why)
+    t.equal(added.json.name, name, 'stored as sent, the joiner kept')
+    t.equal((await call(t, app, { url: `/v2/categories/${added.json.id}` })).json.name, name, 'and read back so')
+  }
+  t.match((await add('گربهها')).json, { status: 409, code: 'category_name_taken', message: /"گربه‌ها"/ }, 'without its non-joiner, the same name')
+
+  for (const [name, message, why] of [
+    [
+      'Ca\u200Cts',
+      'the zero width non-joiner (U+200C) at character 3 neither follows a virama nor stands between two letters that join (RFC 5892, Appendix A.1)',
+      'a non-joiner in Latin',
+    ],
+    [
+      'ا\u200Cب',
+      'the zero width non-joiner (U+200C) at character 2 neither follows a virama nor stands between two letters that join (RFC 5892, Appendix A.1)',
+      'after a letter that does not join the next',
+    ],
+    ['🐈\u200D⬛', 'the zero width joiner (U+200D) at character 2 does not follow a virama (RFC 5892, Appendix A.2)', 'a joiner in an emoji sequence'],
+  ] as const) {
+    t.strictSame((await add(name)).json, { code: 'invalid_request', message: `body/name is not valid: ${message}`, status: 400 }, why)
+  }
+
+  for (const [name, why] of [
+    ['\u2800\u2800', 'braille blanks alone'],
+    ['\u0301', 'a combining mark alone'],
+    ['\u{1D159}', 'a null notehead alone'],
+    ['\u3164\u3164', 'Hangul fillers alone'],
+    ['Dogs\u2800', 'a blank at the end'],
+    ['\u0301Dogs', 'a mark first'],
+  ] as const) {
+    const refused = await add(name)
+    t.equal(refused.status, 400, `${why}: nothing shows there`)
+    t.match(refused.json, { code: 'invalid_request', message: /^body\/name is not valid: A category's name: /, status: 400 })
+  }
+  t.equal((await call(t, app, { url: '/v2/categories?limit=100' })).json.length, lookAlikes.length + 2, 'one category per name, nothing of what was refused')
+}
+
+t.test('SQLite: look-alikes are one name, whichever comes first; joiners only where a script needs them; a name shows something', async (t) => {
+  await lookAlikesOn(t, 'sqlite::memory:', false)
+  await lookAlikesOn(t, 'sqlite::memory:', true)
+})
+t.test(
+  'PostgreSQL: look-alikes are one name, whichever comes first; joiners only where a script needs them; a name shows something',
+  { skip: postgresMissing },
+  async (t) => {
+    await lookAlikesOn(t, await freshPostgres(t), false)
+    await lookAlikesOn(t, await freshPostgres(t), true)
+  },
+)
 
 /** The app's v1 createPet of a pet naming `categoryId`, and the id of the pet. */
 async function petNaming(t: Test, app: FastifyInstance, categoryId: number): Promise<number> {

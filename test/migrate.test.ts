@@ -12,6 +12,7 @@ import { orderEvents } from '../src/orders/events.js'
 import { petEvents } from '../src/pets/events.js'
 import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
+import { nameKey } from '../src/core/names.js'
 import { MigrationError, migrate, migrations } from '../src/storage/migrations.js'
 import { migrationStatementMs } from '../src/storage/postgres.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
@@ -221,6 +222,23 @@ t.test('a PostgreSQL database of the previous version migrates without losing a 
   await previousVersionMigrates(t, await freshPostgres(t))
 })
 
+/** That migrating `database` stops with a MigrationError (which the server reports in one line)
+ * naming the stored names that are now one name, by id, not merged. */
+async function refusesToMigrate(t: Test, database: Awaited<ReturnType<typeof connect>>, message: string) {
+  const error = await migrate(database).catch((error: Error) => error)
+  t.ok(error instanceof MigrationError, 'a MigrationError: the server reports it in one line')
+  t.equal((error as Error).message, message, 'each name, by id, not merged')
+}
+
+/** A connection to the database at `url`, closed when the test ends, migrated up to `migration`. */
+async function migratedTo(t: Test, url: string, migration: string) {
+  const database = await connect(url, { poolSize: 1 })
+  t.teardown(() => database.close())
+  const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations(database.dialect) } })
+  t.equal((await migrator.migrateTo(migration)).error, undefined, `migrated up to ${migration}`)
+  return database
+}
+
 /** The last migration of version 2.0.0, which added categories unique by their lower case. */
 const release200 = '0011_categories_and_versions'
 
@@ -230,24 +248,19 @@ const release200 = '0011_categories_and_versions'
  * named; once renamed, it applies, and the ids pets named are never given to a category.
  */
 async function categoryNamesMigrate(t: Test, url: string) {
-  const database = await connect(url, { poolSize: 1 })
-  t.teardown(() => database.close())
-  const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations(database.dialect) } })
-  t.equal((await migrator.migrateTo(release200)).error, undefined)
+  const database = await migratedTo(t, url, release200)
   // (numbered 1 to 5, as version 2.0.0 numbered them)
   for (const name of ['Café', 'CAFÉ ', 'Straße', 'STRASSE', 'Bird']) {
     await database.sql.run('insert into categories (name, name_key, created_at) values ($1, $2, 0)', [name, name.toLowerCase()])
   }
   for (const categoryId of [1, 7, 7, 9]) await database.sql.run("insert into pets (name, category_id, status) values ('Rex', $1, 'available')", [categoryId])
 
-  const error = await migrate(database).catch((error: Error) => error)
-  t.ok(error instanceof MigrationError, 'a MigrationError: the server reports it in one line')
-  t.equal(
-    (error as Error).message,
+  await refusesToMigrate(
+    t,
+    database,
     'migration 0012_category_names_and_ids failed: categories whose names are now one name (Unicode NFKC and case folding, invisible characters ignored): ' +
       '1 "Café" and 2 "CAFÉ "; 3 "Straße" and 4 "STRASSE". Rename all but one of each in the database (categories.name, and name_key as its lower case), ' +
       'then migrate again; no migration was applied',
-    'each name, by id, not merged',
   )
   t.equal((await database.sql.rows('select name_key from categories')).length, 5, 'the categories are as they were')
 
@@ -285,10 +298,7 @@ const release210 = '0014_revision_of_changed_rows'
  * names: they are kept by their tables' columns from then on, and shown as they were.
  */
 async function waitingEventsMigrate(t: Test, url: string) {
-  const database = await connect(url, { poolSize: 1 })
-  t.teardown(() => database.close())
-  const migrator = new Migrator({ db: database.db, provider: { getMigrations: async () => migrations(database.dialect) } })
-  t.equal((await migrator.migrateTo(release210)).error, undefined)
+  const database = await migratedTo(t, url, release210)
   const pet = { id: 1, name: 'Rex', categoryId: 2, categoryName: 'Dogs', status: 'pending' }
   const unnamed = { id: 2, name: 'Tom', categoryId: 7, status: 'available' }
   const order = { id: 3, petId: 1, status: 'placed', placedAt: '2026-11-23T10:02:41.512Z' }
@@ -338,6 +348,63 @@ t.test(
     await waitingEventsMigrate(t, await freshPostgres(t))
   },
 )
+
+/** The last migration before categories were unique by their confusable skeleton (UTS #39). */
+const beforeSkeletons = '0015_events_by_column'
+
+/**
+ * Categories unique by nameKey (NFKC and case folding), among them look-alikes of other scripts
+ * and a name with a dot its i shows already, and an id a pet named: names that are now one name
+ * stop the migration, named; once renamed, it applies, and every stored name is taken by its
+ * look-alikes.
+ */
+async function skeletonNamesMigrate(t: Test, url: string) {
+  const database = await migratedTo(t, url, beforeSkeletons)
+  // (numbered 1 to 6, with their keys of the day; 7 an id a pet named, without a name)
+  // (ids given: since 0012 the insert that adds a category chooses them)
+  for (const [i, name] of ['Cats', 'C\u0430ts', 'Ti\u0307gers', 'Big\u2800Dogs', 'Tigers', 'Fox\u2212Hound'].entries()) {
+    await database.sql.run('insert into categories (id, name, name_fold, created_at) values ($1, $2, $3, 0)', [i + 1, name, nameKey(name)])
+  }
+  await database.sql.run('insert into categories (id, created_at) values (7, 0)')
+
+  await refusesToMigrate(
+    t,
+    database,
+    "migration 0016_category_names_by_skeleton failed: categories whose names are now one name (look-alikes of any script, Unicode's confusable skeleton of UTS #39): " +
+      '1 "Cats" and 2 "C\u0430ts"; 3 "Ti\u0307gers" and 5 "Tigers". Rename all but one of each in the database (categories.name), then migrate again; ' +
+      'no migration was applied',
+  )
+  t.strictSame(
+    (await database.sql.rows<{ name_fold: string | null }>('select name_fold from categories order by id')).map(({ name_fold }) => name_fold),
+    ['Cats', 'C\u0430ts', 'Ti\u0307gers', 'Big\u2800Dogs', 'Tigers', 'Fox\u2212Hound', null].map((name) => (name === null ? null : nameKey(name))),
+    'the categories are as they were',
+  )
+
+  await database.sql.run("update categories set name = 'Cats of Kazan' where id = 2")
+  await database.sql.run("update categories set name = 'Tiger Cubs' where id = 3")
+  t.strictSame(await migrate(database), allMigrations.slice(allMigrations.indexOf(beforeSkeletons) + 1))
+  const storage = await openStorage(url, { poolSize: 1 })
+  t.teardown(() => storage.close())
+  t.strictSame(
+    (await storage.categories.list({ limit: 10 })).map(({ name }) => name),
+    ['Cats', 'Cats of Kazan', 'Tiger Cubs', 'Big\u2800Dogs', 'Tigers', 'Fox\u2212Hound'],
+    'every category is there, as it was',
+  )
+  t.match(await storage.categories.create('\u0421\u0430ts'), { taken: { id: 1 } }, 'a stored name is taken by its look-alikes')
+  t.match(await storage.categories.create('Big Dogs'), { taken: { id: 4 } })
+  t.match(await storage.categories.create('fox-hound'), { taken: { id: 6 } })
+  t.match(await storage.categories.create('TIGER CUBS'), { taken: { id: 3 } }, 'a renamed one by its new name')
+  t.equal(await storage.categories.find(7), undefined, 'an id the pets named is still no category')
+  t.match(await storage.categories.create('Fish'), { created: { id: 8 } }, 'nor given to one')
+}
+
+t.test('SQLite: categories unique by NFKC and case folding migrate to one name per look-alike of any script', async (t) => {
+  await skeletonNamesMigrate(t, await sqliteFile(t))
+})
+
+t.test('PostgreSQL: categories unique by NFKC and case folding migrate to one name per look-alike of any script', { skip: postgresMissing }, async (t) => {
+  await skeletonNamesMigrate(t, await freshPostgres(t))
+})
 
 /** A database where migration 0002 cannot run: a table of its name is there already. */
 async function failingMigrationLeavesNothing(t: Test, url: string, alreadyExists: RegExp) {

@@ -2,7 +2,7 @@
 module.exports = {
  "spec": "contract/versions/1.overlay.yaml",
  "sources": {
-  "openapi.yaml": "9878eb68c9f226bef71f5ee4eb19e4a9af0c521367881bac92b376ec252be35b",
+  "openapi.yaml": "eab0cba8c4697a8a4855401d7bcc2c4c79196a5596e3630e4dea57c80411e967",
   "contract/versions/1.overlay.yaml": "8841cd46c9fa5272d0436d6a1695049bc8e5d5971487e24a86bd8daf709d7d93"
  },
  "overlayChanges": [

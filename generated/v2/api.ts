@@ -47,10 +47,11 @@ export interface paths {
          * @description Adds a category and returns it with its assigned `id`. Its name is unique: a
          *     name that looks the same as another category's is a `409` (code
          *     `category_name_taken`), however either is written (case, accents composed or not,
-         *     full-width or compatibility forms, characters that draw nothing: see
-         *     `CategoryName`). A name with a control or format character (zero-width, bidi
-         *     control, byte order mark, soft hyphen...), or with white space at either end, is a
-         *     `400`. The `id` given is never one that a pet already names: version 1 takes any
+         *     full-width or compatibility forms, characters that draw nothing, look-alike
+         *     letters and signs of any script: see `CategoryName`). A name with a control or
+         *     format character (zero-width space, bidi control, byte order mark, soft hyphen...;
+         *     a zero width joiner or non-joiner where its script does not need it), with white
+         *     space or a blank at either end, or that starts with a mark, is a `400`. The `id` given is never one that a pet already names: version 1 takes any
          *     `categoryId` for a pet, and the id of a category that did not exist then stays
          *     without a category, so that no category is given pets it never had. Adding
          *     categories is for the keys that curate the catalogue (`categories:write`, not
@@ -471,32 +472,56 @@ export interface components {
          */
         CategoryId: number;
         /**
-         * @description A category's name: 1 to 100 characters on one line, which starts with a visible
-         *     character and neither starts nor ends with white space. Unique among the
-         *     categories: a name is taken when another category's name looks the same,
-         *     whichever way either is written.
+         * @description A category's name: 1 to 100 characters on one line, which starts with a character
+         *     that shows (not white space, a blank or a combining mark) and neither starts nor
+         *     ends with white space or a blank. Unique among the categories: a name is taken when
+         *     another category's name looks the same, whichever way either is written, in
+         *     whichever script.
          *
          *     Refused anywhere in a name (`400`, code `invalid_request`): control characters
          *     (Unicode category Cc), format characters (category Cf: zero-width space U+200B,
-         *     joiners U+200C and U+200D, bidi controls such as U+202E, the byte order mark
-         *     U+FEFF, soft hyphen U+00AD, word joiner U+2060, tags...), line and paragraph
+         *     bidi controls such as U+202E, the byte order mark U+FEFF, soft hyphen U+00AD, word
+         *     joiner U+2060, tags...) but for the two joiners below, line and paragraph
          *     separators (U+2028, U+2029), lone surrogates, and the Hangul fillers (U+115F,
          *     U+1160, U+3164, U+FFA0), letters that draw nothing. Refused at either end: white
-         *     space (`"Bird "` is refused, never trimmed: a name is stored as sent). Refused as
-         *     the first character: one that draws nothing by itself (a variation selector).
+         *     space (`"Bird "` is refused, never trimmed: a name is stored as sent) and the
+         *     blanks, characters that show as a space: the braille pattern blank U+2800 (the
+         *     space of braille text) and U+1D159 (musical symbol null notehead). Refused as the
+         *     first character: one that shows nothing by itself, a combining mark (such as
+         *     U+0301) or a variation selector; so a name shows at least one character that is
+         *     neither white space, a blank nor a mark.
          *
-         *     When two names are one (`409`, code `category_name_taken`): they are compared
-         *     after dropping the characters that draw nothing (Unicode's default-ignorable code
-         *     points, such as variation selectors), making compatibility forms one with what
-         *     they stand for and composed accents one with decomposed ones (Unicode
-         *     normalization NFKC), folding case fully (Unicode case folding: `Straße` and
-         *     `STRASSE`, `Café` and `ＣＡＦÉ` are one name; Turkic dotless `ı` is not `i`),
-         *     and making each run of white space one space. So `Café`, `Cafe` followed by
-         *     U+0301, `ＣＡＦÉ` and `CAFÉ` are one name; Latin `a` and Cyrillic `а` are
-         *     letters of two scripts, and two names.
+         *     The zero width non-joiner U+200C and the zero width joiner U+200D, which some
+         *     scripts need (Persian `گربه‌ها`, Sinhala `ශ්‍රී ලංකා`), are taken where the
+         *     contextual rules of RFC 5892 (Appendix A) allow them: either of them right after a
+         *     virama (a character of canonical combining class 9, such as Sinhala `්` or
+         *     Devanagari `्`); U+200C also between a letter that joins to the letter after it
+         *     (Unicode Joining_Type L or D) and one that joins to the letter before it (R or D),
+         *     with nothing but transparent characters (Joining_Type T, such as marks) between
+         *     them and it. The pattern takes them anywhere but at the ends; the server holds
+         *     them to these rules, and answers `400` (code `invalid_request`, the message naming
+         *     the joiner and its place) where one stands elsewhere, as in an emoji sequence.
+         *
+         *     When two names are one (`409`, code `category_name_taken`): names are compared by
+         *     a key, and two names with one key are one name. The key drops the characters that
+         *     draw nothing (Unicode's default-ignorable code points: the joiners, variation
+         *     selectors...), makes compatibility forms one with what they stand for and composed
+         *     accents one with decomposed ones (Unicode normalization NFKC), folds case fully
+         *     (Unicode case folding: `Straße` and `STRASSE` are one name), and makes each run of
+         *     white space or blanks one space. Then it takes the confusable skeleton of Unicode
+         *     Technical Standard #39 (section 4, with Unicode's confusables data, version
+         *     13.0.0), which makes look-alikes one, of any script: Latin `Cats` and `Cаts` with a
+         *     Cyrillic `а`, `Ozone` and `Οzone` with a Greek `Ο`; `‐` U+2010, `‑` U+2011 and `−`
+         *     U+2212 are `-`; `’` U+2019 and `ʼ` U+02BC are `'`; `ɑ` is `a`, `0` is `o`, `1` is
+         *     `l`, `rn` is `m`. It folds case again, and folds the marks that UTS #39 (section
+         *     5.4) warns of, which show nothing more: a dot above on a letter that shows one
+         *     already (`i` followed by U+0307 is `i`, and so `İ` is `i`) and a nonspacing mark
+         *     repeated on one letter. So `Café`, `CAFÉ`, `ＣＡＦÉ` and `Cafe` followed by U+0301
+         *     are one name; so are `Tigers` and `Ti̇gers`, `Big Dogs` and `Big⠀Dogs`, `Barn`
+         *     and `Bam`.
          *
          *     The pattern is an ECMAScript regular expression with the `u` flag, as JSON
-         *     Schema 2020-12 reads it; the comparison is the server's.
+         *     Schema 2020-12 reads it; the joiners' rule and the comparison are the server's.
          * @example Bird
          */
         CategoryName: string;
@@ -894,7 +919,8 @@ export interface components {
         };
         /**
          * @description Another category has a name that looks the same, written in the same or another
-         *     way (case, accents, compatibility forms, characters that draw nothing; see
+         *     way (case, accents, compatibility forms, characters that draw nothing, look-alike
+         *     letters and signs of any script, marks that show nothing more; see
          *     `CategoryName`) (code `category_name_taken`).
          */
         CategoryNameTaken: {

@@ -1,4 +1,5 @@
 import { ApiError } from '../core/errors.js'
+import { misplacedJoiner } from '../core/joiners.js'
 import { andThen } from '../core/maybe-async.js'
 import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
@@ -24,6 +25,9 @@ export function categoryHandlers(
     }),
 
     async createCategory(request, _reply, answer) {
+      // (the rule of CategoryName that its pattern cannot say: where a joiner may stand)
+      const misplaced = misplacedJoiner(request.body.name)
+      if (misplaced !== undefined) return new ApiError('invalid_request', `body/name is not valid: ${misplaced}`)
       const outcome = await categories.create(request.body.name)
       if ('taken' in outcome) {
         return new ApiError('category_name_taken', `A category named ${JSON.stringify(outcome.taken.name)} exists already (category ${outcome.taken.id})`)

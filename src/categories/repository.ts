@@ -1,7 +1,7 @@
 import type { components } from '../../generated/newest.js'
 import { StorageUnavailable } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import { nameKey } from '../core/names.js'
+import { lookAlikeKey } from '../core/names.js'
 import { mapping } from '../storage/columns.js'
 import { type Sql, select } from '../storage/sql.js'
 
@@ -67,7 +67,7 @@ const idChoices = 8
 export function categoryRepository(sql: Sql): CategoryRepository {
   return {
     async create(name) {
-      const fold = nameKey(name)
+      const fold = lookAlikeKey(name)
       for (let choice = 1; choice <= idChoices; choice++) {
         const created = await sql.one(insertNew, [name, fold, Date.now()])
         if (created !== undefined) return { created }

@@ -1,6 +1,6 @@
 import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import { OperatorError } from '../core/errors.js'
-import { nameKey } from '../core/names.js'
+import { lookAlikeKey, nameKey } from '../core/names.js'
 import type { Database, Dialect } from './database.js'
 import { keysChannel } from './key-changes.js'
 
@@ -434,6 +434,32 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
           }
           after = Number(rows.at(-1)!.id)
         }
+      },
+    },
+    '0016_category_names_by_skeleton': {
+      async up(db) {
+        // One name per look-alike of any script: a category's name_fold is its lookAlikeKey
+        // (core/names.ts: nameKey's, then the confusable skeleton of UTS #39 and the marks that
+        // show nothing more folded), no longer its nameKey. As in 0012, names stored before that
+        // now share a key are not merged: the migration stops, naming them, and the operator
+        // renames all but one of each (categories.name: this migration computes name_fold).
+        const stored = (await sql<{ id: number | string; name: string }>`select id, name from categories where name is not null order by id`.execute(db)).rows
+        const byKey = new Map<string, typeof stored>()
+        for (const category of stored) {
+          const key = lookAlikeKey(category.name)
+          byKey.set(key, [...(byKey.get(key) ?? []), category])
+        }
+        const alike = [...byKey.values()].filter((group) => group.length > 1)
+        if (alike.length > 0) {
+          const named = alike.map((group) => group.map(({ id, name }) => `${id} ${JSON.stringify(name)}`).join(' and ')).join('; ')
+          throw new Error(
+            `categories whose names are now one name (look-alikes of any script, Unicode's confusable skeleton of UTS #39): ${named}. ` +
+              'Rename all but one of each in the database (categories.name), then migrate again',
+          )
+        }
+        // (emptied first: a name's new key may be another's old one, under the unique index)
+        await sql`update categories set name_fold = null where name is not null`.execute(db)
+        for (const [key, [category]] of byKey) await sql`update categories set name_fold = ${key} where id = ${category!.id}`.execute(db)
       },
     },
   }
