@@ -547,9 +547,17 @@ async function sqlitePartTriggers(db: Kysely<unknown>): Promise<void> {
         begin ${sql.raw(add("'catalogue'"))} end`.execute(db)
     }
   }
-  const owners = { insert: ['new'], update: ['new', 'old'], delete: ['old'] }
+  // (an update counts for the owner before it too, where it gave the order to another)
+  const owners = {
+    insert: [['new', '']],
+    update: [
+      ['new', ''],
+      ['old', ' and old.owner is not new.owner'],
+    ],
+    delete: [['old', '']],
+  }
   for (const [event, rows] of Object.entries(owners)) {
-    const ownersOf = rows.map((row) => add(`'orders:' || ${row}.owner`, `${row}.owner is not null`)).join('\n')
+    const ownersOf = rows.map(([row, unless]) => add(`'orders:' || ${row}.owner`, `${row}.owner is not null${unless}`)).join('\n')
     await sql`create trigger ${sql.id(`orders_revise_${event}`)} after ${sql.raw(event)} on orders
       begin ${sql.raw(add("'orders'"))} ${sql.raw(ownersOf)} end`.execute(db)
   }
