@@ -585,6 +585,22 @@ t.test(
 )
 
 t.test(
+  "a page's tag is a MAC with the database's own key: two instances on one database tag a page alike; two databases that went through the same changes, each its own",
+  async (t) => {
+    const [one, other] = [await storeUrl(t, 'SQLite'), await storeUrl(t, 'SQLite')]
+    const apps = [await build(t, { DATABASE_URL: one }), await build(t, { DATABASE_URL: one }), await build(t, { DATABASE_URL: other })]
+    for (const app of [apps[0]!, apps[2]!]) await aPet(t, app)
+    const url = servedContracts.at(-1)!.urlOf('listPets')
+    const [first, second, elsewhere] = await Promise.all(apps.map(async (app) => String((await read(t, app, url)).headers.etag)))
+    t.match(first, tagged)
+    t.equal(second, first, 'one database: the same tag from either instance')
+    t.equal((await read(t, apps[1]!, url, first)).status, 304, 'so a client sent to the other instance is answered 304')
+    t.equal((await read(t, apps[2]!, url)).body, (await read(t, apps[0]!, url)).body, 'the same page in the other database')
+    t.not(elsewhere, first, 'with another tag: the tag is of a key the client has not, not of what it knows (the URL, its key, the page, a count of changes)')
+  },
+)
+
+t.test(
   "a page that shows the clock (a subscription's deliveries, their next attempt) keeps the tag of its bytes; a page of the store alone, the revision's",
   async (t) => {
     const app = await server(t, stores[0]![1])
