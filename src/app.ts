@@ -10,7 +10,7 @@ import type { Contract } from './contract/model.js'
 import type { EventFields, EventType } from './events/outbox.js'
 import { servedTogether } from './contract/served.js'
 import { changelogPath } from './core/paths.js'
-import { sharedRead } from './core/shared-read.js'
+import { sharedReadOf } from './core/shared-read.js'
 import docs from './docs/plugin.js'
 import { generatedCompilers } from './http/compilers.js'
 import type { OperationHandlers } from './http/handlers.js'
@@ -116,8 +116,8 @@ async function assemble(contracts: readonly Contract[], versions: Versions, stor
   await app.register(health, { timeoutMs: options.DATABASE_TIMEOUT_MS, logLevel: options.LOG_LEVEL, degraded: app.webhooksBehind })
   const newest: OperationHandlers = { ...app.petOperations, ...app.categoryOperations, ...app.orderOperations, ...app.webhookOperations }
   // (asked of app.storage each time: a test may interleave a write with it; one read serves
-  // every request of a turn that asks, see shared-read.ts)
-  const revision = sharedRead(() => app.storage.revision())
+  // every request of a turn that asks, whatever part each asks for, see shared-read.ts)
+  const revision = sharedReadOf((parts) => app.storage.revisions(parts))
   // (one keeper for every version: the URL tells their answers apart)
   const kept = keptAnswers<KeptAnswer>()
   for (const served of contracts) {
@@ -128,6 +128,7 @@ async function assemble(contracts: readonly Contract[], versions: Versions, stor
       clock: options.clock ?? Date.now,
       callsOf: lifecycleCalls(app.metrics, storage.usage, served.version[0]),
       revision,
+      tagSecret: storage.tagSecret,
       kept,
     })
   }

@@ -10,7 +10,6 @@ import fp from 'fastify-plugin'
 import { type KeyRepository, keyRepository } from './auth/keys.js'
 import { type CategoryRepository, categoryColumns, categoryRepository } from './categories/repository.js'
 import { configSchema } from './core/config.js'
-import type { MaybePromise } from './core/maybe-async.js'
 import { openOutbox } from './events/outbox.js'
 import { type UsageRepository, usageRepository } from './ops/usage.js'
 import { idempotencyWindowMs } from './orders/idempotency.js'
@@ -19,7 +18,7 @@ import { type PetRepository, petColumns, petRepository } from './pets/repository
 import type { DatabaseOptions } from './storage/database.js'
 import { openMigrated, type StorageStats } from './storage/index.js'
 import { registerStorageMetrics } from './storage/metrics.js'
-import { storeRevision } from './storage/revision.js'
+import { foldEndedWriters, type PartRevisions, partRevisions, tagSecret } from './storage/revision.js'
 import type { Stored } from './storage/schema-check.js'
 import { type DeliveryQueue, deliveryQueue } from './webhooks/deliveries.js'
 import { type WebhookRepository, webhookColumns, webhookRepository } from './webhooks/repository.js'
@@ -43,8 +42,10 @@ export interface Storage {
   deliveries: DeliveryQueue
   /** who calls the deprecated and non-stable operations */
   usage: UsageRepository
-  /** the store's revision now: it changes with every change an API read shows (storage/revision.ts) */
-  revision(): MaybePromise<string>
+  /** the revisions of parts of the store now: each changes with every change of what its readers see (storage/revision.ts) */
+  revisions: PartRevisions
+  /** the key that pages' tags are MACs with, the same for every instance on the database */
+  tagSecret: string
   /** what it is and where, without credentials */
   description: string
   /** resolves when the database answers a trivial statement (readiness) */
@@ -86,6 +87,12 @@ export async function openStorage(url: string, options: StorageOptions): Promise
   const pets = petRepository(sql, dialect, outbox)
   const orders = orderRepository(sql, dialect, outbox, options.idempotencyWindowMs ?? idempotencyWindowMs)
   const usage = usageRepository(sql, dialect)
+  if (dialect === 'postgres') {
+    // (the revisions' rows of the connections that ended, before this instance's: folded now,
+    // and by each connection the pool opens from now on, see storage/revision.ts)
+    await sql.run(foldEndedWriters)
+    database.everyNewConnection!(foldEndedWriters)
+  }
   return {
     pets,
     categories: categoryRepository(sql),
@@ -94,7 +101,8 @@ export async function openStorage(url: string, options: StorageOptions): Promise
     webhooks: webhookRepository(sql, dialect, outbox, retryPeriodMs),
     deliveries: deliveryQueue(sql, dialect),
     usage,
-    revision: storeRevision(sql, dialect),
+    revisions: partRevisions(sql, dialect),
+    tagSecret: await tagSecret(sql),
     description,
     ping: async () => void (await sql.row('select 1')),
     stats: () => ({ pool: database.poolStats?.(), commits: pets.commitStats?.() }),

@@ -1,9 +1,9 @@
 /**
  * The answers of reads made of the store alone (the pet catalogue, the categories), kept for the
- * store's revision: on each store, through each version, a read asked again while nothing
- * changed is answered without its rows read again, and a change by anyone (the API, another
- * connection, a write between the revision's read and the rows') is seen by the next read.
- * Every answer is checked against the contract by call().
+ * revision of their part of the store (the catalogue): on each store, through each version, a
+ * read asked again while nothing changed is answered without its rows read again, and a change
+ * by anyone (the API, another connection, a write between the revision's read and the rows') is
+ * seen by the next read. Every answer is checked against the contract by call().
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -128,28 +128,35 @@ for (const name of ['SQLite', 'PostgreSQL']) {
   else keptOn(name)
 }
 
-t.test('what is kept: for one revision, within its size; a request without a revision read is neither looked up nor kept', async (t) => {
-  const kept = keptAnswers<string>(6)
-  const roles = new Set(['pets:read'])
-  const request = (url: string, storeRevision: string, principal = 'key:1') => ({ url, storeRevision, principal, roles }) as unknown as FastifyRequest
-  kept.keep(request('/v1/pets/1', '7'), 'one')
-  kept.keep(request('/v1/pets/2', '7'), 'two')
-  kept.keep(request('/v1/pets/1', '7', 'key:2'), 'one, for another key')
-  t.equal(kept.find(request('/v1/pets/1', '7')), 'one')
-  t.equal(kept.find(request('/v1/pets/2', '7')), 'two')
-  t.equal(kept.find(request('/v1/pets/1', '7', 'key:2')), 'one, for another key', 'each key its own')
-  t.equal(kept.find(request('/v1/pets/3', '7')), undefined, 'nothing for a URL not kept')
-  t.equal(kept.find(request('/v1/pets/1', '8')), undefined, 'nor at another revision')
-  kept.keep(request('/v1/pets/3', '8'), 'three')
-  t.equal(kept.find(request('/v1/pets/2', '8')), undefined, 'the next revision forgets those of the one before')
-  kept.keep(request(`/v1/pets/4?${'x'.repeat(600)}`, '8'), 'long')
-  t.equal(kept.find(request(`/v1/pets/4?${'x'.repeat(600)}`, '8')), 'long', 'a long URL counts its length: within the size')
-  kept.keep(request('/v1/pets/5', '8'), 'five')
-  t.equal(kept.find(request('/v1/pets/3', '8')), undefined, 'past the size, what was kept is forgotten')
-  t.equal(kept.find(request('/v1/pets/5', '8')), 'five', 'and the new one kept')
-  kept.keep(request(`/v1/pets/6?${'x'.repeat(2048)}`, '8'), 'too long')
-  t.equal(kept.find(request(`/v1/pets/6?${'x'.repeat(2048)}`, '8')), undefined, 'an answer larger than the whole size is not kept')
-  t.equal(kept.find(request('/v1/pets/5', '8')), 'five', 'nor does it make the others forgotten')
-  kept.keep(request('/v1/pets/7', ''), 'unread')
-  t.equal(kept.find(request('/v1/pets/7', '')), undefined, 'without a revision, nothing')
-})
+t.test(
+  'what is kept: each answer for the revision of its part, within its size; a request without a revision read is neither looked up nor kept',
+  async (t) => {
+    const kept = keptAnswers<string>(8)
+    const roles = new Set(['pets:read'])
+    const request = (url: string, storeRevision: string, principal = 'key:1') => ({ url, storeRevision, principal, roles }) as unknown as FastifyRequest
+    kept.keep(request('/v1/pets/1', '7'), 'one')
+    kept.keep(request('/v1/pets/2', '7'), 'two')
+    kept.keep(request('/v1/pets/1', '7', 'key:2'), 'one, for another key')
+    t.equal(kept.find(request('/v1/pets/1', '7')), 'one')
+    t.equal(kept.find(request('/v1/pets/2', '7')), 'two')
+    t.equal(kept.find(request('/v1/pets/1', '7', 'key:2')), 'one, for another key', 'each key its own')
+    t.equal(kept.find(request('/v1/pets/3', '7')), undefined, 'nothing for a URL not kept')
+    t.equal(kept.find(request('/v1/pets/1', '8')), undefined, 'nor at another revision')
+    kept.keep(request('/v1/pets/3', '8'), 'three')
+    t.equal(kept.find(request('/v1/pets/2', '7')), 'two', "one answer kept at another revision (of another part, another key's orders) forgets no other")
+    t.equal(kept.find(request('/v1/pets/2', '8')), undefined, 'each is given at its own revision alone')
+    kept.keep(request('/v1/pets/2', '8'), 'two, changed')
+    t.equal(kept.find(request('/v1/pets/2', '8')), 'two, changed', 'and replaced by the answer of the next')
+    t.equal(kept.find(request('/v1/pets/2', '7')), undefined)
+    kept.keep(request(`/v1/pets/4?${'x'.repeat(600)}`, '8'), 'long')
+    t.equal(kept.find(request(`/v1/pets/4?${'x'.repeat(600)}`, '8')), 'long', 'a long URL counts its length: within the size')
+    kept.keep(request('/v1/pets/5', '8'), 'five')
+    t.equal(kept.find(request('/v1/pets/3', '8')), undefined, 'past the size, what was kept is forgotten')
+    t.equal(kept.find(request('/v1/pets/5', '8')), 'five', 'and the new one kept')
+    kept.keep(request(`/v1/pets/6?${'x'.repeat(2048)}`, '8'), 'too long')
+    t.equal(kept.find(request(`/v1/pets/6?${'x'.repeat(2048)}`, '8')), undefined, 'an answer larger than the whole size is not kept')
+    t.equal(kept.find(request('/v1/pets/5', '8')), 'five', 'nor does it make the others forgotten')
+    kept.keep(request('/v1/pets/7', ''), 'unread')
+    t.equal(kept.find(request('/v1/pets/7', '')), undefined, 'without a revision, nothing')
+  },
+)

@@ -15,6 +15,7 @@ import { connect } from '../src/storage/index.js'
 import { nameKey } from '../src/core/names.js'
 import { MigrationError, migrate, migrations } from '../src/storage/migrations.js'
 import { migrationStatementMs } from '../src/storage/postgres.js'
+import { partRevisions } from '../src/storage/revision.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { runMain } from './helpers/main.js'
 import { launch, processBound, run, within } from './helpers/processes.js'
@@ -404,6 +405,49 @@ t.test('SQLite: categories unique by NFKC and case folding migrate to one name p
 
 t.test('PostgreSQL: categories unique by NFKC and case folding migrate to one name per look-alike of any script', { skip: postgresMissing }, async (t) => {
   await skeletonNamesMigrate(t, await freshPostgres(t))
+})
+
+/** The last migration of the store's one revision, which every change moved (the last before skeletons too). */
+const oneRevision = beforeSkeletons
+
+/**
+ * A database with pets and orders under the store's one revision migrates to a revision per part
+ * (0017): the old counter and its triggers are gone, so a write goes on; each part starts at 0
+ * and moves with its own rows' changes alone; the key tags are made with is one per database.
+ */
+async function revisionByPartMigrates(t: Test, url: string) {
+  const database = await migratedTo(t, url, oneRevision)
+  const { sql: run } = database
+  await run.run("insert into categories (id, name, name_fold, created_at) values (900, 'Fish', 'fish', 0)")
+  await run.run("insert into pets (name, category_id, status) values ('Rex', 900, 'available'), ('Tom', 900, 'available')")
+  await run.run("insert into orders (pet_id, status, placed_at, owner) select id, 'placed', 0, 'key:1' from pets where name = 'Rex'")
+  t.ok(Number((await run.row<{ revision: number }>('select sum(revision) as revision from store_revision'))!.revision) > 0, 'the one revision counted them')
+  t.strictSame(await migrate(database), allMigrations.slice(allMigrations.indexOf(oneRevision) + 1))
+  const { tables } = await schemaOf(url)
+  t.notOk(tables.includes('store_revision'), 'the one revision is gone')
+  t.equal((await run.rows('select secret from tag_secret')).length, 1, 'one tag key')
+  const parts = ['catalogue', 'orders', 'orders:key:1', 'orders:key:2']
+  const revisions = async () => {
+    const now = await partRevisions(run, database.dialect)(parts)
+    return parts.map((part) => Number(now.get(part)))
+  }
+  t.strictSame(await revisions(), [0, 0, 0, 0], 'each part starts at 0')
+  await run.run("update orders set status = 'delivered' where owner = 'key:1'")
+  t.strictSame(await revisions(), [0, 1, 1, 0], "an order moved: every order's part and its owner's")
+  await run.run("insert into orders (pet_id, status, placed_at, owner) select id, 'placed', 0, 'key:2' from pets where name = 'Tom'")
+  t.strictSame(await revisions(), [0, 2, 1, 1], "another owner's order: theirs")
+  await run.run("update pets set status = 'sold' where name = 'Rex'")
+  t.strictSame(await revisions(), [1, 2, 1, 1], 'a pet changed: the catalogue')
+  await run.run("insert into webhook_subscriptions (owner, url, events, secret, created_at) values ('key:1', 'https://example.com/', '[]', 's', 0)")
+  t.strictSame(await revisions(), [1, 2, 1, 1], 'a subscription: no part a page is tagged by')
+}
+
+t.test('SQLite: a store of one revision migrates to a revision per part, and a tag key', async (t) => {
+  await revisionByPartMigrates(t, await sqliteFile(t))
+})
+
+t.test('PostgreSQL: a store of one revision migrates to a revision per part, and a tag key', { skip: postgresMissing }, async (t) => {
+  await revisionByPartMigrates(t, await freshPostgres(t))
 })
 
 /** A database where migration 0002 cannot run: a table of its name is there already. */

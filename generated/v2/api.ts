@@ -1515,9 +1515,11 @@ export interface components {
          * @description The entity tag of the representation this answer carries (RFC 9110, section 8.8.3): a
          *     strong validator, a quoted string of at most 64 characters, another once the
          *     representation changes. One object's (a pet, an order) stays the same for as long as
-         *     the object is the same; a page of a list's is of the store as a whole, known before the
-         *     page is read, and changes with any change that some list shows, even one outside this
-         *     page (the next request is then a `200` with the same body and a new tag). It is of the version of
+         *     the object is the same; a page of a list's is of what the list shows the API key (the
+         *     pets and categories every key sees; the orders the key sees), known before the page is
+         *     read, and changes with any change of those, even one outside this page (the next
+         *     request is then a `200` with the same body and a new tag), never with a change the
+         *     key cannot see (another key's orders or subscriptions). It is of the version of
          *     the API the request was made through (a pet read through `/v1` and through `/v2` has
          *     two tags) and of the API key's view (an order list of staff and of a client differ).
          *     Send it back in `If-None-Match` to read again only what changed (`304` otherwise),

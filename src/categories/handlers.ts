@@ -4,7 +4,11 @@ import { andThen } from '../core/maybe-async.js'
 import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
+import { storeParts } from '../storage/revision.js'
 import type { CategoryRepository } from './repository.js'
+
+/** What every key sees alike: the categories (with the pets, storage/revision.ts). */
+const inTheCatalogue = () => storeParts.catalogue
 
 export type CategoryOperation = 'listCategories' | 'createCategory' | 'getCategory'
 
@@ -22,7 +26,7 @@ export function categoryHandlers(
         const { page, headers } = pageOf(items, { url: categoriesUrl, limit })
         return answer(200, page, headers)
       })
-    }),
+    }, inTheCatalogue),
 
     async createCategory(request, _reply, answer) {
       // (the rule of CategoryName that its pattern cannot say: where a joiner may stand)
@@ -35,10 +39,12 @@ export function categoryHandlers(
       return answer(201, outcome.created, { Location: categoryUrl(outcome.created.id) })
     },
 
-    getCategory: fromStoreAlone((request, _reply, answer) =>
-      andThen(categories.find(request.params.categoryId), (category) =>
-        category === undefined ? new ApiError('not_found', `Category ${request.params.categoryId} not found`) : answer(200, category),
-      ),
+    getCategory: fromStoreAlone(
+      (request, _reply, answer) =>
+        andThen(categories.find(request.params.categoryId), (category) =>
+          category === undefined ? new ApiError('not_found', `Category ${request.params.categoryId} not found`) : answer(200, category),
+        ),
+      inTheCatalogue,
     ),
   }
 }

@@ -27,3 +27,21 @@ export function sharedRead<T>(read: () => MaybePromise<T>): () => Promise<T> {
 
 /** Resolves at the end of the current turn of the event loop: the same promise for every caller of a turn. */
 export const endOfTurn: () => Promise<void> = sharedRead(() => undefined)
+
+/**
+ * sharedRead of values by key: the keys asked during a turn of the event loop are read together,
+ * in one call of `readMany` at its end (which answers each of them), and each caller gets its
+ * key's value. As fresh as a read of its own, as above.
+ */
+export function sharedReadOf<V>(readMany: (keys: readonly string[]) => MaybePromise<ReadonlyMap<string, V>>): (key: string) => Promise<V> {
+  let keys = new Set<string>()
+  const read = sharedRead(() => {
+    const asked = [...keys]
+    keys = new Set()
+    return readMany(asked)
+  })
+  return (key) => {
+    keys.add(key)
+    return read().then((values) => values.get(key)!)
+  }
+}

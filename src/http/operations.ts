@@ -4,7 +4,7 @@ import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
 import { jsonType } from '../core/media-types.js'
 import { endOfTurn } from '../core/shared-read.js'
-import { answersFromStoreAlone } from '../core/store-read.js'
+import { type PartOf, storePartOf } from '../core/store-read.js'
 import { entityTag, revisionTagging, tagging } from './conditional.js'
 import { contractRoutes } from './contract-routes.js'
 import { answer, type OperationHandlers } from './handlers.js'
@@ -47,10 +47,12 @@ export interface OperationsOptions {
   /** what counts the authenticated calls of an operation, by principal: for one that has a
    * lifecycle to watch (deprecated, experimental, beta), else undefined */
   callsOf: (operation: Operation) => ((principal: string) => void) | undefined
-  /** the store's revision now (Storage.revision, read at the end of the turn: shared-read.ts):
-   * what a page's tag is known by before the page is read */
-  revision: () => Promise<string>
-  /** where the answers of reads made of the store alone are kept for its revision (kept-answers.ts) */
+  /** the revision of a part of the store now (Storage.revisions, read at the end of the turn:
+   * shared-read.ts): what a page's tag is known by before the page is read */
+  revision: (part: string) => Promise<string>
+  /** the key of the MAC that tags pages (Storage.tagSecret) */
+  tagSecret: string
+  /** where the answers of reads made of the store alone are kept for their part's revision (kept-answers.ts) */
   kept: KeptAnswers<KeptAnswer>
 }
 
@@ -60,14 +62,19 @@ export interface OperationsOptions {
  * headers its lifecycle calls for, its retirement, the strict reading of its integer
  * parameters, and the conditional requests it answers (conditional.ts).
  */
-export default async function operationsPlugin(app: FastifyInstance, { contract, handlers, guardOf, clock, callsOf, revision, kept }: OperationsOptions) {
+export default async function operationsPlugin(
+  app: FastifyInstance,
+  { contract, handlers, guardOf, clock, callsOf, revision, tagSecret, kept }: OperationsOptions,
+) {
   const major = contract.version[0]
   const served = handlers as unknown as Record<string, GenericHandler>
-  // (a read of the key's view whose handler answers from the store alone: a page of it is tagged
-  // by the store's revision, and the answers of one object are kept, a page's 200 being read
-  // anew, its revalidation the cheap answer; a read that shows the clock keeps its bytes' tag)
-  const ofStoreAlone = (operation: Operation) => operation.method === 'GET' && operation.roles !== undefined && answersFromStoreAlone(served[operation.id]!)
-  const keptHere = (operation: Operation) => !operation.paged && ofStoreAlone(operation)
+  // (a read of the key's view whose handler answers from one part of the store alone: a page of
+  // it is tagged by its part's revision, and the answers of one object are kept, a page's 200
+  // being read anew, its revalidation the cheap answer; a read that shows the clock keeps its
+  // bytes' tag)
+  const partRead = (operation: Operation): PartOf | undefined =>
+    operation.method === 'GET' && operation.roles !== undefined ? storePartOf(served[operation.id]!) : undefined
+  const keptHere = (operation: Operation) => !operation.paged && partRead(operation) !== undefined
   const onRoute = (route: RouteOptions, operation: Operation) => {
     // (the access log names the lifecycle of the operation a request was of)
     route.config = { ...route.config, lifecycle: operation.lifecycle.label } as never
@@ -102,8 +109,9 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
     if (tag !== undefined) route.onSend = [tag, ...[route.onSend ?? []].flat()]
     // (a page's tag known before it is read, and its 304 answered before the handler runs; the
     // revision is read at the end of the turn, so a page is answered then, as any read is)
-    const pageTagged = ofStoreAlone(operation) ? revisionTagging(operation, contract, revision) : undefined
-    const waited = pageTagged ?? (keptHere(operation) ? revisionRead(revision) : operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
+    const partOf = partRead(operation)
+    const pageTagged = partOf === undefined ? undefined : revisionTagging(operation, contract, { revision, partOf, secret: tagSecret })
+    const waited = pageTagged ?? (keptHere(operation) ? revisionRead(revision, partOf!) : operation.method === 'GET' ? answeredAtEndOfTurn : undefined)
     if (waited !== undefined) route.preHandler = [waited, ...[route.preHandler ?? []].flat()]
   }
   const handlerOf = (operationId: string) => {
@@ -124,13 +132,13 @@ export default async function operationsPlugin(app: FastifyInstance, { contract,
  */
 const answeredAtEndOfTurn: preHandlerHookHandler = (_request, _reply, done) => void endOfTurn().then(() => done())
 
-/** The store's revision read for the request, at the end of its turn (shared-read.ts): what its
- * kept answer, if any, is looked up by (kept-answers.ts). A store that fails rejects: Fastify's
- * error handler answers it, a 503. */
+/** The revision of the part of the store the request reads, read for it at the end of its turn
+ * (shared-read.ts): what its kept answer, if any, is looked up by (kept-answers.ts). A store that
+ * fails rejects: Fastify's error handler answers it, a 503. */
 const revisionRead =
-  (revision: () => Promise<string>): preHandlerHookHandler =>
+  (revision: (part: string) => Promise<string>, partOf: PartOf): preHandlerHookHandler =>
   (request, _reply, done) =>
-    void revision().then((now) => {
+    void revision(partOf(request)).then((now) => {
       request.storeRevision = now
       done()
     }, done)

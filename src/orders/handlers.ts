@@ -1,12 +1,13 @@
 import { hash } from 'node:crypto'
 import type { FastifyRequest } from 'fastify'
-import type { OrderScope } from '../auth/access.js'
+import { allOrders, type OrderScope } from '../auth/access.js'
 import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { ifMatchOf } from '../http/conditional.js'
 import { pageOf } from '../http/pagination.js'
+import { storeParts } from '../storage/revision.js'
 import type { OrderRepository } from './repository.js'
 
 export type OrderOperation = 'placeOrder' | 'getOrder' | 'listOrders' | 'updateOrder'
@@ -29,6 +30,11 @@ export interface OrderHandlerOptions {
  * Each belongs to the key that placed it (its principal). Reads answer at once when the
  * repository does. */
 export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, scopeOf, idempotencyKeyHours }: OrderHandlerOptions): HandlersOf<OrderOperation> {
+  // (the orders a request sees, as the part of the store they are: staff's every order, a client's its own)
+  const ordersSeen = (request: FastifyRequest) => {
+    const scope = scopeOf(request)
+    return scope === allOrders ? storeParts.everyOrder : storeParts.ordersOf(scope)
+  }
   return {
     async placeOrder(request, _reply, answer) {
       const key = request.headers['idempotency-key']
@@ -56,14 +62,14 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       )
     },
 
-    // (a page of orders is of the store and the key's view alone: tagged by the store's revision)
+    // (a page of orders is of the store and the key's view alone: tagged by the revision of the orders it sees)
     listOrders: fromStoreAlone((request, _reply, answer) => {
       const { limit, status, after } = request.query
       return andThen(orders.list({ scope: scopeOf(request), limit: limit + 1, status, after }), (items) => {
         const { page, headers } = pageOf(items, { url: ordersUrl, limit, status })
         return answer(200, page, headers)
       })
-    }),
+    }, ordersSeen),
 
     async updateOrder(request, reply, answer) {
       const { orderId } = request.params

@@ -6,6 +6,7 @@ import { andThen } from '../core/maybe-async.js'
 import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
 import { pageOf } from '../http/pagination.js'
+import { storeParts } from '../storage/revision.js'
 import { categoryObject } from '../versions/changes/category-object.js'
 import type { Pet, PetRepository } from './repository.js'
 
@@ -23,6 +24,9 @@ export type ApiPet = components['schemas']['Pet']
 export function petOf({ id, name, categoryId, categoryName, status }: Pet): Every<ApiPet> {
   return { id, name, category: categoryName === undefined ? { id: categoryId } : { id: categoryId, name: categoryName }, status }
 }
+
+/** What every key sees alike: the pets, and their categories' names. */
+const inTheCatalogue = () => storeParts.catalogue
 
 export interface PetHandlerOptions {
   /** the URL of the list (for its next page, and the Location of a 201: the list of one pet) */
@@ -42,7 +46,7 @@ export function petHandlers(pets: PetRepository, categories: CategoryRepository,
         const { page, headers } = pageOf(items, { url: petsUrl, limit, id, status, categoryId })
         return answer(200, page.map(petOf), headers)
       })
-    }),
+    }, inTheCatalogue),
 
     async createPet(request, _reply, answer) {
       const { categoryId } = request.body

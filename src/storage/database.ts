@@ -30,6 +30,9 @@ export interface Database {
   description: string
   /** PostgreSQL only: the connection pool now (for the metrics) */
   poolStats?(): PoolStats
+  /** PostgreSQL only: has each connection the pool opens from now on run `statement` first (its
+   * failure is the statement's alone: the connection goes on to what it was opened for) */
+  everyNewConnection?(statement: string): void
   close(): Promise<void>
 }
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import { OperatorError } from '../core/errors.js'
 import { lookAlikeKey, nameKey } from '../core/names.js'
@@ -462,6 +463,129 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         for (const [key, [category]] of byKey) await sql`update categories set name_fold = ${key} where id = ${category!.id}`.execute(db)
       },
     },
+    '0017_revision_by_part': {
+      // The store's one revision moved with every change anyone made, and a page's tag was a
+      // hash of it that anyone could invert: a key saw another's orders and subscriptions move.
+      // It is kept per part of the store a page shows now (storage/revision.ts names them): the
+      // catalogue (pets and categories, which every key sees), every order (staff's view), and
+      // each owner's orders. Subscriptions and deliveries count no more: no page is tagged by
+      // them (theirs carry the tag of their bytes). On PostgreSQL each part has a row per
+      // connection that writes it, as before, and a row (writer 0) that the rows of connections
+      // gone are folded into (revision.ts, foldEndedWriters): the rows stay as many as the
+      // connections alive. Pages are tagged with a key the database keeps (tag_secret), so that
+      // no tag reveals a revision, and every instance on one database tags a page alike.
+      async up(db) {
+        for (const table of Object.keys(revisedTables)) {
+          for (const event of dialect === 'postgres' ? ['insert', 'delete', 'truncate', 'update'] : ['insert', 'delete', 'update']) {
+            await sql`drop trigger ${sql.id(`${table}_revise_${event}`)}${sql.raw(dialect === 'postgres' ? ` on ${table}` : '')}`.execute(db)
+          }
+        }
+        if (dialect === 'postgres') {
+          await sql`drop function webhook_deliveries_revise_update(), petstore_revise_changed(), petstore_revise()`.execute(db)
+        }
+        await db.schema.dropTable('store_revision').execute()
+        await db.schema
+          .createTable('page_revisions')
+          .addColumn('part', 'text', (c) => c.notNull())
+          .addColumn('writer', 'integer', (c) => c.notNull())
+          .addColumn('revision', 'bigint', (c) => c.notNull())
+          .addPrimaryKeyConstraint('page_revisions_key', ['part', 'writer'])
+          .execute()
+        await db.schema
+          .createTable('tag_secret')
+          .addColumn('secret', 'text', (c) => c.notNull())
+          .execute()
+        await sql`insert into tag_secret (secret) values (${randomBytes(32).toString('base64url')})`.execute(db)
+        if (dialect === 'postgres') await postgresPartTriggers(db)
+        else await sqlitePartTriggers(db)
+      },
+    },
+  }
+}
+
+/**
+ * Migration 0017's triggers on PostgreSQL: once per statement that changed a row (its transition
+ * table), a writer adds one to each part the rows were of, on its own connection's row (its
+ * backend's pid): writers at once take no lock in common. A truncate of orders counts, before it
+ * runs, for each owner whose orders it removes. (Written out: a migration is never edited.)
+ */
+async function postgresPartTriggers(db: Kysely<unknown>): Promise<void> {
+  await sql`create function petstore_revise_parts(parts text[]) returns void language sql as $$
+    insert into page_revisions (part, writer, revision)
+      select distinct part, pg_backend_pid(), 1 from unnest(parts) part where part is not null order by 1
+      on conflict (part, writer) do update set revision = page_revisions.revision + 1 $$`.execute(db)
+  await sql`create function petstore_revise_catalogue() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from changed) then perform petstore_revise_parts(array['catalogue']); end if;
+      return null;
+    end $$`.execute(db)
+  await sql`create function petstore_revise_catalogue_truncated() returns trigger language plpgsql as $$
+    begin
+      perform petstore_revise_parts(array['catalogue']);
+      return null;
+    end $$`.execute(db)
+  for (const table of ['pets', 'categories']) {
+    for (const event of ['insert', 'update', 'delete']) {
+      const rows = event === 'delete' ? 'old' : 'new'
+      await sql`create trigger ${sql.id(`${table}_revise_${event}`)} after ${sql.raw(event)} on ${sql.table(table)}
+        referencing ${sql.raw(rows)} table as changed for each statement execute function petstore_revise_catalogue()`.execute(db)
+    }
+    await sql`create trigger ${sql.id(`${table}_revise_truncate`)} after truncate on ${sql.table(table)}
+      for each statement execute function petstore_revise_catalogue_truncated()`.execute(db)
+  }
+  // an order is of every order's part, and of its owner's (orders placed before keys owned them have none)
+  const ownersIn = (rows: string) => `array(select 'orders:' || owner from ${rows} where owner is not null)`
+  await sql`create function petstore_revise_orders() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from changed) then perform petstore_revise_parts(array['orders'] || ${sql.raw(ownersIn('changed'))}); end if;
+      return null;
+    end $$`.execute(db)
+  await sql`create function petstore_revise_orders_updated() returns trigger language plpgsql as $$
+    begin
+      if exists (select 1 from changed) then
+        perform petstore_revise_parts(array['orders'] || ${sql.raw(ownersIn('changed'))} || ${sql.raw(ownersIn('before_rows'))});
+      end if;
+      return null;
+    end $$`.execute(db)
+  await sql`create function petstore_revise_orders_truncated() returns trigger language plpgsql as $$
+    begin
+      perform petstore_revise_parts(array['orders'] || ${sql.raw(ownersIn('orders'))});
+      return null;
+    end $$`.execute(db)
+  await sql`create trigger orders_revise_insert after insert on orders
+    referencing new table as changed for each statement execute function petstore_revise_orders()`.execute(db)
+  await sql`create trigger orders_revise_delete after delete on orders
+    referencing old table as changed for each statement execute function petstore_revise_orders()`.execute(db)
+  await sql`create trigger orders_revise_update after update on orders
+    referencing old table as before_rows new table as changed for each statement execute function petstore_revise_orders_updated()`.execute(db)
+  await sql`create trigger orders_revise_truncate before truncate on orders for each statement execute function petstore_revise_orders_truncated()`.execute(db)
+  // (what the fold of the rows of ended connections scans: those rows alone, not the writer-0 ones)
+  await sql`create index page_revisions_writers on page_revisions (writer) where writer <> 0`.execute(db)
+}
+
+/** Migration 0017's triggers on SQLite: per changed row, one writer at a time, one row per part. */
+async function sqlitePartTriggers(db: Kysely<unknown>): Promise<void> {
+  const add = (part: string, when = '1') =>
+    `insert into page_revisions (part, writer, revision) select ${part}, 0, 1 where ${when} on conflict (part, writer) do update set revision = revision + 1;`
+  for (const table of ['pets', 'categories']) {
+    for (const event of ['insert', 'update', 'delete']) {
+      await sql`create trigger ${sql.id(`${table}_revise_${event}`)} after ${sql.raw(event)} on ${sql.table(table)}
+        begin ${sql.raw(add("'catalogue'"))} end`.execute(db)
+    }
+  }
+  // (an update counts for the owner before it too, where it gave the order to another)
+  const owners = {
+    insert: [['new', '']],
+    update: [
+      ['new', ''],
+      ['old', ' and old.owner is not new.owner'],
+    ],
+    delete: [['old', '']],
+  }
+  for (const [event, rows] of Object.entries(owners)) {
+    const ownersOf = rows.map(([row, unless]) => add(`'orders:' || ${row}.owner`, `${row}.owner is not null${unless}`)).join('\n')
+    await sql`create trigger ${sql.id(`orders_revise_${event}`)} after ${sql.raw(event)} on orders
+      begin ${sql.raw(add("'orders'"))} ${sql.raw(ownersOf)} end`.execute(db)
   }
 }
 

@@ -34,6 +34,11 @@ export function openPostgres(url: string, { poolSize, readConnections }: { poolS
   // query_timeout.
   const answerWithinMs = timeoutMs + 1_000
   const pool = pooled(url, poolSize, timeoutMs)
+  let firstStatement: string | undefined
+  pool.on('connect', (client) => {
+    // (queued before the statement the connection was opened for, which waits for it)
+    if (firstStatement !== undefined) client.query(firstStatement, ignore)
+  })
   // reads outside transactions, many at once on each of a few connections (none: on the pool)
   const reads = readConnections > 0 ? pipelines(connectionOptions(url, timeoutMs), readConnections, answerWithinMs) : undefined
   const sql = postgresSql(pool, answerWithinMs, reads?.send)
@@ -54,12 +59,16 @@ export function openPostgres(url: string, { poolSize, readConnections }: { poolS
     watchKeyChanges: () => postgresKeyChanges({ connectionString: url, types, connectionTimeoutMillis: timeoutMs, keepAlive: true }, answerWithinMs),
     description: `PostgreSQL ${hostname}:${port || 5432}${pathname}`,
     poolStats: () => ({ max: poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, ...(reads && { reads: reads.stats() }) }),
+    everyNewConnection: (statement) => void (firstStatement = statement),
     async close() {
       sql.close()
       await Promise.all([pool.end(), reads?.close(), db.destroy()])
     },
   }
 }
+
+/** What is done of an error the connection's own handling answers already. */
+const ignore = () => {}
 
 /** A pool of at most `max` connections to `url`. */
 function pooled(url: string, max: number, timeoutMs: number, options: pg.PoolConfig = {}): pg.Pool {
@@ -68,10 +77,10 @@ function pooled(url: string, max: number, timeoutMs: number, options: pg.PoolCon
   // error event, which would end the process if nothing listened: on the pool while the
   // connection is idle there (the pool discards it; the next query opens a new one), on the
   // client while it is lent out (its query fails: that one request gets a 503).
-  pool.on('error', () => {})
+  pool.on('error', ignore)
   pool.on('connect', (pooled) => {
     const client = pooled as unknown as pg.Client // what the pool lends is a Client, typed more narrowly
-    client.on('error', () => {})
+    client.on('error', ignore)
     // The server says FATAL before it closes a connection. pg fails the running query but
     // keeps the connection usable until the close arrives, and the pool would lend it to the
     // next request in the meantime, failing that one too. Ended now, it is discarded instead.

@@ -13,7 +13,7 @@ import type { Contract, Operation } from '../contract/model.js'
 import { deref } from '../contract/pointer.js'
 import { ApiError } from '../core/errors.js'
 import type { MaybePromise } from '../core/maybe-async.js'
-import { answersFromStoreAlone, fromStoreAlone } from '../core/store-read.js'
+import { fromStoreAlone, storePartOf } from '../core/store-read.js'
 import type { EventFields } from '../events/outbox.js'
 import type { ChangeContext, ChangedAnswer, ChangedRequest, OperationChange, VersionChange } from './change.js'
 import { type Difference, uncovered, unpairedHalves } from './coverage.js'
@@ -284,7 +284,8 @@ function derivedHandler(
     return given instanceof Promise ? given.then((settled) => down(settled, request as ChangedRequest)) : down(given, request as ChangedRequest)
   }
   // (the changes down are of the answer and the request alone: what the store alone made stays so)
-  return answersFromStoreAlone(handler) ? fromStoreAlone(derived) : derived
+  const part = storePartOf(handler)
+  return part === undefined ? derived : fromStoreAlone(derived, part)
 }
 
 const queryParameters = ({ parameters }: Operation) => parameters.filter((parameter) => parameter.in === 'query').map(({ name }) => name)

@@ -2,19 +2,19 @@ import type { Test } from 'tap'
 import type { Storage } from '../../src/repositories.js'
 
 /**
- * Has `write` run once, for real, after the store's revision is next read and before what reads
- * on: a change committed between a request's revision and its rows (the store's revision read
- * is wrapped until the test ends).
+ * Has `write` run once, for real, after the revisions of the store's parts are next read and
+ * before what reads on: a change committed between a request's revision and its rows (the
+ * store's read of revisions is wrapped until the test ends).
  */
-export function writeAfterNextRevision(t: Test, storage: Pick<Storage, 'revision'>, write: () => unknown): void {
-  const revision = storage.revision
+export function writeAfterNextRevision(t: Test, storage: Pick<Storage, 'revisions'>, write: () => unknown): void {
+  const revisions = storage.revisions
   let between: (() => unknown) | undefined = write
-  storage.revision = async () => {
-    const now = await revision()
+  storage.revisions = async (parts) => {
+    const now = await revisions(parts)
     const pending = between
     between = undefined
     if (pending !== undefined) await pending()
     return now
   }
-  t.teardown(() => void (storage.revision = revision))
+  t.teardown(() => void (storage.revisions = revisions))
 }
