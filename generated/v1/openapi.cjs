@@ -2,7 +2,7 @@
 module.exports = {
  "spec": "contract/versions/1.overlay.yaml",
  "sources": {
-  "openapi.yaml": "9878eb68c9f226bef71f5ee4eb19e4a9af0c521367881bac92b376ec252be35b",
+  "openapi.yaml": "56c779dbc89d5d595ae3ac77c96d5965cb158d39698fa5386c174940f79f490a",
   "contract/versions/1.overlay.yaml": "8841cd46c9fa5272d0436d6a1695049bc8e5d5971487e24a86bd8daf709d7d93"
  },
  "overlayChanges": [
