@@ -114,7 +114,8 @@ export function narrowedValues(change: Change, previous: Node, current: Node): s
   // texts refused at the same places, named together
   const byPlace = new Map<string, string[]>()
   for (const [words, at] of refused) byPlace.set(whereRefused(at), [...(byPlace.get(whereRefused(at)) ?? []), words])
-  const field = placeOf(change.path, current, previous).match(/`([^`]+)`$/)?.[1] ?? 'value'
+  // (a body's field, or a parameter, by its name)
+  const field = [...placeOf(change.path, current, previous).matchAll(/`([^`]+)`/g)].at(-1)?.[1] ?? 'value'
   return `a \`${field}\` with ${[...byPlace].map(([at, words]) => `${listed(words)} ${at}`).join('; ')} is now ${invalidStatus(current, change)}`
 }
 

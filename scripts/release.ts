@@ -260,7 +260,8 @@ export async function correct({
       allowed: gate?.releases.find((findings) => findings.version === last)?.allowed ?? [],
       accepted: readAccepted(accepted),
       correction: note.trim(),
-      ...(servedOf(majorOf(version)) !== undefined && { stated: servedOf(majorOf(version)) }),
+      // (a major no longer served: its own documents say what they say)
+      stated: servedOf(majorOf(version)),
     })
     if (dryRun) return { ok: true, lines: [`would correct the entry of ${version} (--dry-run: nothing written):`, '', written] }
     const start = heading.index
@@ -293,10 +294,8 @@ async function regenerated(spec: string): Promise<string> {
 }
 
 /** The served document of major version `major` (bundled), if one is served. */
-function servedOf(major: number): Record<string, any> | undefined {
-  const found = specPaths.find((path) => majorOfSource(path) === major)
-  return found === undefined ? undefined : bundledSpec(found).document
-}
+const servedOf = (major: number): Record<string, any> | undefined =>
+  specPaths.filter((path) => majorOfSource(path) === major).map((path) => bundledSpec(path).document)[0]
 
 /** The source of the served document of major version `major` (contract/versions/1.overlay.yaml
  * for 1, openapi.yaml for the newest), or the error that says there is none yet. */

@@ -11,7 +11,7 @@ import t from 'tap'
 import { parse } from 'yaml'
 import { acceptedFile, readAccepted, releasedDir } from '../scripts/check-breaking.js'
 import { releaseEntry } from '../scripts/release.js'
-import { onlyThroughNewRequests } from '../scripts/refusals.js'
+import { narrowedValues, newUniqueness, onlyThroughNewRequests } from '../scripts/refusals.js'
 import { saidOnce } from '../scripts/said-once.js'
 import { bundledSpec } from '../src/contract/load.js'
 import { Problems } from '../src/contract/problems.js'
@@ -176,12 +176,81 @@ t.test('a change met in many places: one line naming them', async (t) => {
         pointer: '#/components/schemas/B/properties/z',
       },
       { where: 'GET /c, response 200 body `z`', message: 'Type of `z` changed.', rule: 'schema-type-changed', pointer: '#/components/schemas/C/type' },
+      {
+        where: 'GET /b, response 200 body',
+        message: 'Property `w` became required.',
+        rule: 'required-property-added',
+        pointer: '#/components/schemas/B/required',
+      },
     ]),
     [
       'GET /a, response 200 body `x`; event e, payload `data.x`: Property `x` was removed. (property-removed at #/components/schemas/A/properties/x)',
       'GET /b, response 200 body `y`: Property `y` was renamed to `z`. (property-removed at #/components/schemas/B/properties/z)',
       'GET /c, response 200 body `z`: Type of `z` changed. (schema-type-changed at #/components/schemas/C/type)',
+      'GET /b, response 200 body: Property `w` became required. (required-property-added at #/components/schemas/B/required)',
     ],
     'the same change at one place once; what changed elsewhere is not part of a rename',
   )
+})
+
+t.test('narrowed values and uniqueness rules, on documents of a few lines', async (t) => {
+  const change = (path: string) => ({ path, kind: 'modified', impact: 'major' as const, verdicts: [] })
+  const withParameter = (schema: object, responses: object = {}) => ({
+    paths: { '/a': { get: { parameters: [{ name: 'q', in: 'query', schema }], responses } } },
+  })
+  const parameter = change('#/paths/~1a/get/parameters/0/schema')
+  t.equal(
+    narrowedValues(parameter, withParameter({ type: 'string', example: 'ab' }), withParameter({ type: 'string', pattern: '^\\S*$', example: 'ab' })),
+    'a `q` with a space, a no-break space, an ideographic space, a tab, a byte order mark (U+FEFF) or a line separator (U+2028) anywhere is now refused',
+    'a parameter by its name; no 400 documented: refused',
+  )
+  t.equal(
+    narrowedValues(parameter, withParameter({ type: 'string', example: 'ab' }), withParameter({ type: 'string', maxLength: 10, example: 'ab' }, { 400: {} })),
+    undefined,
+    'a narrowing none of the texts tried meets',
+  )
+  t.equal(narrowedValues(parameter, withParameter({ type: 'integer' }), withParameter({ type: 'integer', maximum: 5 })), undefined, 'not text: not tried')
+  t.equal(narrowedValues(change('#/servers/0'), {}, {}), undefined, 'no request part')
+  const body = (schema: object) => ({ paths: { '/a': { post: { requestBody: { content: { 'application/json': { schema } } }, responses: {} } } } })
+  t.equal(
+    narrowedValues(
+      change('#/paths/~1a/post/requestBody/content/application~1json/schema'),
+      body({ type: 'string', pattern: '^[^\\t]*$', example: 'ab' }),
+      body({ type: 'string', pattern: '^[^\\t]{0,9}$', example: 'ab' }),
+    ),
+    undefined,
+    'what was refused before is not new',
+  )
+  t.equal(
+    narrowedValues(
+      change('#/paths/~1a/post/requestBody/content/application~1json/schema'),
+      body({ type: 'string', example: 'ab' }),
+      body({ type: 'string', pattern: '^[^\u200B]*$', example: 'ab' }),
+    ),
+    'a `value` with a zero-width space (U+200B) anywhere is now refused',
+    'a body that is the value itself',
+  )
+
+  const unique = (ignores: object, responses: object = {}) => ({
+    info: { version: '2.1.0' },
+    paths: { '/n': { post: { requestBody: { $ref: '#/components/requestBodies/N' }, responses } } },
+    components: {
+      requestBodies: { N: { content: { 'application/json': { schema: { properties: { name: { $ref: '#/components/schemas/Name' } }, example: {} } } } } },
+      schemas: { Name: { type: 'string', 'x-unique': ignores } },
+    },
+  })
+  t.strictSame(
+    newUniqueness(unique({ case: '2.0.0' }), unique({ case: '2.0.0', accents: '2.1.0' })),
+    [
+      'POST /n, request body `name`: a `name` that differs from one taken only in accents written composed or decomposed (`é` and `e` with U+0301) is the same `name` now: refused',
+    ],
+    'no 409 documented: refused; no newest document: each its own',
+  )
+  t.strictSame(
+    newUniqueness({ info: { version: '2.0.0' }, components: { schemas: { Name: {} } } }, unique({ case: '2.0.0' }, { 409: {} }), unique({ case: '2.0.0' })),
+    [],
+    'an operation the release before lacked: its own addition',
+  )
+  t.strictSame(newUniqueness({ paths: {} }, { info: { version: '2.1.0' } }), [], 'no schemas')
+  t.strictSame(newUniqueness(unique({ case: '2.0.0' }), { ...unique({ case: '2.0.0' }), paths: undefined }), [], 'no operations')
 })

@@ -101,6 +101,7 @@ t.test('compatible changes, one line per place and kind', async (t) => {
         change('#/paths/~1pets/get/responses/401/headers/Link'),
         change('#/paths/~1pets/get/responses/200/headers/ETag'),
         change('#/paths/~1pets/get/parameters', 'removed'),
+        change('#/paths/~1pets/get/responses/400/headers/Deprecation', 'removed'),
         change('#/paths/~1orders/get/responses/200/headers/ETag'),
         change('#/webhooks/pet.created/post/requestBody/content/application~1json/examples'),
         change('#/paths/~1pets/post/responses/201/content/application~1json/example'),
