@@ -479,6 +479,7 @@ function checkJsonOnly(document, definition, at, where, problems) {
   return body !== void 0;
 }
 var lifecycleHeaderComponents = { Deprecation: "Deprecation", Sunset: "Sunset", Link: "LifecycleLink" };
+var lifecycleLinks = /* @__PURE__ */ new Set([lifecycleHeaderComponents.Link, `${lifecycleHeaderComponents.Link}WhenDeprecated`]);
 var beforeRouting = "408";
 var componentOf = (header, shared) => `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? "WhenDeprecated" : ""}'`;
 function checkRetirementDocumented(document, definition, at, where, problems) {

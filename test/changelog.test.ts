@@ -247,10 +247,16 @@ t.test('narrowed values and uniqueness rules, on documents of a few lines', asyn
     'no 409 documented: refused; no newest document: each its own',
   )
   t.strictSame(
-    newUniqueness({ info: { version: '2.0.0' }, components: { schemas: { Name: {} } } }, unique({ case: '2.0.0' }, { 409: {} }), unique({ case: '2.0.0' })),
+    newUniqueness(
+      { info: { version: '2.0.0' }, components: { schemas: { Name: {} } } },
+      unique({ case: '2.0.0', accents: '2.1.0' }, { 409: {} }),
+      unique({ case: '2.0.0' }),
+    ),
     [],
     'an operation the release before lacked: its own addition',
   )
   t.strictSame(newUniqueness({ paths: {} }, { info: { version: '2.1.0' } }), [], 'no schemas')
-  t.strictSame(newUniqueness(unique({ case: '2.0.0' }), { ...unique({ case: '2.0.0' }), paths: undefined }), [], 'no operations')
+  t.strictSame(newUniqueness(unique({ case: '2.0.0' }), { ...unique({ case: '2.0.0', accents: '2.1.0' }), paths: undefined }), [], 'no operations')
+  const unstated = (version: string) => ({ info: { version }, components: { schemas: { Name: {} } } })
+  t.strictSame(newUniqueness(unstated('2.0.0'), unstated('2.1.0')), [], 'no document states a rule')
 })

@@ -330,9 +330,9 @@ const lifecycleHeaderComponents = { Deprecation: 'Deprecation', Sunset: 'Sunset'
 function sentOnlyBy(header: string, component: string | undefined): 'deprecated' | 'marked' | undefined {
   if (header === 'API-Stability') return 'marked'
   if (header === 'Deprecation' || header === 'Sunset') return 'deprecated'
-  const link = lifecycleHeaderComponents.Link
-  return header === 'Link' && (component === link || component === `${link}WhenDeprecated`) ? 'deprecated' : undefined
+  return header === 'Link' && lifecycleLinks.has(component) ? 'deprecated' : undefined
 }
+const lifecycleLinks = new Set<string | undefined>([lifecycleHeaderComponents.Link, `${lifecycleHeaderComponents.Link}WhenDeprecated`])
 
 /** The 408 of a request that never arrived is answered before its operation is known: it
  * carries none of the headers an operation's lifecycle adds. */
