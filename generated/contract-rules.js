@@ -268,6 +268,53 @@ function parseVersion(text) {
   return match === null ? void 0 : [Number(match[1]), Number(match[2]), Number(match[3])];
 }
 
+// src/contract/uniqueness.ts
+var ignorable = {
+  case: { words: "upper and lower case (`Bird` and `BIRD`)", same: ["Bird", "BIRD"] },
+  "case-folding": { words: "case folded fully (`\xDF` and `ss`: `Stra\xDFe` and `STRASSE`)", same: ["Stra\xDFe", "STRASSE"] },
+  accents: { words: "accents written composed or decomposed (`\xE9` and `e` with U+0301)", same: ["Caf\xE9", "Cafe\u0301"] },
+  "compatibility-forms": { words: "compatibility forms (full-width letters, ligatures: `\uFF23\uFF21\uFF26\uFF25` and `CAFE`)", same: ["\uFF23\uFF21\uFF26\uFF25", "CAFE"] },
+  "invisible-characters": {
+    words: "characters that draw nothing (zero-width characters, bidi controls, variation selectors)",
+    same: ["Bird", "Bi\u200Brd"]
+  },
+  "white-space": { words: "runs of white space (two spaces and one)", same: ["Bird house", "Bird  house"] },
+  "look-alikes": {
+    words: "characters that look alike, of any script (Unicode's confusables, UTS #39: Cyrillic `\u0430` and Latin `a`, `\u2010` and `-`, `rn` and `m`), a blank and a space (U+2800 and ` `), and a mark the letter shows already (`i` with U+0307 and `i`)",
+    same: ["Cats", "C\u0430ts"]
+  }
+};
+var isIgnorable = (word) => Object.hasOwn(ignorable, word);
+function readUniqueness(document, problems) {
+  const rules = /* @__PURE__ */ new Map();
+  for (const [name, schema] of Object.entries(document.components?.schemas ?? {})) {
+    const rule = schema["x-unique"];
+    if (rule === void 0) continue;
+    const at = ["components", "schemas", name, "x-unique"];
+    const where = `schema ${name}`;
+    if (typeof rule !== "object" || rule === null || Array.isArray(rule)) {
+      problems.add("shape", at, where, "x-unique maps each difference its values are compared without to the release it holds from (case: 2.0.0)");
+      continue;
+    }
+    const ignored = [];
+    for (const [difference, since] of Object.entries(rule)) {
+      const version = parseVersion(since);
+      if (!isIgnorable(difference))
+        problems.add("shape", [...at, difference], where, `x-unique names ${difference}, which is none of ${Object.keys(ignorable).join(", ")}`);
+      else if (version === void 0)
+        problems.add(
+          "shape",
+          [...at, difference],
+          where,
+          `x-unique: ${difference} holds from ${JSON.stringify(since)}, which is not a release MAJOR.MINOR.PATCH`
+        );
+      else ignored.push({ difference, since: version });
+    }
+    rules.set(name, ignored);
+  }
+  return rules;
+}
+
 // src/contract/model.ts
 var methods = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 function readContract(document, { file = "openapi.yaml", source, overlayChanges } = {}) {
@@ -283,6 +330,7 @@ function readContract(document, { file = "openapi.yaml", source, overlayChanges 
   checkSuccessors(operations, basePath, problems);
   const successorUrl = successorUrls(basePath, operations);
   checkLifecycleLinks(document, operations, basePath, service.paths.docs, successorUrl, problems);
+  const uniqueness = readUniqueness(document, problems);
   const at = pathsOf(basePath, operations);
   const contract = {
     file,
@@ -297,6 +345,7 @@ function readContract(document, { file = "openapi.yaml", source, overlayChanges 
     service,
     rolesOfEvent: (type) => events.get(type)?.roles ?? [],
     errorCodes: errorCodesOf(document),
+    uniqueness,
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === "HEAD" ? "GET" : method),
     urlOf(operationId, params = {}) {
@@ -434,6 +483,8 @@ function checkJsonOnly(document, definition, at, where, problems) {
   return body !== void 0;
 }
 var lifecycleHeaderComponents = { Deprecation: "Deprecation", Sunset: "Sunset", Link: "LifecycleLink" };
+var lifecycleLinks = /* @__PURE__ */ new Set([lifecycleHeaderComponents.Link, `${lifecycleHeaderComponents.Link}WhenDeprecated`]);
+var beforeRouting = "408";
 var componentOf = (header, shared) => `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? "WhenDeprecated" : ""}'`;
 function checkRetirementDocumented(document, definition, at, where, problems) {
   const responses = definition.responses ?? {};
@@ -445,7 +496,7 @@ function checkRetirementDocumented(document, definition, at, where, problems) {
       "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'"
     );
   for (const [status, response] of Object.entries(responses)) {
-    if (status === "408") continue;
+    if (status === beforeRouting) continue;
     const headers = Object.keys(deref(document, response).headers ?? {});
     const missing = ["Deprecation", "Sunset", "Link"].filter((header) => !headers.includes(header));
     if (missing.length === 0) continue;
@@ -487,7 +538,7 @@ function admits(document, header, value) {
 }
 function checkStabilityDocumented(document, definition, marked, at, where, problems) {
   for (const [status, response] of Object.entries(definition.responses ?? {})) {
-    if (status === "408") continue;
+    if (status === beforeRouting) continue;
     const header = deref(document, response).headers?.["API-Stability"];
     if (marked && header === void 0)
       problems.add("shape", [...at, "responses", status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`);

@@ -33,8 +33,12 @@ import { isEntry, type Io, processIo } from '../src/core/command-io.js'
 import { changelogPath, projectRoot } from '../src/core/paths.js'
 import { entry, withEntry } from './changelog.js'
 import { type AcceptedChange, acceptedFile, checkBreaking, dayOption, differencesOf, readAccepted, releasedDir, reviewedLines } from './check-breaking.js'
-import { type Change, compareDocuments, partOf, whereOf } from './comparison.js'
+import { type Change, compareDocuments, partOf, placeOf, whereOf, writtenAt } from './comparison.js'
 import { generate } from './generate.js'
+import { narrowedValues, newUniqueness, onlyThroughNewRequests } from './refusals.js'
+import { saidOnce } from './said-once.js'
+import { operationsOf } from './stability-gate.js'
+import { sendsHeader } from '../src/contract/model.js'
 
 const compare = (a: string, b: string) => compareVersions(parseVersion(a)!, parseVersion(b)!)
 
@@ -151,6 +155,9 @@ export interface EntryOptions {
   accepted: AcceptedChange[]
   /** why an entry already published is written anew (a correction) */
   correction?: string
+  /** the newest document of the major, whose `x-unique` says since which release each rule
+   * holds, for the documents released before they said it (by default, `current`) */
+  stated?: Record<string, any>
 }
 
 /**
@@ -159,26 +166,38 @@ export interface EntryOptions {
  * place a client meets it; a later release lists its new refusals (a 4xx an operation gained)
  * apart from its compatible changes.
  */
-export async function releaseEntry({ version, date, previous, current, allowed, accepted, correction }: EntryOptions): Promise<string> {
+export async function releaseEntry({ version, date, previous, current, allowed, accepted, correction, stated = current }: EntryOptions): Promise<string> {
   // (the first release of all is compared with nothing: its operations are its entry)
-  const changes = previous.openapi === undefined ? [] : await compareDocuments(previous, current)
-  const differences = differencesOf(changes, previous, current)
-  const lines = (rule?: string) =>
-    differences
-      .filter((found) => rule === undefined || found.rule === rule)
-      .map(({ where, message, rule, pointer }) => `${where}: ${message} (${rule} at ${pointer})`)
+  const compared = previous.openapi === undefined ? [] : await compareDocuments(previous, current)
+  // a 4xx HTTP answers only to a request with a header the release before did not take refuses
+  // no request it took: said with what was added
+  const changes = compared.map((change) => (onlyThroughNewRequests(change, previous) ? { ...change, impact: 'minor' as const } : change))
+  // a reviewed change that refuses values the release before took is a refusal, said by them
+  const narrowed = changes.flatMap((change) => {
+    const reviewed = reviewedLines([change], accepted).length > 0
+    const values = reviewed ? narrowedValues(change, previous, current) : undefined
+    return values === undefined ? [] : [{ change, line: `${placeOf(change.path, current, previous)}: ${values}` }]
+  })
+  const kept = changes.filter((change) => !narrowed.some((found) => found.change === change))
+  const differences = differencesOf(kept, previous, current)
   const before = previous.info?.version as string | undefined
   const firstOfMajor = before !== undefined && majorOf(version) > majorOf(before)
+  const refusals = [
+    ...(firstOfMajor ? [] : saidOnce(differences.filter((found) => found.rule === 'response-added'))),
+    ...narrowed.map(({ line }) => line),
+    ...(previous.openapi === undefined ? [] : newUniqueness(previous, current, stated)),
+  ]
   return entry({
     version,
     date,
     previous,
     current,
-    compatible: compatibleLines(changes, current, previous),
+    compatible: compatibleLines(kept, current, previous),
     allowed,
-    reviewed: byReason(reviewedLines(changes, accepted)),
+    reviewed: byReason(reviewedLines(kept, accepted)),
     // (within a major, the gate lets a new refusal through: listed apart, never as compatible)
-    ...(firstOfMajor ? { breaking: lines() } : { refusals: lines('response-added') }),
+    ...(firstOfMajor && { breaking: saidOnce(differences) }),
+    refusals,
     ...(correction !== undefined && { correction }),
   })
 }
@@ -241,6 +260,8 @@ export async function correct({
       allowed: gate?.releases.find((findings) => findings.version === last)?.allowed ?? [],
       accepted: readAccepted(accepted),
       correction: note.trim(),
+      // (a major no longer served: its own documents say what they say)
+      stated: servedOf(majorOf(version)),
     })
     if (dryRun) return { ok: true, lines: [`would correct the entry of ${version} (--dry-run: nothing written):`, '', written] }
     const start = heading.index
@@ -271,6 +292,10 @@ async function regenerated(spec: string): Promise<string> {
     return `but ${shown} could not be made anew (${(error as Error).message}): run npm run generate`
   }
 }
+
+/** The served document of major version `major` (bundled), if one is served. */
+const servedOf = (major: number): Record<string, any> | undefined =>
+  specPaths.filter((path) => majorOfSource(path) === major).map((path) => bundledSpec(path).document)[0]
 
 /** The source of the served document of major version `major` (contract/versions/1.overlay.yaml
  * for 1, openapi.yaml for the newest), or the error that says there is none yet. */
@@ -312,21 +337,47 @@ export function compatibleLines(changes: readonly Change[], current?: Record<str
     const key = `${whereOf(change.path)}\0${change.kind}`
     const group = grouped.get(key) ?? { where: whereOf(change.path), kind: change.kind, whats: new Set(), headers: new Map() }
     grouped.set(key, group)
-    // (a header of an answer: kept by name, its statuses gathered, to be named once)
+    // (a header of an answer: kept by name, its statuses gathered, to be named once; one that the
+    // operation never sends, as a shared answer's lifecycle headers, not named)
     const [, , , section, status, headers, header] = parts
-    if (inOperation && section === 'responses' && headers === 'headers' && parts.length === 7)
+    if (inOperation && section === 'responses' && headers === 'headers' && parts.length === 7) {
+      if (!sent(change, header!, status!, change.kind === 'removed' ? previous : current)) continue
       group.headers.set(header!, [...(group.headers.get(header!) ?? []), status!])
-    else
+    } else
       for (const what of inOperation ? partsOf(change, current, previous) : [namedItem(current, parts) ?? (parts.slice(1).join('/') || parts[0]!)])
         group.whats.add(what)
   }
   // operations that changed alike, one line
   const alike = new Map<string, string[]>()
   for (const { where, kind, whats, headers } of grouped.values()) {
+    if (whats.size === 0 && headers.size === 0) continue
     const said = `${kind} ${[...whats, ...headersOn(headers)].join(', ')}`
     alike.set(said, [...(alike.get(said) ?? []), where])
   }
   return [...alike].map(([said, wheres]) => `${wheres.join(', ')}: ${said}`)
+}
+
+/** The operations of a document, read once however many of its headers are asked about. */
+const operationsRead = new WeakMap<object, ReturnType<typeof operationsOf>>()
+function operationsIn(document: Record<string, any>) {
+  const read = operationsRead.get(document) ?? operationsOf(document)
+  operationsRead.set(document, read)
+  return read
+}
+
+/** Whether the operation of a header of an answer (`change.path`, in `document`) sends it: the
+ * lifecycle headers of a shared answer are sent by a deprecated operation alone. */
+function sent(change: Change, header: string, status: string, document: Record<string, any> | undefined): boolean {
+  if (document === undefined) return true
+  const pointer = writtenAt(document, change.path)
+  const written = pointer === undefined ? undefined : (resolvePointer(document, pointer) as { $ref?: string } | undefined)
+  const component = (written?.$ref ?? pointer)?.match(/^#\/components\/headers\/([^/]+)$/)?.[1]
+  const operation = operationsIn(document).find(({ pointer }) => change.path.startsWith(`${pointer}/`))
+  const lifecycle = operation?.lifecycle
+  return sendsHeader(header, component, status, {
+    deprecated: lifecycle?.deprecation !== undefined,
+    marked: lifecycle !== undefined && lifecycle.level !== 'stable',
+  })
 }
 
 /** The parts a change names: a list of parameters added at once, each parameter by its name. */

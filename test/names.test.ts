@@ -12,6 +12,7 @@ import { skeleton } from '../src/core/confusables.js'
 import { misplacedJoiner } from '../src/core/joiners.js'
 import { lookAlikeKey, nameKey } from '../src/core/names.js'
 import { lookAlikes } from './helpers/look-alikes.js'
+import { ignorable } from '../src/contract/uniqueness.js'
 
 t.test('look-alike spellings of a name are one name', async (t) => {
   const cafe = nameKey('Café')
@@ -204,4 +205,14 @@ t.test("the contract's CategoryName pattern, read with the u flag, refuses what 
   ] as const) {
     t.notOk(valid.test(name), `${why} is refused`)
   }
+})
+
+t.test("the comparison ignores each difference the contract's x-unique of CategoryName names, and the words it names", async (t) => {
+  const rule = loadContract(newestSpecPath).uniqueness.get('CategoryName')
+  t.ok(rule !== undefined && rule.length > 0, 'the contract states how names are compared')
+  for (const { difference } of rule!) {
+    const [one, other] = ignorable[difference].same
+    t.equal(lookAlikeKey(one), lookAlikeKey(other), `${difference}: ${JSON.stringify(one)} and ${JSON.stringify(other)} are one name`)
+  }
+  t.strictSame(rule!.map(({ difference }) => difference).sort(), Object.keys(ignorable).sort(), 'every difference the server ignores is stated')
 })

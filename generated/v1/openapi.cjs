@@ -2,7 +2,7 @@
 module.exports = {
  "spec": "contract/versions/1.overlay.yaml",
  "sources": {
-  "openapi.yaml": "065d4afa14658c2fe54467252725281c8a341f22d15597f6804ddb83bb41b796",
+  "openapi.yaml": "3352b240d9a9ca9aa068c24bea50635b010aa868a38e40c607734ab82c0fff17",
   "contract/versions/1.overlay.yaml": "8841cd46c9fa5272d0436d6a1695049bc8e5d5971487e24a86bd8daf709d7d93"
  },
  "overlayChanges": [

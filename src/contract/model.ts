@@ -12,6 +12,7 @@ import { deref, keysOf, pointerTo } from './pointer.js'
 import { type Problem, Problems } from './problems.js'
 import { bearerScheme, type RoleCatalogue, type RoleRequirement, readCatalogue, readEventRoles, readRequirement } from './roles.js'
 import { readService, type Service } from './service.js'
+import { readUniqueness, type Uniqueness } from './uniqueness.js'
 import { parseVersion, type Version } from './version.js'
 
 /** An operation's or event's object as written in the spec, with its `x-*` extensions. */
@@ -87,6 +88,8 @@ export interface Contract {
   rolesOfEvent: (type: string) => readonly string[]
   /** the codes an Error body may carry (Error.code's x-extensible-enum) */
   errorCodes: readonly string[]
+  /** the uniqueness rules of its schemas (x-unique): the differences each compares values without */
+  uniqueness: Uniqueness
   /** the methods served at a request path (`/v1/pets/7`), HEAD with GET; undefined for a path the spec lacks */
   methodsAt: (path: string) => string[] | undefined
   /** the operation that serves `method` at a request path (HEAD as GET), if any */
@@ -129,6 +132,7 @@ export function readContract(
   checkSuccessors(operations, basePath, problems)
   const successorUrl = successorUrls(basePath, operations)
   checkLifecycleLinks(document, operations, basePath, service.paths.docs, successorUrl, problems)
+  const uniqueness = readUniqueness(document, problems)
   const at = pathsOf(basePath, operations)
   const contract: Contract = {
     file,
@@ -143,6 +147,7 @@ export function readContract(
     service,
     rolesOfEvent: (type) => events.get(type)?.roles ?? [],
     errorCodes: errorCodesOf(document),
+    uniqueness,
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
     urlOf(operationId, params = {}) {
@@ -317,6 +322,30 @@ function checkJsonOnly(document: OpenAPIV3.Document, definition: OperationDefini
  * responses (required), and on shared ones, which other operations answer too (present when the
  * operation is deprecated). */
 const lifecycleHeaderComponents = { Deprecation: 'Deprecation', Sunset: 'Sunset', Link: 'LifecycleLink' } as const
+
+/** What of its operation an answer's header is sent by, where not by every operation that
+ * answers it: the lifecycle headers (Deprecation, Sunset, a Link that a lifecycle component
+ * documents) by a deprecated operation alone, API-Stability by one with a stability marker
+ * alone. `component` is the name of the header component that documents it, if any. */
+function sentOnlyBy(header: string, component: string | undefined): 'deprecated' | 'marked' | undefined {
+  if (header === 'API-Stability') return 'marked'
+  if (header === 'Deprecation' || header === 'Sunset') return 'deprecated'
+  return header === 'Link' && lifecycleLinks.has(component) ? 'deprecated' : undefined
+}
+const lifecycleLinks = new Set<string | undefined>([lifecycleHeaderComponents.Link, `${lifecycleHeaderComponents.Link}WhenDeprecated`])
+
+/** The 408 of a request that never arrived is answered before its operation is known: it
+ * carries none of the headers an operation's lifecycle adds. */
+const beforeRouting = '408'
+
+/** Whether the server sends `header`, documented by the header component `component` (if any) on
+ * an operation's answer of `status`, given whether the operation is deprecated and whether it
+ * carries a stability marker. */
+export function sendsHeader(header: string, component: string | undefined, status: string, operation: { deprecated: boolean; marked: boolean }): boolean {
+  const only = sentOnlyBy(header, component)
+  if (only === undefined) return true
+  return status !== beforeRouting && (only === 'deprecated' ? operation.deprecated : operation.marked)
+}
 const componentOf = (header: keyof typeof lifecycleHeaderComponents, shared: boolean) =>
   `$ref '#/components/headers/${lifecycleHeaderComponents[header]}${shared ? 'WhenDeprecated' : ''}'`
 
@@ -332,7 +361,7 @@ function checkRetirementDocumented(document: OpenAPIV3.Document, definition: Ope
       "a deprecated operation documents its 410 (gone, from its sunset on): add '410': $ref '#/components/responses/Gone'",
     )
   for (const [status, response] of Object.entries(responses)) {
-    if (status === '408') continue
+    if (status === beforeRouting) continue
     const headers = Object.keys(deref<OpenAPIV3.ResponseObject>(document, response).headers ?? {})
     const missing = (['Deprecation', 'Sunset', 'Link'] as const).filter((header) => !headers.includes(header))
     if (missing.length === 0) continue
@@ -406,7 +435,7 @@ function checkStabilityDocumented(
   problems: Problems,
 ) {
   for (const [status, response] of Object.entries(definition.responses ?? {})) {
-    if (status === '408') continue
+    if (status === beforeRouting) continue
     const header = deref<OpenAPIV3.ResponseObject>(document, response).headers?.['API-Stability']
     if (marked && header === undefined)
       problems.add('shape', [...at, 'responses', status], where, `response ${status} does not document API-Stability, which the server sends for x-stability`)
