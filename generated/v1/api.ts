@@ -806,8 +806,11 @@ export interface components {
         };
         /**
          * @description `If-Match` names no entity tag of the object as it is now (code
-         *     `precondition_failed`): someone changed it since you read it. Nothing was changed:
-         *     read it again (its new `ETag`), decide, and send the change with that tag.
+         *     `precondition_failed`). Nothing was changed. The message says why: most often someone
+         *     changed the object since you read it (read it again, its new `ETag`, decide, and send
+         *     the change with that tag); else the tags named are of another version's
+         *     representation (a tag is of the version it was read through: read the object through
+         *     this one), are weak (`W/`, which never match here), or there are none.
          */
         PreconditionFailed: {
             headers: {
@@ -1211,8 +1214,10 @@ export interface components {
          * @description Entity tags (`ETag`) of representations the client already holds, separated by
          *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
          *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-         *     without a body; else the usual `200`. A value that is not a list of entity tags is
-         *     a `400`.
+         *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+         *     recipient: white space (spaces, tabs) around the commas and empty elements are
+         *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+         *     matches nothing. A value that is not a list of entity tags is a `400`.
          * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
          */
         IfNoneMatch: string;
@@ -1222,8 +1227,13 @@ export interface components {
          *     only if the object's current tag is one of them (compared strongly: a weak tag,
          *     `W/"x"`, never matches), checked in the same transaction as the change; else the
          *     answer is `412` (code `precondition_failed`) and nothing is changed. `*` matches any
-         *     object that exists. Optional: without it the change is made whatever the object's
-         *     tag (never a `428`), so that clients written before it work on.
+         *     object that exists. A tag is of the version it was read through: a tag read through
+         *     another version never matches here (`412`, whose message says so). The list is read
+         *     as RFC 9110 (section 5.6.1) asks of a recipient: white space (spaces, tabs) around the
+         *     commas and empty elements are ignored, and a list of no tag matches nothing (`412`).
+         *     A value that is not a list of entity tags is a `400`. Optional: without it the change
+         *     is made whatever the object's tag (never a `428`), so that clients written before it
+         *     work on.
          * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
          */
         IfMatch: string;
@@ -1473,8 +1483,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1596,8 +1608,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1808,8 +1822,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1869,8 +1885,13 @@ export interface operations {
                  *     only if the object's current tag is one of them (compared strongly: a weak tag,
                  *     `W/"x"`, never matches), checked in the same transaction as the change; else the
                  *     answer is `412` (code `precondition_failed`) and nothing is changed. `*` matches any
-                 *     object that exists. Optional: without it the change is made whatever the object's
-                 *     tag (never a `428`), so that clients written before it work on.
+                 *     object that exists. A tag is of the version it was read through: a tag read through
+                 *     another version never matches here (`412`, whose message says so). The list is read
+                 *     as RFC 9110 (section 5.6.1) asks of a recipient: white space (spaces, tabs) around the
+                 *     commas and empty elements are ignored, and a list of no tag matches nothing (`412`).
+                 *     A value that is not a list of entity tags is a `400`. Optional: without it the change
+                 *     is made whatever the object's tag (never a `428`), so that clients written before it
+                 *     work on.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -1962,8 +1983,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2151,8 +2174,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2363,8 +2388,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2521,8 +2548,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
