@@ -512,7 +512,10 @@ export interface components {
         /** @description The body of every 4xx and 5xx response. */
         Error: {
             /**
-             * @description Machine-readable error code; new codes may be added. `invalid_request`
+             * @description Machine-readable error code; new codes may be added. The codes this version
+             *     sends, each named by the answers of the operations that send it (a path no
+             *     operation has, or a method its path does not take, is a `not_found` or a
+             *     `method_not_allowed` anywhere): `invalid_request`
              *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
              *     `unauthorized` (401), `forbidden` (403, the API key lacks a role the
              *     operation needs), `not_found` (404), `method_not_allowed` (405),
@@ -520,12 +523,11 @@ export interface components {
              *     ordered), `invalid_transition` (409, the order cannot move so),
              *     `webhook_limit_reached` (409, the API key holds as many webhook
              *     subscriptions as it may), `category_name_taken` (409, another category has
-             *     this name; version 2 on), `gone` (410, a deprecated operation past its
-             *     sunset or in a brownout), `precondition_failed` (412, `If-Match` names
+             *     this name), `precondition_failed` (412, `If-Match` names
              *     no tag of the object as it is now), `payload_too_large` (413),
              *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
              *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
-             *     `category_not_found` (422, a pet's category does not exist; version 2 on),
+             *     `category_not_found` (422, a pet's category does not exist),
              *     `too_many_requests` (429),
              *     `internal_error` (500), `unavailable` (503).
              * @example not_found
