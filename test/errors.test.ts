@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import type { Contract } from '../src/contract/model.js'
+import { type Contract, readContract } from '../src/contract/model.js'
 import { type ErrorCode, errorStatus } from '../src/core/errors.js'
 import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
 import { contractOf, loadContracts } from '../src/contract/load.js'
@@ -53,6 +53,9 @@ t.test("each served document lists the codes its version sends, and no other: th
   const fewer = contractOf(withoutCategories)
   t.notOk(fewer.codesSent.has('category_name_taken'), "a code only a removed operation's answer named is no longer sent")
   t.ok(fewer.codesSent.has('not_found') && fewer.codesSent.has('method_not_allowed'), 'a path is still answered 404 and 405')
+  const unanswered = structuredClone(newest.document)
+  delete (unanswered.paths['/pets']!.get as { responses?: unknown }).responses
+  t.strictSame([...readContract(unanswered).contract.operations.get('listPets')!.errorCodes], [], 'an operation that documents no answer names no code')
 })
 
 t.test('validation failures read as the rule that was broken', async (t) => {
