@@ -15,11 +15,12 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import type { AppOptions } from '../src/app.js'
 import { readContract } from '../src/contract/model.js'
-import { entityTag, matchHolds, noneMatchHolds } from '../src/http/conditional.js'
+import { entityTag, matchHolds, noneMatchHolds, tagsOf } from '../src/http/conditional.js'
 import { openStorage } from '../src/repositories.js'
 import { connect } from '../src/storage/index.js'
 import { storeParts } from '../src/storage/revision.js'
 import { aCategory, api, build, call, newest, servedContracts, testKey } from './helpers/app.js'
+import { rawExchange } from './helpers/raw-http.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 import { writeAfterNextRevision } from './helpers/revision.js'
 
@@ -619,6 +620,158 @@ t.test(
     t.not(pets.headers.etag, entityTag(2, pets.body), "the pets' page: the revision's tag, not its bytes'")
   },
 )
+
+t.test(
+  'If-None-Match and If-Match are read as RFC 9110 section 5.6.1 asks of a recipient: white space around commas, empty elements; garbage is a 400',
+  async (t) => {
+    const app = await server(t, stores[0]![1])
+    await app.listen({ host: '127.0.0.1', port: 0 })
+    const { port } = app.server.address() as { port: number }
+    const list = `${api}/pets`
+    await aPet(t, app)
+    const tag = String((await read(t, app, list)).headers.etag)
+    // each of these lists `tag` among other tags, or lists tags and no `tag`
+    const holding = [`"a",\t${tag}`, `${tag},`, `, ${tag}`, `"a" ,\t, ${tag} ,,`, `W/"b",${tag}`, `"x,y", ${tag}`]
+    const lacking = ['"a",\t"b"', '"a",', ', "a"', ',', '', ' , ,\t']
+    const garbage = ['"a" "b"', '"a";"b"', `${tag}, x`, '* , "a"', 'W/ "a"', 'w/"a"', 'a', '"a"b']
+    for (const field of holding)
+      t.equal((await rawExchange(t, port, 'GET', list, [`If-None-Match: ${field}`])).status, 304, `If-None-Match: ${JSON.stringify(field)} lists the tag`)
+    for (const field of lacking)
+      t.equal((await rawExchange(t, port, 'GET', list, [`If-None-Match: ${field}`])).status, 200, `If-None-Match: ${JSON.stringify(field)} does not`)
+    for (const field of garbage) {
+      const refused = await rawExchange(t, port, 'GET', list, [`If-None-Match: ${field}`])
+      t.match([refused.status, refused.json], [400, { code: 'invalid_request', message: /if-none-match/ }], `If-None-Match: ${JSON.stringify(field)} is a 400`)
+    }
+
+    const petId = await aPet(t, app)
+    const orderUrl = `${api}/store/orders/${(await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId } })).json.id}`
+    const orderTag = String((await read(t, app, orderUrl)).headers.etag)
+    /** updateOrder with `field` as its If-Match, over HTTP */
+    const patch = (url: string, field: string, status = 'delivered') => {
+      const body = JSON.stringify({ status })
+      return rawExchange(t, port, 'PATCH', url, [`If-Match: ${field}`, 'Content-Type: application/json', `Content-Length: ${body.length}`], body)
+    }
+    const change = (field: string, status = 'delivered') => patch(orderUrl, field, status)
+    for (const field of lacking) {
+      const refused = await change(field)
+      t.equal(refused.status, 412, `If-Match: ${JSON.stringify(field)} names no tag of the order: 412`)
+    }
+    for (const field of garbage) {
+      const refused = await change(field)
+      t.match([refused.status, refused.json], [400, { code: 'invalid_request', message: /if-match/ }], `If-Match: ${JSON.stringify(field)} is a 400`)
+    }
+    t.equal((await read(t, app, orderUrl, orderTag)).status, 304, 'none of them changed the order')
+    for (const field of holding) {
+      // (a change is made once: an order of its own for each)
+      const fresh = await aPet(t, app)
+      const url = `${api}/store/orders/${(await call(t, app, { method: 'POST', url: `${api}/store/orders`, payload: { petId: fresh } })).json.id}`
+      const current = field.replace(tag, String((await read(t, app, url)).headers.etag))
+      const done = await patch(url, current)
+      t.equal(done.status, 200, `If-Match: ${JSON.stringify(field)} names the order's tag: the change is made`)
+    }
+  },
+)
+
+t.test("If-Match's 412 says why: the order changed, or the tags are of another version's representation, weak, or none", async (t) => {
+  const app = await server(t, stores[0]![1])
+  for (const contract of servedContracts) {
+    const major = contract.version[0]
+    const petId = await aPet(t, app)
+    const orderId = (await call(t, app, { method: 'POST', url: contract.urlOf('placeOrder'), payload: { petId } })).json.id
+    const orderUrl = contract.urlOf('getOrder', { orderId })
+    const tag = String((await read(t, app, orderUrl)).headers.etag)
+    const others = servedContracts.filter((other) => other !== contract)
+    const change = (ifMatch: string) => call(t, app, { method: 'PATCH', url: orderUrl, payload: { status: 'delivered' }, headers: { 'if-match': ifMatch } })
+    for (const other of others) {
+      const otherTag = String((await read(t, app, other.urlOf('getOrder', { orderId }))).headers.etag)
+      t.match(otherTag, new RegExp(`^"v${other.version[0]}-`), `the tag read through version ${other.version[0]} is of it`)
+      const refused = await change(otherTag)
+      t.equal(refused.status, 412, `version ${major}: the unchanged order's tag of version ${other.version[0]} is a 412`)
+      t.equal(
+        refused.json.message,
+        `If-Match names no tag of order ${orderId} in version ${major}, only of version ${other.version[0]}'s representation: send the ETag a read through version ${major} gives`,
+        'which says so, not "has changed"',
+      )
+    }
+    t.equal(
+      (await change('"someone-elses"')).json.message,
+      `If-Match names no tag of order ${orderId} in version ${major}: send the ETag a read through version ${major} gives`,
+      'a tag this service never gives',
+    )
+    t.equal((await change(`W/${tag}`)).json.message, `If-Match names only weak tags (W/), which never match order ${orderId}'s: send its ETag as read`)
+    t.equal((await change(' , ')).json.message, `If-Match lists no entity tag, so none is order ${orderId}'s: send the ETag your read of it gave`)
+    t.equal((await read(t, app, orderUrl, tag)).status, 304, 'none of them changed the order')
+    t.equal((await change(tag)).status, 200, 'its own tag: the change is made')
+    const stale = await change(`"v${major + 1}-x", ${tag}`)
+    t.strictSame(
+      [stale.status, stale.json.message],
+      [412, `Order ${orderId} has changed since: its ETag is not one If-Match names (read it again)`],
+      'a tag of this version that was its tag: "has changed", whatever else the list names',
+    )
+  }
+})
+
+t.test("If-None-Match's and If-Match's pattern in each document and the parser read a list alike, as RFC 9110 section 5.6.1's recipient", async (t) => {
+  const cases: [string, { weak: boolean; opaque: string }[] | '*' | 'refused'][] = [
+    ['*', '*'],
+    ['"a"', [{ weak: false, opaque: '"a"' }]],
+    [
+      '"a",\t"b"',
+      [
+        { weak: false, opaque: '"a"' },
+        { weak: false, opaque: '"b"' },
+      ],
+    ],
+    ['"a",', [{ weak: false, opaque: '"a"' }]],
+    [', "a"', [{ weak: false, opaque: '"a"' }]],
+    [
+      ' ,\t, W/"a" ,,\t"b,c" , ',
+      [
+        { weak: true, opaque: '"a"' },
+        { weak: false, opaque: '"b,c"' },
+      ],
+    ],
+    ['"é"', [{ weak: false, opaque: '"é"' }]],
+    ['', []],
+    [',', []],
+    [' , ,\t', []],
+    ['"a" "b"', 'refused'],
+    ['"a""b"', 'refused'],
+    ['"a";"b"', 'refused'],
+    ['"a", x', 'refused'],
+    ['*, "a"', 'refused'],
+    ['W/ "a"', 'refused'],
+    ['w/"a"', 'refused'],
+    ['"a', 'refused'],
+    ['"\x7F"', 'refused'],
+    ['"a"\n', 'refused'],
+  ]
+  for (const contract of servedContracts) {
+    for (const name of ['If-None-Match', 'If-Match']) {
+      const parameter = [...contract.operations.values()].flatMap(({ parameters }) => parameters).find((p) => p.in === 'header' && p.name === name)!
+      const pattern = new RegExp((parameter.schema as OpenAPIV3.SchemaObject).pattern!, 'u')
+      for (const [field, tags] of cases) {
+        t.equal(pattern.test(field), tags !== 'refused', `${contract.file}: ${name}: ${JSON.stringify(field)} ${tags === 'refused' ? 'refused' : 'taken'}`)
+        if (tags !== 'refused') t.strictSame(tagsOf(field), tags, 'and read as its tags')
+      }
+      // every list the pattern released before took (tags, a comma between, spaces beside it) is taken, read as the same tags
+      const released = /^(\*|(W\/)?"[\x21\x23-\x7E]*"( *, *(W\/)?"[\x21\x23-\x7E]*")*)$/
+      let seed = 7
+      const random = (n: number) => ((seed = (seed * 48271) % 2147483647), seed % n)
+      const characters = 'aZ09,W/!#~'
+      const missed: string[] = []
+      for (let i = 0; i < 300; i++) {
+        const tags = Array.from({ length: 1 + random(4) }, () => ({
+          weak: random(2) === 0,
+          opaque: `"${Array.from({ length: random(6) }, () => characters[random(characters.length)]).join('')}"`,
+        }))
+        const field = tags.map(({ weak, opaque }) => `${weak ? 'W/' : ''}${opaque}`).join(`${' '.repeat(random(3))},${' '.repeat(random(3))}`)
+        if (!released.test(field) || !pattern.test(field) || JSON.stringify(tagsOf(field)) !== JSON.stringify(tags)) missed.push(field)
+      }
+      t.strictSame(missed, [], `${contract.file}: ${name}: 300 lists the released pattern took, taken and read as their tags`)
+    }
+  }
+})
 
 t.test('the list fields, as RFC 9110 compares them: weakly for If-None-Match, strongly for If-Match', async (t) => {
   t.ok(noneMatchHolds('W/"a"', '"a"'))

@@ -1,24 +1,61 @@
 import { Writable } from 'node:stream'
 import t from 'tap'
-import type { Contract } from '../src/contract/model.js'
+import { type Contract, readContract } from '../src/contract/model.js'
 import { type ErrorCode, errorStatus } from '../src/core/errors.js'
 import { describeValidation, unavailableLog } from '../src/http/error-handler.js'
-import { loadContracts } from '../src/contract/load.js'
+import { contractOf, loadContracts } from '../src/contract/load.js'
 import { api, build, call, testKey } from './helpers/app.js'
 import { sleep } from './helpers/concurrency.js'
 
-t.test('the error codes are one catalogue, shared by every version; a code an older version cannot answer says the version it came with', async (t) => {
+t.test("each served document lists the codes its version sends, and no other: those its operations' answers name, and a path's 404 and 405", async (t) => {
   const catalogue = (contract: Contract) => {
     const code = (contract.document.components!.schemas!.Error as { properties: { code: Record<string, unknown> } }).properties.code
-    return { codes: [...(code['x-extensible-enum'] as string[])].sort(), description: String(code.description).replace(/\s+/g, ' ') }
+    return { codes: code['x-extensible-enum'] as string[], description: String(code.description).replace(/\s+/g, ' ') }
   }
-  const [older, newest] = loadContracts().map(catalogue)
-  t.strictSame(newest!.codes, Object.keys(errorStatus).sort(), 'the newest: every code')
-  t.strictSame(older, newest, 'the older: the same (its overlay leaves them as they are)')
-  t.match(older!.description, '`category_name_taken` (409, another category has this name; version 2 on)')
-  for (const { codes, description } of [older!, newest!]) {
-    for (const name of codes) t.match(description, `\`${name}\` (${errorStatus[name as ErrorCode]}`, `${name}, with its status`)
+  const contracts = loadContracts()
+  for (const contract of contracts) {
+    const { codes, description } = catalogue(contract)
+    t.strictSame(
+      codes.filter((code) => !contract.codesSent.has(code)),
+      [],
+      `${contract.file}: no code its version cannot send (a code is sent where an operation's answer names it, "code \`x\`" or its example's)`,
+    )
+    t.strictSame(
+      [...contract.codesSent].filter((code) => !codes.includes(code)),
+      [],
+      `${contract.file}: every code its version sends (add one an operation's answer names to Error.code)`,
+    )
+    t.strictSame(
+      [...description.matchAll(/`(\w+)` \((\d{3})/g)].map(([, code, status]) => [code, Number(status)]),
+      codes.map((code) => [code, errorStatus[code as ErrorCode]]),
+      `${contract.file}: its description names each, in the list's order, with its status`,
+    )
   }
+  t.strictSame(
+    Object.keys(errorStatus).filter((code) => !contracts.some(({ errorCodes }) => errorCodes.includes(code))),
+    [],
+    "every code of the server's catalogue is some served version's",
+  )
+  const newest = contracts.at(-1)!
+
+  // the check itself: a document that lists a code no answer of it names is told so
+  const edited = structuredClone(newest.document)
+  const code = (edited.components!.schemas!.Error as { properties: { code: Record<string, string[]> } }).properties.code
+  code['x-extensible-enum']!.push('gone')
+  const listing = contractOf(edited)
+  t.strictSame(
+    listing.errorCodes.filter((name) => !listing.codesSent.has(name)),
+    ['gone'],
+    'a code the version cannot send, listed, is found (the newest has no deprecated operation to answer gone)',
+  )
+  const withoutCategories = structuredClone(newest.document)
+  for (const path of Object.keys(withoutCategories.paths).filter((path) => path.startsWith('/categories'))) delete withoutCategories.paths[path]
+  const fewer = contractOf(withoutCategories)
+  t.notOk(fewer.codesSent.has('category_name_taken'), "a code only a removed operation's answer named is no longer sent")
+  t.ok(fewer.codesSent.has('not_found') && fewer.codesSent.has('method_not_allowed'), 'a path is still answered 404 and 405')
+  const unanswered = structuredClone(newest.document)
+  delete (unanswered.paths['/pets']!.get as { responses?: unknown }).responses
+  t.strictSame([...readContract(unanswered).contract.operations.get('listPets')!.errorCodes], [], 'an operation that documents no answer names no code')
 })
 
 t.test('validation failures read as the rule that was broken', async (t) => {

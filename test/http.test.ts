@@ -2,8 +2,9 @@ import { connect } from 'node:net'
 import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
 import type { paths } from '../generated/newest.js'
-import { aCategory, api, build, testKey } from './helpers/app.js'
+import { aCategory, api, build, newest, testKey } from './helpers/app.js'
 import { contractViolations } from './helpers/contract.js'
+import { rawExchange } from './helpers/raw-http.js'
 
 /** The app on a real socket, and a typed client generated from the newest version's document, as
  * client teams use it. */
@@ -87,3 +88,55 @@ t.test('HTTP details: chunked bodies are read, a short body is a 400, keep-alive
   t.equal(first.headers.get('connection'), 'keep-alive')
   await first.arrayBuffer()
 })
+
+t.test(
+  'an operation that takes no body is not refused for a media type it was not sent: a chunked empty body is none, an untyped one is ignored',
+  async (t) => {
+    const { app, origin } = await serve(t)
+    const { port } = new URL(origin)
+    const exchange = (method: string, url: string, fields: string[], body: string) => rawExchange(t, Number(port), method, url, fields, body)
+    const chunked = (text: string) => `${text === '' ? '' : `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`}0\r\n\r\n`
+    const te = 'Transfer-Encoding: chunked'
+    const json = 'Content-Type: application/json'
+    const webhook = await app.inject({
+      method: 'POST',
+      url: newest.urlOf('createWebhook'),
+      headers: { authorization: `Bearer ${testKey}` },
+      payload: { url: 'https://93.184.215.14/hooks', events: ['pet.created'] },
+    })
+    const rotate = newest.urlOf('rotateWebhookSecret', { webhookId: webhook.json().id })
+    t.notOk(newest.operations.get('rotateWebhookSecret')!.takesBody, 'rotateWebhookSecret takes no body')
+
+    const untypedEmpty = await exchange('POST', rotate, [te], chunked(''))
+    t.equal(untypedEmpty.status, 200, 'chunked, empty, no Content-Type: no body, the secret rotated')
+    t.match(untypedEmpty.json, { secret: String })
+    t.equal((await exchange('POST', rotate, [te, json], chunked(''))).status, 200, 'chunked and empty, as JSON: no body either (not "send a JSON object")')
+    t.equal((await exchange('POST', rotate, [te], chunked('stray bytes'))).status, 200, 'an untyped body it does not take: read, and ignored')
+    t.equal((await exchange('POST', rotate, ['Content-Length: 3'], 'abc')).status, 200, 'so with a Content-Length')
+    const limit = newest.service.limits.requestBodyBytes
+    t.match(await exchange('POST', rotate, [te], chunked('x'.repeat(limit + 1))), { status: 413, json: { code: 'payload_too_large' } }, 'within the limit')
+    t.match(await exchange('POST', rotate, [`Content-Length: ${limit + 1}`], 'x'.repeat(limit + 1)), { status: 413, json: { code: 'payload_too_large' } })
+    t.match(
+      await exchange('POST', rotate, [te, 'Content-Type: text/plain'], chunked('abc')),
+      { status: 415, json: { message: 'Unsupported media type "text/plain": send application/json' } },
+      'a type it was sent, that no operation takes, is still a 415',
+    )
+    t.match(
+      await exchange('POST', newest.urlOf('createPet'), [te], chunked('{}')),
+      { status: 415, json: { message: 'Unsupported media type "none": send application/json' } },
+      'an operation that takes a body is still told to send JSON',
+    )
+
+    // every operation that takes no body, with a method that may carry one: a chunked empty body is none,
+    // answered as a request without one (and, checked above, with a status the operation documents)
+    for (const operation of [...newest.operations.values()]
+      .filter(({ takesBody, method }) => !takesBody && ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method))
+      .sort((a, b) => Number(a.method === 'DELETE') - Number(b.method === 'DELETE'))) {
+      const params = Object.fromEntries((operation.path.match(/\{[^}]+\}/g) ?? []).map((name) => [name.slice(1, -1), webhook.json().id]))
+      const url = newest.urlOf(operation.id, params)
+      const answer = await exchange(operation.method, url, [te], chunked(''))
+      // (deleteWebhook last, the subscription there until then; no delivery has this id)
+      t.ok(answer.status < 300 || answer.status === 404, `${operation.id}: ${answer.status}, as without a body`)
+    }
+  },
+)

@@ -436,22 +436,22 @@ export interface components {
         /** @description The body of every 4xx and 5xx response. */
         Error: {
             /**
-             * @description Machine-readable error code; new codes may be added. `invalid_request`
+             * @description Machine-readable error code; new codes may be added. The codes this version
+             *     sends, each named by the answers of the operations that send it (a path no
+             *     operation has, or a method its path does not take, is a `not_found` or a
+             *     `method_not_allowed` anywhere): `invalid_request`
              *     (400, a parameter or the body breaks the rules), `malformed_json` (400),
              *     `unauthorized` (401), `forbidden` (403, the API key lacks a role the
              *     operation needs), `not_found` (404), `method_not_allowed` (405),
              *     `request_timeout` (408), `pet_unavailable` (409, the pet cannot be
              *     ordered), `invalid_transition` (409, the order cannot move so),
              *     `webhook_limit_reached` (409, the API key holds as many webhook
-             *     subscriptions as it may), `category_name_taken` (409, another category has
-             *     this name; version 2 on), `gone` (410, a deprecated operation past its
-             *     sunset or in a brownout), `precondition_failed` (412, `If-Match` names
-             *     no tag of the object as it is now), `payload_too_large` (413),
+             *     subscriptions as it may), `gone` (410, `getPet` past its sunset or in a
+             *     brownout), `precondition_failed` (412, `If-Match` names no tag of the
+             *     object as it is now), `payload_too_large` (413),
              *     `unsupported_media_type` (415), `idempotency_key_reused` (422),
              *     `webhook_url_not_allowed` (422, events cannot be sent to that URL),
-             *     `category_not_found` (422, a pet's category does not exist; version 2 on),
-             *     `too_many_requests` (429),
-             *     `internal_error` (500), `unavailable` (503).
+             *     `too_many_requests` (429), `internal_error` (500), `unavailable` (503).
              * @example not_found
              */
             code: string;
@@ -806,8 +806,11 @@ export interface components {
         };
         /**
          * @description `If-Match` names no entity tag of the object as it is now (code
-         *     `precondition_failed`): someone changed it since you read it. Nothing was changed:
-         *     read it again (its new `ETag`), decide, and send the change with that tag.
+         *     `precondition_failed`). Nothing was changed. The message says why: most often someone
+         *     changed the object since you read it (read it again, its new `ETag`, decide, and send
+         *     the change with that tag); else the tags named are of another version's
+         *     representation (a tag is of the version it was read through: read the object through
+         *     this one), are weak (`W/`, which never match here), or there are none.
          */
         PreconditionFailed: {
             headers: {
@@ -1211,8 +1214,10 @@ export interface components {
          * @description Entity tags (`ETag`) of representations the client already holds, separated by
          *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
          *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-         *     without a body; else the usual `200`. A value that is not a list of entity tags is
-         *     a `400`.
+         *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+         *     recipient: white space (spaces, tabs) around the commas and empty elements are
+         *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+         *     matches nothing. A value that is not a list of entity tags is a `400`.
          * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
          */
         IfNoneMatch: string;
@@ -1222,8 +1227,13 @@ export interface components {
          *     only if the object's current tag is one of them (compared strongly: a weak tag,
          *     `W/"x"`, never matches), checked in the same transaction as the change; else the
          *     answer is `412` (code `precondition_failed`) and nothing is changed. `*` matches any
-         *     object that exists. Optional: without it the change is made whatever the object's
-         *     tag (never a `428`), so that clients written before it work on.
+         *     object that exists. A tag is of the version it was read through: a tag read through
+         *     another version never matches here (`412`, whose message says so). The list is read
+         *     as RFC 9110 (section 5.6.1) asks of a recipient: white space (spaces, tabs) around the
+         *     commas and empty elements are ignored, and a list of no tag matches nothing (`412`).
+         *     A value that is not a list of entity tags is a `400`. Optional: without it the change
+         *     is made whatever the object's tag (never a `428`), so that clients written before it
+         *     work on.
          * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
          */
         IfMatch: string;
@@ -1475,8 +1485,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1598,8 +1610,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1810,8 +1824,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -1871,8 +1887,13 @@ export interface operations {
                  *     only if the object's current tag is one of them (compared strongly: a weak tag,
                  *     `W/"x"`, never matches), checked in the same transaction as the change; else the
                  *     answer is `412` (code `precondition_failed`) and nothing is changed. `*` matches any
-                 *     object that exists. Optional: without it the change is made whatever the object's
-                 *     tag (never a `428`), so that clients written before it work on.
+                 *     object that exists. A tag is of the version it was read through: a tag read through
+                 *     another version never matches here (`412`, whose message says so). The list is read
+                 *     as RFC 9110 (section 5.6.1) asks of a recipient: white space (spaces, tabs) around the
+                 *     commas and empty elements are ignored, and a list of no tag matches nothing (`412`).
+                 *     A value that is not a list of entity tags is a `400`. Optional: without it the change
+                 *     is made whatever the object's tag (never a `428`), so that clients written before it
+                 *     work on.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
@@ -1964,8 +1985,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2153,8 +2176,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2365,8 +2390,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
@@ -2523,8 +2550,10 @@ export interface operations {
                  * @description Entity tags (`ETag`) of representations the client already holds, separated by
                  *     commas, or `*` (RFC 9110, section 13.1.2). When the current representation's tag is
                  *     one of them (compared weakly: `W/"x"` matches `"x"`), the answer is `304 Not Modified`,
-                 *     without a body; else the usual `200`. A value that is not a list of entity tags is
-                 *     a `400`.
+                 *     without a body; else the usual `200`. Read as RFC 9110 (section 5.6.1) asks of a
+                 *     recipient: white space (spaces, tabs) around the commas and empty elements are
+                 *     ignored (`"a",<TAB>"b"`, `"a",` and `, "a"` are lists of tags), and a list of no tag
+                 *     matches nothing. A value that is not a list of entity tags is a `400`.
                  * @example "v2-3q2-7wHvHOuIVE5SzqB7rQ"
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];

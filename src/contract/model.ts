@@ -7,6 +7,7 @@
  * refused everywhere with the same words.
  */
 import type { OpenAPIV3 } from 'openapi-types'
+import { answeredOutsideOperations } from '../core/errors.js'
 import { type Lifecycle, lifecycleLink, readLifecycle } from './lifecycle.js'
 import { deref, keysOf, pointerTo } from './pointer.js'
 import { type Problem, Problems } from './problems.js'
@@ -42,6 +43,9 @@ export interface Operation {
   paged: boolean
   /** the conditional requests it answers (RFC 9110 section 13), as its definition declares them */
   conditional: Conditional
+  /** the error codes its documented answers name: each one's example `code`, and the codes its
+   * description names as "code `x`" */
+  errorCodes: ReadonlySet<string>
 }
 
 /** What an operation declares of conditional requests, each read from its definition. */
@@ -90,6 +94,10 @@ export interface Contract {
   errorCodes: readonly string[]
   /** the uniqueness rules of its schemas (x-unique): the differences each compares values without */
   uniqueness: Uniqueness
+  /** the codes this version can send: those its operations name (errorCodes of each), and those
+   * any path is answered with outside an operation (answeredOutsideOperations); what errorCodes
+   * lists, and no more */
+  codesSent: ReadonlySet<string>
   /** the methods served at a request path (`/v1/pets/7`), HEAD with GET; undefined for a path the spec lacks */
   methodsAt: (path: string) => string[] | undefined
   /** the operation that serves `method` at a request path (HEAD as GET), if any */
@@ -148,6 +156,7 @@ export function readContract(
     rolesOfEvent: (type) => events.get(type)?.roles ?? [],
     errorCodes: errorCodesOf(document),
     uniqueness,
+    codesSent: new Set([...answeredOutsideOperations, ...[...operations.values()].flatMap(({ errorCodes }) => [...errorCodes])]),
     methodsAt: (path) => at(path)?.methods,
     operationAt: (method, path) => at(path)?.operations.get(method === 'HEAD' ? 'GET' : method),
     urlOf(operationId, params = {}) {
@@ -220,6 +229,7 @@ function readOperations(document: OpenAPIV3.Document, catalogue: RoleCatalogue, 
         takesBody: checkJsonOnly(document, definition, at, where, problems),
         paged: parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'after'),
         conditional: readConditional(document, definition, parameters, at, where, problems),
+        errorCodes: codesNamed(document, definition),
       })
     }
   }
@@ -569,6 +579,28 @@ function readEvents(document: OpenAPIV3.Document, catalogue: RoleCatalogue, prob
     })
   }
   return events
+}
+
+/** The error codes an operation's documented answers name: the `code` of each one's example (or
+ * examples), and each code its description names so, "code `x`" (one answer may carry several:
+ * a 400 is `invalid_request` or `malformed_json`). */
+function codesNamed(document: OpenAPIV3.Document, definition: OperationDefinition): Set<string> {
+  const codes = new Set<string>()
+  for (const answer of Object.values(definition.responses ?? {})) {
+    const { description, content } = deref<OpenAPIV3.ResponseObject>(document, answer)
+    for (const [, code] of description.matchAll(/code `([a-z_]+)`/g)) codes.add(code!)
+    for (const media of Object.values(content ?? {})) {
+      const examples: unknown[] = [
+        media.example,
+        ...Object.values(media.examples ?? {}).map((example): unknown => deref<OpenAPIV3.ExampleObject>(document, example).value),
+      ]
+      for (const example of examples) {
+        const code = (example as { code?: unknown } | undefined)?.code
+        if (typeof code === 'string') codes.add(code)
+      }
+    }
+  }
+  return codes
 }
 
 function errorCodesOf(document: OpenAPIV3.Document): string[] {

@@ -1,9 +1,10 @@
 /**
  * The catalogue of error codes, with the HTTP status of each: the only values `code` takes in an
- * Error body. The newest served document lists the same codes (Error.code, x-extensible-enum),
- * and an older one those it may be answered with; test/errors.test.ts holds the lists so. Every
- * layer uses this module, so it imports nothing of the service; errors leave through the one
- * handler, in http/error-handler.ts.
+ * Error body. Each served document lists (Error.code, x-extensible-enum) the codes its version
+ * can send, and no other: those its operations' answers name, and answeredOutsideOperations
+ * (the contract model's codesSent); every code here is some served version's.
+ * test/errors.test.ts holds the lists so. Every layer uses this module, so it imports nothing of
+ * the service; errors leave through the one handler, in http/error-handler.ts.
  */
 export const errorStatus = {
   invalid_request: 400,
@@ -30,6 +31,11 @@ export const errorStatus = {
 } as const
 
 export type ErrorCode = keyof typeof errorStatus
+
+/** The codes a request no operation serves is answered with, in every version: a path no
+ * operation has (404), a method its path does not take (405). Every other code is an operation's,
+ * and its document names it in the answers of the operations that send it. */
+export const answeredOutsideOperations: readonly ErrorCode[] = ['not_found', 'method_not_allowed']
 
 export interface ErrorBody {
   code: ErrorCode

@@ -35,9 +35,11 @@ interface ListedTag {
 
 const listed = /(W\/)?("[^"]*")/g
 
-/** The entity tags an If-None-Match or If-Match field lists, or `*`. (The spec's pattern
- * refused any other value before the request got here.) */
-function tagsOf(field: string): ListedTag[] | '*' {
+/** The entity tags an If-None-Match or If-Match field lists, or `*`. The spec's pattern refused
+ * any other value before the request got here; it reads the list as RFC 9110 section 5.6.1 asks
+ * of a recipient (white space around the commas, empty elements), so the tags are all that is
+ * left to pick out (a tag may hold a comma: the quotes, not the commas, delimit it). */
+export function tagsOf(field: string): ListedTag[] | '*' {
   if (field.trim() === '*') return '*'
   return [...field.matchAll(listed)].map(([, weak, opaque]) => ({ weak: weak !== undefined, opaque: opaque! }))
 }
@@ -56,6 +58,27 @@ export function noneMatchHolds(field: string, tag: string): boolean {
 export function matchHolds(field: string, tag: string): boolean {
   const tags = tagsOf(field)
   return tags === '*' || tags.some(({ weak, opaque }) => !weak && opaque === tag)
+}
+
+/** The version whose representation a tag of this service is of (`"v1-…"`: 1), if it is one. */
+const majorOfTag = (opaque: string) => /^"v([1-9][0-9]*)-/.exec(opaque)?.[1]
+
+/**
+ * Why an If-Match field that is not `*` matched no tag of `object` (`order 7`) as version `major`
+ * shows it: the message of its 412. A tag is of the version it was read through, so a tag of
+ * another version's representation never matches, though the object may not have changed: that
+ * is said, not "has changed"; so are a list of weak tags alone, and of none.
+ */
+export function ifMatchMissed(field: string, major: number, object: string): string {
+  const tags = tagsOf(field) as ListedTag[]
+  if (tags.length === 0) return `If-Match lists no entity tag, so none is ${object}'s: send the ETag your read of it gave`
+  const ours = tags.filter(({ opaque }) => majorOfTag(opaque) === String(major))
+  if (ours.some(({ weak }) => !weak))
+    return `${object[0]!.toUpperCase()}${object.slice(1)} has changed since: its ETag is not one If-Match names (read it again)`
+  if (ours.length > 0) return `If-Match names only weak tags (W/), which never match ${object}'s: send its ETag as read`
+  const others = [...new Set(tags.map(({ opaque }) => majorOfTag(opaque)).filter((other) => other !== undefined))]
+  const of = others.length === 0 ? '' : `, only of version ${others.join(' and ')}'s representation`
+  return `If-Match names no tag of ${object} in version ${major}${of}: send the ETag a read through version ${major} gives`
 }
 
 /**

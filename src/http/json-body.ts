@@ -13,6 +13,27 @@ export interface JsonBodyLimits {
   idleTimeoutMs: number
 }
 
+/** An operation that takes no body (deleteWebhook, rotateWebhookSecret…). */
+const takesNoBody = (request: FastifyRequest) => request.routeOptions.schema?.body === undefined
+
+/** Such an operation, asked without a body: whatever its Content-Type says (an SDK may name one
+ * for an empty POST), nothing is read. */
+const nothingToRead = (request: FastifyRequest) => !declaresBody(request.raw) && takesNoBody(request)
+
+/** The parser of every other media type, and of a body without a Content-Type: a 415, unless
+ * there is nothing to read (nothingToRead), or no operation to read it for (the 404 or 405 does
+ * not depend on the body). A body sent without a Content-Type to an operation that takes none
+ * (a chunked POST with nothing in it, as some clients send) names no type to refuse: it is read,
+ * within the limits, and ignored, as a JSON body there is. */
+export function otherMediaTypes(limits: JsonBodyLimits) {
+  return (request: FastifyRequest, payload: IncomingMessage, done: (error: Error | null) => void) => {
+    if (request.is404 || nothingToRead(request)) return done(null)
+    if (request.headers['content-type'] !== undefined || !takesNoBody(request)) return done(unsupportedMediaType(request))
+    if (Number(request.headers['content-length']) > limits.bodyLimit) return done(tooLarge(limits.bodyLimit))
+    readBody(payload, limits, (error) => done(error))
+  }
+}
+
 /**
  * The one body parser: JSON, read so that what is acknowledged is exactly what was sent. A body
  * is refused when it is larger than bodyLimit (413), pauses longer than idleTimeoutMs (408),
@@ -20,53 +41,52 @@ export interface JsonBodyLimits {
  * malformed_json), or holds a string that is not Unicode, such as a lone surrogate `"\ud800"`
  * that no store could keep as it is (400 invalid_request).
  */
-/** An operation that takes no body (deleteWebhook, rotateWebhookSecret…), asked without one:
- * whatever its Content-Type says (an SDK may name one for an empty POST), nothing is read. */
-const nothingToRead = (request: FastifyRequest) => !declaresBody(request.raw) && request.routeOptions.schema?.body === undefined
-
-/** The parser of every other media type: a 415, unless there is nothing to read (nothingToRead),
- * or no operation to read it for (the 404 or 405 does not depend on the body). */
-export function otherMediaTypes(request: FastifyRequest, _payload: IncomingMessage, done: (error: Error | null) => void) {
-  if (request.is404 || nothingToRead(request)) return done(null)
-  done(unsupportedMediaType(request))
-}
-
-export function jsonBodyParser({ bodyLimit, idleTimeoutMs }: JsonBodyLimits) {
+export function jsonBodyParser(limits: JsonBodyLimits) {
   return (request: FastifyRequest, payload: IncomingMessage, done: (error: Error | null, body?: unknown) => void) => {
     // No operation serves it: the 404 or 405 does not depend on the body, which stays unread
     // (the connection then closes, see request-hooks.ts).
     if (request.is404 || nothingToRead(request)) return done(null)
-    const refusal = refuseHeaders(request, bodyLimit)
+    const refusal = refuseHeaders(request, limits.bodyLimit)
     if (refusal) return done(refusal)
-
-    const chunks: Buffer[] = []
-    let received = 0
-    const finish = (error: Error | null, body?: unknown) => {
-      clearTimeout(idle)
-      payload.removeListener('data', onData).removeListener('end', onEnd).removeListener('error', onError)
-      // what the client still sends is read and dropped (see linger.ts), never left unread
-      payload.resume()
-      done(error, body)
-    }
-    // (one timer for the whole body, set again at each chunk)
-    const idle = setTimeout(() => finish(new ApiError('request_timeout', `The request body paused for more than ${idleTimeoutMs / 1000} s`)), idleTimeoutMs)
-    const onData = (chunk: Buffer) => {
-      received += chunk.length
-      if (received > bodyLimit) return finish(tooLarge(bodyLimit))
-      chunks.push(chunk)
-      idle.refresh()
-    }
-    const onEnd = () => {
+    readBody(payload, limits, (error, bytes) => {
+      if (error) return done(error)
+      // (an empty body, chunked say, where the operation takes none: no body)
+      if (bytes!.length === 0 && takesNoBody(request)) return done(null)
+      let body: unknown
       try {
-        finish(null, parse(Buffer.concat(chunks, received)))
+        body = parse(bytes!)
       } catch (error) {
-        finish(error as Error)
+        return done(error as Error)
       }
-    }
-    // the client went away mid-body: no one will read the answer, but the log will
-    const onError = () => finish(new ApiError('invalid_request', 'The connection closed before the request body ended'))
-    payload.on('data', onData).on('end', onEnd).on('error', onError)
+      done(null, body)
+    })
   }
+}
+
+/** Reads a request's body whole: its bytes, or the error that ended it (413 past bodyLimit, 408
+ * after a pause longer than idleTimeoutMs, 400 when the client goes away mid-body). */
+function readBody(payload: IncomingMessage, { bodyLimit, idleTimeoutMs }: JsonBodyLimits, done: (error: Error | null, bytes?: Buffer) => void) {
+  const chunks: Buffer[] = []
+  let received = 0
+  const finish = (error: Error | null, bytes?: Buffer) => {
+    clearTimeout(idle)
+    payload.removeListener('data', onData).removeListener('end', onEnd).removeListener('error', onError)
+    // what the client still sends is read and dropped (see linger.ts), never left unread
+    payload.resume()
+    done(error, bytes)
+  }
+  // (one timer for the whole body, set again at each chunk)
+  const idle = setTimeout(() => finish(new ApiError('request_timeout', `The request body paused for more than ${idleTimeoutMs / 1000} s`)), idleTimeoutMs)
+  const onData = (chunk: Buffer) => {
+    received += chunk.length
+    if (received > bodyLimit) return finish(tooLarge(bodyLimit))
+    chunks.push(chunk)
+    idle.refresh()
+  }
+  const onEnd = () => finish(null, Buffer.concat(chunks, received))
+  // the client went away mid-body: no one will read the answer, but the log will
+  const onError = () => finish(new ApiError('invalid_request', 'The connection closed before the request body ended'))
+  payload.on('data', onData).on('end', onEnd).on('error', onError)
 }
 
 function refuseHeaders(request: FastifyRequest, bodyLimit: number): ApiError | undefined {

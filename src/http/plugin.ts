@@ -35,8 +35,9 @@ async function httpPlugin(app: FastifyInstance, { bodyIdleTimeoutMs, ...limits }
   requestHooks(app, app.contracts)
 
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', jsonBodyParser({ bodyLimit: app.contract.service.limits.requestBodyBytes, idleTimeoutMs: bodyIdleTimeoutMs }))
-  app.addContentTypeParser('*', otherMediaTypes)
+  const bodyLimits = { bodyLimit: app.contract.service.limits.requestBodyBytes, idleTimeoutMs: bodyIdleTimeoutMs }
+  app.addContentTypeParser('application/json', jsonBodyParser(bodyLimits))
+  app.addContentTypeParser('*', otherMediaTypes(bodyLimits))
 
   const notFound = notFoundHandler(app.contracts)
   app.decorate('notFound', notFound)

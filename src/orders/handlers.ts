@@ -5,7 +5,7 @@ import { ApiError } from '../core/errors.js'
 import { andThen } from '../core/maybe-async.js'
 import { fromStoreAlone } from '../core/store-read.js'
 import type { HandlersOf } from '../http/handlers.js'
-import { ifMatchOf } from '../http/conditional.js'
+import { ifMatchMissed, ifMatchOf } from '../http/conditional.js'
 import { pageOf } from '../http/pagination.js'
 import { storeParts } from '../storage/revision.js'
 import type { OrderRepository } from './repository.js'
@@ -78,8 +78,8 @@ export function orderHandlers(orders: OrderRepository, { ordersUrl, orderUrl, sc
       const outcome = await orders.update(orderId, target, scopeOf(request), ifMatchOf(request, reply))
       if ('moved' in outcome) return answer(200, outcome.moved)
       if ('missing' in outcome) return new ApiError('not_found', `Order ${orderId} not found`)
-      if ('stale' in outcome)
-        return new ApiError('precondition_failed', `Order ${orderId} has changed since: its ETag is not one If-Match names (read it again)`)
+      // (the field is there: only a request with one can be stale)
+      if ('stale' in outcome) return new ApiError('precondition_failed', ifMatchMissed(request.headers['if-match']!, request.apiVersion, `order ${orderId}`))
       return new ApiError('invalid_transition', `Order ${orderId} is ${outcome.stuck.status}: only a placed order can become ${target}`)
     },
   }
