@@ -319,6 +319,10 @@ export function servedBeside(spec: string): string[] {
 const documentationOnly = (parts: readonly string[]) =>
   parts[0] === 'x-examples-order' || parts.some((key, i) => (key === 'example' || key === 'examples') && parts[i - 1] !== 'properties')
 
+/** A uniqueness rule (`x-unique`): said in words among the refusals (scripts/refusals.ts), never as
+ * a place where something was added. */
+const saidAsRefusal = (parts: readonly string[]) => parts.at(-1) === 'x-unique'
+
 /**
  * The compatible changes (rated minor), one line per kind and operation, each place by its part:
  * `GET /pets: added parameter \`id\` (query), response 200 header ETag`. A header added to several
@@ -333,7 +337,7 @@ export function compatibleLines(changes: readonly Change[], current?: Record<str
     if (change.impact !== 'minor') continue
     const parts = keysOf(change.path)
     const inOperation = parts[0] === 'paths' || parts[0] === 'webhooks'
-    if ((inOperation && parts.length <= 3) || documentationOnly(parts)) continue
+    if ((inOperation && parts.length <= 3) || documentationOnly(parts) || saidAsRefusal(parts)) continue
     const key = `${whereOf(change.path)}\0${change.kind}`
     const group = grouped.get(key) ?? { where: whereOf(change.path), kind: change.kind, whats: new Set(), headers: new Map() }
     grouped.set(key, group)

@@ -107,6 +107,7 @@ t.test('compatible changes, one line per place and kind', async (t) => {
         change('#/paths/~1pets/post/responses/201/content/application~1json/example'),
         change('#/paths/~1pets/post/responses/201/content/application~1json/schema/properties/example'),
         change('#/x-examples-order'),
+        change('#/paths/~1pets/post/requestBody/content/application~1json/schema/properties/name/x-unique'),
       ],
       named,
       { paths: { '/pets': { get: { parameters: [] } } } },
@@ -117,7 +118,7 @@ t.test('compatible changes, one line per place and kind', async (t) => {
       'GET /orders: added header ETag on response 200',
       'POST /pets: added response 201 body `example`',
     ],
-    'a list of parameters by each name; a header once with its answers (a Sunset, which an operation not deprecated never sends, not named); examples and their order left out (a property named example kept)',
+    'a list of parameters by each name; a header once with its answers (a Sunset, which an operation not deprecated never sends, not named); examples and their order left out (a property named example kept), and a uniqueness rule (said among the refusals)',
   )
   t.strictSame(
     compatibleLines([
