@@ -3,7 +3,7 @@ module.exports = {
  "spec": "contract/versions/1.overlay.yaml",
  "sources": {
   "openapi.yaml": "1889966f5cfc18fa821aeee5f6fa11518abdf62ed44f61ea79586da1d1b5de93",
-  "contract/versions/1.overlay.yaml": "ab0b07862b2c8199c7198dd6a46abf3a0555b31a21054210e739aa5090b6f2b9"
+  "contract/versions/1.overlay.yaml": "2f1e4650f33e8132ed4d63e34e38ee64436e3344269a26a90710bd0e1c3ee84d"
  },
  "overlayChanges": [
   "category-object",
