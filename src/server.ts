@@ -5,6 +5,7 @@ import { issueFirstKey } from './auth/first-key.js'
 import { loadConfig } from './core/config.js'
 import { reportFailure } from './core/failure.js'
 import { logDestination } from './ops/log-destination.js'
+import { startTracing } from './ops/tracing.js'
 import { drain, onStopSignals, stopSignals } from './shutdown.js'
 
 /**
@@ -37,7 +38,9 @@ async function listen(app: FastifyInstance, port: number, host: string): Promise
 async function main() {
   const config = loadConfig()
   const log = logDestination(config.LOG_BUFFER_BYTES)
-  const app = await buildApp({ ...config, logger: { stream: log } })
+  // (nothing of OpenTelemetry is loaded unless an OTLP endpoint is set: docs/operating.md)
+  const tracing = await startTracing()
+  const app = await buildApp({ ...config, logger: { stream: log }, tracing })
   log.onDrop(() => app.metrics.logLineDropped())
   const shutdown = closeWithGrace(
     {
@@ -49,6 +52,8 @@ async function main() {
     async ({ err }) => {
       if (err) app.log.error({ err }, 'shutting down after an error')
       await drain(app, config.SHUTDOWN_GRACE_MS)
+      // the spans still queued are sent, within what is left of the grace period
+      await tracing?.shutdown()
     },
   )
   onStopSignals({

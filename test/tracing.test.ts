@@ -1,0 +1,181 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import type { Contract, Operation } from '../src/contract/model.js'
+import { describeStatement } from '../src/ops/statement-spans.js'
+import { tracingWanted } from '../src/ops/tracing.js'
+import { newest, servedContracts, testKey } from './helpers/app.js'
+import { otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { startServer, type ServerProcess } from './helpers/processes.js'
+
+const serverKind = 2
+const clientKind = 3
+const errorStatus = 2
+
+t.test('traces are on only with an OTLP endpoint, and OTEL_SDK_DISABLED turns them off', async (t) => {
+  t.equal(tracingWanted({}), false, 'no endpoint: off')
+  t.equal(tracingWanted({ OTEL_SERVICE_NAME: 'petstore', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }), false, 'a blank endpoint: off')
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), true)
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }), true, "the traces' own endpoint")
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' }), false, 'disabled')
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'false' }), true)
+})
+
+t.test("a statement's span is named by its verb and first table, from its text alone", async (t) => {
+  t.same(describeStatement('sqlite', '\n  select id, name from pets where id = $1'), {
+    name: 'SELECT pets',
+    attributes: { 'db.system.name': 'sqlite', 'db.operation.name': 'SELECT', 'db.collection.name': 'pets' },
+  })
+  t.same(describeStatement('postgres', 'insert into orders (pet_id) values ($1) returning id').name, 'INSERT orders')
+  t.same(describeStatement('postgres', 'update api_keys set roles = $1 where id = $2').attributes, {
+    'db.system.name': 'postgresql',
+    'db.operation.name': 'UPDATE',
+    'db.collection.name': 'api_keys',
+  })
+  t.same(describeStatement('sqlite', 'delete from webhook_deliveries where finished_at < $1').name, 'DELETE webhook_deliveries')
+  t.same(
+    describeStatement('sqlite', 'select 1'),
+    { name: 'SELECT', attributes: { 'db.system.name': 'sqlite', 'db.operation.name': 'SELECT' } },
+    'no table: none named',
+  )
+  t.same(describeStatement('postgres', 'with gone as (delete from pets returning id) select count(*) from gone').name, 'WITH', 'a WITH names no table')
+})
+
+/** A caller's span, as a `traceparent` header carries it (W3C Trace Context). */
+function callerSpan() {
+  const traceId = randomBytes(16).toString('hex')
+  const spanId = randomBytes(8).toString('hex')
+  return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` }
+}
+
+/** The URL of a GET of `operation` for an object that does not exist (each path parameter an id none has). */
+const missing = (contract: Contract, operation: Operation) => `${contract.basePath}${operation.path.replace(/\{[^}]+\}/g, '987654321')}`
+
+interface Sent {
+  contract: Contract
+  operation: Operation
+  caller: ReturnType<typeof callerSpan>
+  status: number
+  code: string
+}
+
+/** GETs `operation`'s URL of a missing object, with a traceparent; the answer's status and Error code. */
+async function send(server: ServerProcess, contract: Contract, operationId: string): Promise<Sent> {
+  const operation = contract.operations.get(operationId)!
+  const caller = callerSpan()
+  const response = await fetch(`${server.url}${missing(contract, operation)}`, {
+    headers: { authorization: `Bearer ${testKey}`, traceparent: caller.traceparent },
+  })
+  const { code } = (await response.json()) as { code: string }
+  return { contract, operation, caller, status: response.status, code }
+}
+
+const serverSpanOf = (spans: ReceivedSpan[], { caller }: Sent) => spans.find((span) => span.traceId === caller.traceId && span.kind === serverKind)
+const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) =>
+  spans.filter((span) => span.parentSpanId === parent.spanId && span.traceId === parent.traceId)
+
+/** What the server span of `sent` and its statements' spans must say, and its access-log line. */
+function checkTrace(t: Test, spans: ReceivedSpan[], sent: Sent, server: ServerProcess, dbSystem: string, table: string) {
+  const { contract, operation, caller, status, code } = sent
+  const span = serverSpanOf(spans, sent)!
+  t.ok(span, `the server span of ${operation.id} (version ${contract.version[0]})`)
+  const route = `${contract.basePath}${operation.path}`
+  t.equal(span.name, `GET ${route}`, 'named {METHOD} {route template}')
+  t.equal(span.parentSpanId, caller.spanId, "its parent is the caller's span (traceparent)")
+  t.equal(span.service, 'petstore-under-test', 'OTEL_SERVICE_NAME names the service')
+  t.match(span.attributes, {
+    'http.route': route,
+    'http.request.method': 'GET',
+    'http.response.status_code': status,
+    'openapi.operation_id': operation.id,
+    'api.version': contract.version[0],
+    'openapi.stability': operation.lifecycle.level,
+    'openapi.deprecated': operation.lifecycle.deprecation !== undefined,
+    'error.type': code,
+  })
+  t.equal(status, 404, 'the missing object is answered 404')
+  const statements = childrenOf(spans, span)
+  t.ok(statements.length > 0, "the store's statements are the server span's children")
+  for (const statement of statements) {
+    t.equal(statement.kind, clientKind)
+    t.equal(statement.attributes['db.system.name'], dbSystem)
+    t.match(statement.attributes['db.operation.name'], /^[A-Z]+$/)
+    t.notMatch(JSON.stringify(statement.attributes), '987654321', 'no parameter value in a statement span')
+  }
+  t.ok(
+    statements.some(({ name, attributes }) => name === `SELECT ${table}` && attributes['db.collection.name'] === table),
+    `a SELECT of ${table}, its table named`,
+  )
+  const logged = server
+    .stdout()
+    .split('\n')
+    .filter((line) => line.includes('"request completed"'))
+    .map((line) => JSON.parse(line) as { trace_id?: string; span_id?: string; res: { url: string } })
+    .find(({ res }) => res.url === missing(contract, operation))
+  t.match(logged, { trace_id: caller.traceId, span_id: span.spanId }, "the access-log line names the request's trace and span")
+}
+
+/** The operations a trace is looked at for: a read of one object of the newest version (stable), an
+ * experimental one's, and the oldest version's read of a pet (its lifecycle, whatever it is, read from its model). */
+const categoryRead = 'getCategory'
+const orderRead = 'getOrder'
+const oldest = servedContracts[0]!
+
+t.test('http/json, SQLite: spans named by the contract, joined to the caller, with their statements; the log names the trace', async (t) => {
+  const collector = await otlpCollector(t)
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-tracing-'))
+  const server = await startServer(t, {
+    DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`,
+    API_KEYS: testKey,
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'petstore-under-test',
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  })
+  const sent = [await send(server, newest, categoryRead), await send(server, newest, orderRead), await send(server, oldest, 'getPet')]
+  const untraced = await fetch(`${server.url}${newest.basePath}/categories`, { headers: { authorization: `Bearer ${testKey}` } })
+  t.equal(untraced.status, 200)
+  const spans = await collector.until(
+    (spans) =>
+      sent.every((one) => serverSpanOf(spans, one) !== undefined) &&
+      spans.some(({ name, parentSpanId }) => name === `GET ${newest.basePath}/categories` && parentSpanId === ''),
+  )
+  t.same([...collector.contentTypes], ['application/json'], 'exported as OTLP/JSON')
+  checkTrace(t, spans, sent[0]!, server, 'sqlite', 'categories')
+  checkTrace(t, spans, sent[1]!, server, 'sqlite', 'orders')
+  checkTrace(t, spans, sent[2]!, server, 'sqlite', 'pets')
+  t.equal(serverSpanOf(spans, sent[1]!)!.attributes['openapi.stability'], 'experimental', 'an experimental operation says so')
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+})
+
+t.test('http/protobuf, PostgreSQL: spans sent at shutdown; a failed statement is an error span', { skip: postgresMissing }, async (t) => {
+  const collector = await otlpCollector(t)
+  const url = await freshPostgres(t)
+  const server = await startServer(t, {
+    DATABASE_URL: url,
+    API_KEYS: testKey,
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_SERVICE_NAME: 'petstore-under-test',
+    // no export before the shutdown: what arrives, arrives because SIGTERM flushed it
+    OTEL_BSP_SCHEDULE_DELAY: '600000',
+  })
+  const read = await send(server, newest, categoryRead)
+  await query(url, 'alter table categories rename to categories_elsewhere')
+  const failed = await send(server, newest, categoryRead)
+  t.equal(failed.status, 500, 'a statement on a table gone fails the request')
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+  const spans = await collector.until((spans) => [read, failed].every((one) => serverSpanOf(spans, one) !== undefined), 10_000)
+  t.same([...collector.contentTypes], ['application/x-protobuf'], 'exported as OTLP/protobuf')
+  checkTrace(t, spans, read, server, 'postgresql', 'categories')
+  const failedSpan = serverSpanOf(spans, failed)!
+  t.match(failedSpan.attributes, { 'http.response.status_code': 500, 'error.type': failed.code })
+  t.equal(failedSpan.statusCode, errorStatus, 'a 5xx answer is an error span')
+  const failedStatement = childrenOf(spans, failedSpan).find(({ attributes }) => attributes['db.collection.name'] === 'categories')!
+  t.match(failedStatement, { statusCode: errorStatus, attributes: { 'error.type': '42P01' } }, "the statement's span: an error, with its SQLSTATE")
+})
