@@ -138,11 +138,30 @@ t.test('http/json, SQLite: spans named by the contract, joined to the caller, wi
   const sent = [await send(server, newest, categoryRead), await send(server, newest, orderRead), await send(server, oldest, 'getPet')]
   const untraced = await fetch(`${server.url}${newest.basePath}/categories`, { headers: { authorization: `Bearer ${testKey}` } })
   t.equal(untraced.status, 200)
+  // outside the contract: a probe's route, and a path no route serves
+  const probe = callerSpan()
+  t.equal((await fetch(`${server.url}${newest.service.paths.live}`, { headers: { traceparent: probe.traceparent } })).status, 200)
+  const nowhere = callerSpan()
+  t.equal((await fetch(`${server.url}/nowhere`, { headers: { traceparent: nowhere.traceparent } })).status, 404)
+  const traceOf = (spans: ReceivedSpan[], { traceId }: { traceId: string }) => spans.find((span) => span.traceId === traceId)
   const spans = await collector.until(
     (spans) =>
       sent.every((one) => serverSpanOf(spans, one) !== undefined) &&
+      traceOf(spans, probe) !== undefined &&
+      traceOf(spans, nowhere) !== undefined &&
       spans.some(({ name, parentSpanId }) => name === `GET ${newest.basePath}/categories` && parentSpanId === ''),
   )
+  t.ok(
+    spans.some(({ name, parentSpanId, kind }) => name === `GET ${newest.basePath}/categories` && parentSpanId === '' && kind === serverKind),
+    'a request without traceparent begins a trace of its own (a root span)',
+  )
+  t.match(traceOf(spans, probe), {
+    name: `GET ${newest.service.paths.live}`,
+    attributes: { 'http.route': newest.service.paths.live, 'http.response.status_code': 200 },
+  })
+  t.notOk('openapi.operation_id' in traceOf(spans, probe)!.attributes, 'a route outside the contract has no operation')
+  t.match(traceOf(spans, nowhere), { name: 'GET', attributes: { 'http.request.method': 'GET', 'http.response.status_code': 404, 'error.type': 'not_found' } })
+  t.notOk('http.route' in traceOf(spans, nowhere)!.attributes, 'no route, no http.route')
   t.same([...collector.contentTypes], ['application/json'], 'exported as OTLP/JSON')
   checkTrace(t, spans, sent[0]!, server, 'sqlite', 'categories')
   checkTrace(t, spans, sent[1]!, server, 'sqlite', 'orders')

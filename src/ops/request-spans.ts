@@ -42,13 +42,13 @@ async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
   const described = new WeakMap<Operation, { route: string; attributes: Attributes }>()
   const describe = (request: FastifyRequest) => {
     const { operation, contract } = request.routeOptions.config
-    if (operation === undefined || contract === undefined) {
+    if (operation === undefined) {
       // a route outside the contract (documentation, probes), or none at all (404)
       const route = request.routeOptions.url
       return { route, attributes: route === undefined ? {} : { 'http.route': route } }
     }
     let found = described.get(operation)
-    if (found === undefined) described.set(operation, (found = operationAttributes(operation, contract)))
+    if (found === undefined) described.set(operation, (found = operationAttributes(operation, contract!)))
     return found
   }
   app.addHook('onRequest', (request, reply, done) => {

@@ -22,7 +22,7 @@ interface Described {
 /** What a statement's span says of it, from its text alone (placeholders, never a value):
  * `SELECT pets`, with db.operation.name and db.collection.name. */
 export function describeStatement(dialect: Dialect, text: string): Described {
-  const operation = (/^\s*([a-z]+)/i.exec(text)?.[1] ?? '').toUpperCase()
+  const operation = text.trimStart().split(/\s/, 1)[0]!.toUpperCase()
   const collection = tables[operation]?.exec(text)?.[1]
   const attributes: Attributes = { 'db.system.name': systems[dialect], 'db.operation.name': operation }
   if (collection !== undefined) attributes['db.collection.name'] = collection
