@@ -18,6 +18,9 @@ import { drain, onStopSignals, stopSignals } from './shutdown.js'
  */
 const notShutdownSignals = ['SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV', 'SIGUSR2'] as const
 
+/** What the grace period keeps after sending the last spans, for the exit itself. */
+const tracingMarginMs = 500
+
 /**
  * Listens, and returns the URL. Fastify logs a line of its own as it listens ("Server listening
  * at", one per interface for 0.0.0.0) and has no option to leave it out: the server's one line,
@@ -50,10 +53,11 @@ async function main() {
       logger: { error: (message: unknown) => app.log.error(String(message)) },
     },
     async ({ err }) => {
+      const start = performance.now()
       if (err) app.log.error({ err }, 'shutting down after an error')
       await drain(app, config.SHUTDOWN_GRACE_MS)
       // the spans still queued are sent, within what is left of the grace period
-      await tracing?.shutdown()
+      await tracing?.shutdown(Math.max(0, config.SHUTDOWN_GRACE_MS - tracingMarginMs - (performance.now() - start)))
     },
   )
   onStopSignals({

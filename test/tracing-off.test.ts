@@ -34,6 +34,6 @@ t.test('with no OTEL_* endpoint, nothing of OpenTelemetry is loaded, and no requ
   const tracing = await startTracing()
   t.ok(tracing, 'an endpoint: the SDK is started')
   t.ok(openTelemetry().includes('@opentelemetry/sdk-node'), 'and then @opentelemetry/sdk-node is loaded')
-  await tracing!.shutdown()
+  await tracing!.shutdown(10_000)
   delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT
 })

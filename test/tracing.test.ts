@@ -1,11 +1,13 @@
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { type AddressInfo, createServer as createNetServer } from 'node:net'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import type { Contract, Operation } from '../src/contract/model.js'
 import { describeStatement } from '../src/ops/statement-spans.js'
-import { tracingWanted } from '../src/ops/tracing.js'
+import { tracingWanted } from '../src/core/config.js'
 import { newest, servedContracts, testKey } from './helpers/app.js'
 import { otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
 import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
@@ -197,4 +199,29 @@ t.test('http/protobuf, PostgreSQL: spans sent at shutdown; a failed statement is
   t.equal(failedSpan.statusCode, errorStatus, 'a 5xx answer is an error span')
   const failedStatement = childrenOf(spans, failedSpan).find(({ attributes }) => attributes['db.collection.name'] === 'categories')!
   t.match(failedStatement, { statusCode: errorStatus, attributes: { 'error.type': '42P01' } }, "the statement's span: an error, with its SQLSTATE")
+})
+
+t.test('a collector that never answers: requests are answered all the same, and SIGTERM still exits 0 within the grace', async (t) => {
+  // accepts connections, reads, and never answers
+  const silent = createNetServer((socket) => socket.resume())
+  silent.listen(0, '127.0.0.1')
+  await once(silent, 'listening')
+  t.teardown(() => {
+    silent.close()
+  })
+  const server = await startServer(t, {
+    DATABASE_URL: 'sqlite::memory:',
+    API_KEYS: testKey,
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+    OTEL_BSP_SCHEDULE_DELAY: '10',
+    SHUTDOWN_GRACE_MS: '3000',
+  })
+  for (let i = 0; i < 20; i++) {
+    const response = await fetch(`${server.url}${newest.basePath}/categories`, { headers: { authorization: `Bearer ${testKey}` } })
+    t.equal(response.status, 200)
+  }
+  server.child.kill('SIGTERM')
+  const { code } = await server.exited
+  t.equal(code, 0, 'the spans it could not send are given up at the end of the grace, not the exit')
+  t.notMatch(server.stdout(), /grace period/i)
 })

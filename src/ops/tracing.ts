@@ -1,4 +1,5 @@
 import type { Context, Span, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+import { tracingWanted } from '../core/config.js'
 
 /** What of `@opentelemetry/api` the spans are made with: imported with the SDK, never before. */
 export interface TraceApi {
@@ -18,24 +19,14 @@ export interface TraceApi {
 }
 
 export interface Tracing extends TraceApi {
-  /** exports the spans still queued, then stops the SDK */
-  shutdown(): Promise<void>
+  /** exports the spans still queued, then stops the SDK; resolves after `withinMs` at the
+   * latest (a collector that does not answer holds up no exit: what is unsent is lost) */
+  shutdown(withinMs: number): Promise<void>
 }
 
 /** The service's name in its spans when OTEL_SERVICE_NAME does not give one (the SDK's own
  * default, `unknown_service:node`, names no service). */
 const defaultServiceName = 'petstore'
-
-/**
- * Whether traces are wanted: an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT, or the traces'
- * own OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OTEL_SDK_DISABLED is not `true`. Only the switch is
- * read here; the SDK reads every OTEL_* variable itself (docs/operating.md lists them).
- */
-export function tracingWanted(env: NodeJS.ProcessEnv): boolean {
-  const endpoint = (name: string) => (env[name] ?? '').trim() !== ''
-  const disabled = (env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true'
-  return !disabled && (endpoint('OTEL_EXPORTER_OTLP_ENDPOINT') || endpoint('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'))
-}
 
 /**
  * Starts OpenTelemetry's Node SDK when traces are wanted, else does nothing: the SDK and the API
@@ -63,6 +54,13 @@ export async function startTracing(): Promise<Tracing | undefined> {
     within: (of, work) => context.with(of, work),
     kinds: { server: SpanKind.SERVER, client: SpanKind.CLIENT },
     errorStatus: SpanStatusCode.ERROR,
-    shutdown: () => sdk.shutdown(),
+    shutdown: (withinMs) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, withinMs)
+        void sdk.shutdown().finally(() => {
+          clearTimeout(timer)
+          resolve()
+        })
+      }),
   }
 }
