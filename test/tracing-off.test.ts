@@ -11,7 +11,8 @@ type Resolve = (specifier: string, context: object, next: (specifier: string, co
     return next(specifier, context)
   },
 })
-const openTelemetry = () => resolved.filter((specifier) => specifier.startsWith('@opentelemetry/'))
+// (but its API, which prom-client requires whatever happens, for its exemplars: a no-op until an SDK registers)
+const openTelemetry = () => resolved.filter((specifier) => specifier.startsWith('@opentelemetry/') && specifier !== '@opentelemetry/api')
 
 // (imported after the hook, so that what they import is seen)
 const { build, call, api } = await import('./helpers/app.js')
@@ -27,13 +28,16 @@ t.test('with no OTEL_* endpoint, nothing of OpenTelemetry is loaded, and no requ
   t.equal(app.hasPlugin('request-spans'), false, 'no tracing hook is registered')
   const { status } = await call(t, app, { method: 'GET', url: `${api}/categories` })
   t.equal(status, 200)
-  t.same(openTelemetry(), [], 'no @opentelemetry module was asked for')
+  t.same(openTelemetry(), [], 'no @opentelemetry module but the API was asked for')
+  const { trace } = await import('@opentelemetry/api')
+  t.equal(trace.getTracer('any').startSpan('any').isRecording(), false, 'and no tracer is registered in it: a span records nothing')
 
   // the hook sees a dynamic import of it when there is one: the SDK, with an endpoint
   delete process.env.OTEL_SDK_DISABLED
   const tracing = await startTracing()
   t.ok(tracing, 'an endpoint: the SDK is started')
   t.ok(openTelemetry().includes('@opentelemetry/sdk-node'), 'and then @opentelemetry/sdk-node is loaded')
+  t.equal(trace.getTracer('any').startSpan('any').isRecording(), true, 'and its tracer records')
   await tracing!.shutdown(10_000)
   delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT
 })

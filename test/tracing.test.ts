@@ -4,13 +4,14 @@ import { type AddressInfo, createServer as createNetServer } from 'node:net'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import type { Contract, Operation } from '../src/contract/model.js'
 import { describeStatement } from '../src/ops/statement-spans.js'
 import { tracingWanted } from '../src/core/config.js'
 import { newest, servedContracts, testKey } from './helpers/app.js'
 import { otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
-import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
+import { freshRole, postgresMissing } from './helpers/postgres.js'
 import { startServer, type ServerProcess } from './helpers/processes.js'
 
 const serverKind = 2
@@ -80,7 +81,7 @@ const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) =>
   spans.filter((span) => span.parentSpanId === parent.spanId && span.traceId === parent.traceId)
 
 /** What the server span of `sent` and its statements' spans must say, and its access-log line. */
-function checkTrace(t: Test, spans: ReceivedSpan[], sent: Sent, server: ServerProcess, dbSystem: string, table: string) {
+async function checkTrace(t: Test, spans: ReceivedSpan[], sent: Sent, server: ServerProcess, dbSystem: string, table: string) {
   const { contract, operation, caller, status, code } = sent
   const span = serverSpanOf(spans, sent)!
   t.ok(span, `the server span of ${operation.id} (version ${contract.version[0]})`)
@@ -111,12 +112,16 @@ function checkTrace(t: Test, spans: ReceivedSpan[], sent: Sent, server: ServerPr
     statements.some(({ name, attributes }) => name === `SELECT ${table}` && attributes['db.collection.name'] === table),
     `a SELECT of ${table}, its table named`,
   )
-  const logged = server
-    .stdout()
-    .split('\n')
-    .filter((line) => line.includes('"request completed"'))
-    .map((line) => JSON.parse(line) as { trace_id?: string; span_id?: string; res: { url: string } })
-    .find(({ res }) => res.url === missing(contract, operation))
+  // (the log is written in the background: its line may come after the span)
+  const accessLine = () =>
+    server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"request completed"'))
+      .map((line) => JSON.parse(line) as { trace_id?: string; span_id?: string; res: { url: string } })
+      .find(({ res }) => res.url === missing(contract, operation))
+  for (let waited = 0; accessLine() === undefined && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
+  const logged = accessLine()
   t.match(logged, { trace_id: caller.traceId, span_id: span.spanId }, "the access-log line names the request's trace and span")
 }
 
@@ -143,6 +148,8 @@ t.test('http/json, SQLite: spans named by the contract, joined to the caller, wi
   // outside the contract: a probe's route, and a path no route serves
   const probe = callerSpan()
   t.equal((await fetch(`${server.url}${newest.service.paths.live}`, { headers: { traceparent: probe.traceparent } })).status, 200)
+  // a URL the router cannot read (Fastify's frameworkErrors, before any hook): answered, untraced
+  t.equal((await fetch(`${server.url}${newest.basePath}/categories/%E0%A4%A`, { headers: { authorization: `Bearer ${testKey}` } })).status, 400)
   const nowhere = callerSpan()
   t.equal((await fetch(`${server.url}/nowhere`, { headers: { traceparent: nowhere.traceparent } })).status, 404)
   const traceOf = (spans: ReceivedSpan[], { traceId }: { traceId: string }) => spans.find((span) => span.traceId === traceId)
@@ -165,19 +172,29 @@ t.test('http/json, SQLite: spans named by the contract, joined to the caller, wi
   t.match(traceOf(spans, nowhere), { name: 'GET', attributes: { 'http.request.method': 'GET', 'http.response.status_code': 404, 'error.type': 'not_found' } })
   t.notOk('http.route' in traceOf(spans, nowhere)!.attributes, 'no route, no http.route')
   t.same([...collector.contentTypes], ['application/json'], 'exported as OTLP/JSON')
-  checkTrace(t, spans, sent[0]!, server, 'sqlite', 'categories')
-  checkTrace(t, spans, sent[1]!, server, 'sqlite', 'orders')
-  checkTrace(t, spans, sent[2]!, server, 'sqlite', 'pets')
+  await checkTrace(t, spans, sent[0]!, server, 'sqlite', 'categories')
+  await checkTrace(t, spans, sent[1]!, server, 'sqlite', 'orders')
+  await checkTrace(t, spans, sent[2]!, server, 'sqlite', 'pets')
   t.equal(serverSpanOf(spans, sent[1]!)!.attributes['openapi.stability'], 'experimental', 'an experimental operation says so')
+  // a statement SQLite refuses as it runs (its table renamed under the server)
+  const file = new SQLite(join(dir, 'pets.db'))
+  file.exec('alter table categories rename to categories_elsewhere')
+  file.close()
+  const failed = await send(server, newest, categoryRead)
+  t.equal(failed.status, 500)
+  await collector.until((spans) => serverSpanOf(spans, failed) !== undefined)
+  const failedSpan = serverSpanOf(spans, failed)!
+  const failedStatement = childrenOf(spans, failedSpan).find(({ statusCode }) => statusCode === errorStatus)
+  t.match(failedStatement, { name: 'SELECT categories', attributes: { 'error.type': 'SQLITE_ERROR' } }, "the statement's span: an error, with SQLite's code")
   server.child.kill('SIGTERM')
   t.equal((await server.exited).code, 0)
 })
 
 t.test('http/protobuf, PostgreSQL: spans sent at shutdown; a failed statement is an error span', { skip: postgresMissing }, async (t) => {
   const collector = await otlpCollector(t)
-  const url = await freshPostgres(t)
+  const role = await freshRole(t)
   const server = await startServer(t, {
-    DATABASE_URL: url,
+    DATABASE_URL: role.url,
     API_KEYS: testKey,
     OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
@@ -186,19 +203,24 @@ t.test('http/protobuf, PostgreSQL: spans sent at shutdown; a failed statement is
     OTEL_BSP_SCHEDULE_DELAY: '600000',
   })
   const read = await send(server, newest, categoryRead)
-  await query(url, 'alter table categories rename to categories_elsewhere')
+  await role.asAdmin('alter table categories rename to categories_elsewhere', { inDatabase: true })
   const failed = await send(server, newest, categoryRead)
   t.equal(failed.status, 500, 'a statement on a table gone fails the request')
+  await role.asAdmin(`revoke select on orders from ${role.name}`, { inDatabase: true })
+  const refused = await send(server, newest, orderRead)
+  t.equal(refused.status, 503, 'a privilege taken away: the store is unavailable')
   server.child.kill('SIGTERM')
   t.equal((await server.exited).code, 0)
-  const spans = await collector.until((spans) => [read, failed].every((one) => serverSpanOf(spans, one) !== undefined), 10_000)
+  const spans = await collector.until((spans) => [read, failed, refused].every((one) => serverSpanOf(spans, one) !== undefined), 10_000)
   t.same([...collector.contentTypes], ['application/x-protobuf'], 'exported as OTLP/protobuf')
-  checkTrace(t, spans, read, server, 'postgresql', 'categories')
+  await checkTrace(t, spans, read, server, 'postgresql', 'categories')
   const failedSpan = serverSpanOf(spans, failed)!
   t.match(failedSpan.attributes, { 'http.response.status_code': 500, 'error.type': failed.code })
   t.equal(failedSpan.statusCode, errorStatus, 'a 5xx answer is an error span')
   const failedStatement = childrenOf(spans, failedSpan).find(({ attributes }) => attributes['db.collection.name'] === 'categories')!
   t.match(failedStatement, { statusCode: errorStatus, attributes: { 'error.type': '42P01' } }, "the statement's span: an error, with its SQLSTATE")
+  const refusedStatement = childrenOf(spans, serverSpanOf(spans, refused)!).find(({ attributes }) => attributes['db.collection.name'] === 'orders')!
+  t.match(refusedStatement, { statusCode: errorStatus, attributes: { 'error.type': 'StorageUnavailable' } }, 'a store unavailable: its class')
 })
 
 t.test('a collector that never answers: requests are answered all the same, and SIGTERM still exits 0 within the grace', async (t) => {
