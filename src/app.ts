@@ -26,6 +26,9 @@ import rateLimits from './limits/plugin.js'
 import health from './ops/health.js'
 import { lifecycleCalls } from './ops/lifecycle-calls.js'
 import metrics from './ops/metrics.js'
+import requestSpans from './ops/request-spans.js'
+import { statementSpans } from './ops/statement-spans.js'
+import type { TraceApi } from './ops/tracing.js'
 import { orderEvents } from './orders/events.js'
 import orders from './orders/plugin.js'
 import { petEvents } from './pets/events.js'
@@ -48,6 +51,8 @@ export interface AppOptions extends Omit<Config, 'PORT' | 'HOST' | 'METRICS_PORT
   contract?: Contract
   /** the time in ms since the epoch, by default Date.now: when sunsets and brownouts begin */
   clock?: () => number
+  /** tracing on (ops/tracing.ts startTracing): each request a span, each statement its child */
+  tracing?: TraceApi
 }
 
 declare module 'fastify' {
@@ -83,6 +88,7 @@ export async function buildApp(options: AppOptions) {
     timeoutMs: options.DATABASE_TIMEOUT_MS,
     webhookRetryPeriodMs: options.WEBHOOK_RETRY_PERIOD_S * 1000,
     idempotencyWindowMs: contract.service.limits.idempotencyKeyHours * 3_600_000,
+    ...(options.tracing && { watch: statementSpans(options.tracing) }),
   })
   try {
     return await assemble(contracts, versions, storage, options, apiKeys)
@@ -98,6 +104,8 @@ async function assemble(contracts: readonly Contract[], versions: Versions, stor
   const app = Fastify(fastifyOptions(contracts, options, apiKeys))
   app.decorate('contracts', contracts)
   app.decorate('contract', contract)
+  // tracing first: a request's span is active through every other hook
+  if (options.tracing !== undefined) await app.register(requestSpans, { api: options.tracing })
   // operating it first: each route counts its own requests
   await app.register(metrics)
   await app.register(storagePlugin, { storage })

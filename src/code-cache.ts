@@ -13,7 +13,7 @@ import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { Script } from 'node:vm'
+import { constants, Script } from 'node:vm'
 
 const bundle = fileURLToPath(new URL('./server.bundle.cjs', import.meta.url))
 const cacheFile = `${bundle}.cache`
@@ -44,6 +44,9 @@ function compile(): Script {
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {${readFileSync(bundle, 'utf8')}\n})`, {
     filename: bundle,
     cachedData,
+    // the packages the bundle imports dynamically (OpenTelemetry's, tracing on) load as any
+    // import() of the process does, found from the bundle's folder
+    importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   })
   if (cachedData === undefined || script.cachedDataRejected) process.once('exit', () => writeCache(script))
   return script

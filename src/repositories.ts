@@ -20,6 +20,7 @@ import { openMigrated, type StorageStats } from './storage/index.js'
 import { registerStorageMetrics } from './storage/metrics.js'
 import { foldEndedWriters, type PartRevisions, partRevisions, tagSecret } from './storage/revision.js'
 import type { Stored } from './storage/schema-check.js'
+import { type StatementWatcher, watchedSql } from './storage/watched-sql.js'
 import { type DeliveryQueue, deliveryQueue } from './webhooks/deliveries.js'
 import { type WebhookRepository, webhookColumns, webhookRepository } from './webhooks/repository.js'
 
@@ -71,6 +72,8 @@ export interface StorageOptions extends DatabaseOptions {
   /** how long an Idempotency-Key is remembered, in ms (the server gives the contract's; the
    * default, for tools that place no orders, is held equal to it by test/orders.test.ts) */
   idempotencyWindowMs?: number
+  /** told of each statement the repositories make (tracing on: ops/statement-spans.ts) */
+  watch?: StatementWatcher
 }
 
 const defaultRetryPeriodMs = configSchema.properties.WEBHOOK_RETRY_PERIOD_S.default * 1000
@@ -79,7 +82,8 @@ const defaultRetryPeriodMs = configSchema.properties.WEBHOOK_RETRY_PERIOD_S.defa
  * checks that it has every column the repositories name. */
 export async function openStorage(url: string, options: StorageOptions): Promise<Storage> {
   const database = await openMigrated(url, options, storedSchemas)
-  const { sql, dialect, description } = database
+  const { dialect, description } = database
+  const sql = options.watch === undefined ? database.sql : watchedSql(database.sql, dialect, options.watch)
   const keyChanges = database.watchKeyChanges()
   const keys = keyRepository(sql, dialect, keyChanges)
   const retryPeriodMs = options.webhookRetryPeriodMs ?? defaultRetryPeriodMs

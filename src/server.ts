@@ -5,6 +5,7 @@ import { issueFirstKey } from './auth/first-key.js'
 import { loadConfig } from './core/config.js'
 import { reportFailure } from './core/failure.js'
 import { logDestination } from './ops/log-destination.js'
+import { startTracing } from './ops/tracing.js'
 import { drain, onStopSignals, stopSignals } from './shutdown.js'
 
 /**
@@ -16,6 +17,9 @@ import { drain, onStopSignals, stopSignals } from './shutdown.js'
  * request).
  */
 const notShutdownSignals = ['SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV', 'SIGUSR2'] as const
+
+/** What the grace period keeps after sending the last spans, for the exit itself. */
+const tracingMarginMs = 500
 
 /**
  * Listens, and returns the URL. Fastify logs a line of its own as it listens ("Server listening
@@ -37,7 +41,9 @@ async function listen(app: FastifyInstance, port: number, host: string): Promise
 async function main() {
   const config = loadConfig()
   const log = logDestination(config.LOG_BUFFER_BYTES)
-  const app = await buildApp({ ...config, logger: { stream: log } })
+  // (nothing of OpenTelemetry is loaded unless an OTLP endpoint is set: docs/operating.md)
+  const tracing = await startTracing()
+  const app = await buildApp({ ...config, logger: { stream: log }, tracing })
   log.onDrop(() => app.metrics.logLineDropped())
   const shutdown = closeWithGrace(
     {
@@ -47,8 +53,11 @@ async function main() {
       logger: { error: (message: unknown) => app.log.error(String(message)) },
     },
     async ({ err }) => {
+      const start = performance.now()
       if (err) app.log.error({ err }, 'shutting down after an error')
       await drain(app, config.SHUTDOWN_GRACE_MS)
+      // the spans still queued are sent, within what is left of the grace period
+      await tracing?.shutdown(Math.max(0, config.SHUTDOWN_GRACE_MS - tracingMarginMs - (performance.now() - start)))
     },
   )
   onStopSignals({

@@ -23,6 +23,18 @@ const listOf = (item: string) => `^\\s*(${item})?\\s*(,\\s*(${item})?\\s*)*$`
 
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
+/**
+ * Whether traces are wanted: an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT, or the traces'
+ * own OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) and OTEL_SDK_DISABLED is not `true`. Only this switch
+ * is read here: OpenTelemetry's SDK reads every OTEL_* variable itself, the standard way
+ * (src/ops/tracing.ts; docs/operating.md lists them), so none is in the schema below.
+ */
+export function tracingWanted(env: NodeJS.ProcessEnv): boolean {
+  const endpoint = (name: string) => (env[name] ?? '').trim() !== ''
+  const disabled = (env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true'
+  return !disabled && (endpoint('OTEL_EXPORTER_OTLP_ENDPOINT') || endpoint('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'))
+}
+
 /** The environment the server reads, with defaults; the Config type is derived from it. */
 export const configSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port (0: any free port)' }),

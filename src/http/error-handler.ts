@@ -106,9 +106,17 @@ export function unavailableLog(log: FastifyBaseLogger, intervalMs = unavailableL
 /** The methods the contract under whose base path `path` is serves there, if any. */
 export const methodsAt = (contracts: readonly Contract[], path: string) => contracts.find(({ basePath }) => path.startsWith(`${basePath}/`))?.methodsAt(path)
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** the `code` of the Error body the request was answered with (its trace span's error.type) */
+    errorCode?: string
+  }
+}
+
 /** The one way out for every error: the Error body, with its status and headers. */
 export function errorHandler(error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) {
   const apiError = toApiError(error, request)
+  request.errorCode = apiError.code
   // the operator is told the cause (SQLITE_FULL, ECONNREFUSED…), the client only what to do
   // (once per interval: see unavailableLog)
   if (error instanceof StorageUnavailable) request.server.reportUnavailable(error.cause as Error)

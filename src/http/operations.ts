@@ -30,6 +30,12 @@ declare module 'fastify' {
     /** the major version of the API the request was made through (1 for /v1) */
     apiVersion: number
   }
+  interface FastifyContextConfig {
+    /** the operation of the contract a route serves, and that contract (a trace's span is named
+     * and described by them: ops/request-spans.ts); undefined on a route outside the contract */
+    operation?: Operation
+    contract?: Contract
+  }
 }
 
 /** The handlers of a contract's operations, by operationId: the newest version's are typed
@@ -77,7 +83,7 @@ export default async function operationsPlugin(
   const keptHere = (operation: Operation) => !operation.paged && partRead(operation) !== undefined
   const onRoute = (route: RouteOptions, operation: Operation) => {
     // (the access log names the lifecycle of the operation a request was of)
-    route.config = { ...route.config, lifecycle: operation.lifecycle.label } as never
+    route.config = { ...route.config, lifecycle: operation.lifecycle.label, operation, contract } as never
     const guard = guardOf(operation)
     const headers = lifecycleHeaders(operation, contract)
     const integers = strictIntegers(operation)

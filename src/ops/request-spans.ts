@@ -1,0 +1,82 @@
+import type { Attributes, Context, Span } from '@opentelemetry/api'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Contract, Operation } from '../contract/model.js'
+import type { TraceApi } from './tracing.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** tracing on: the request's server span, and the context it is the current span of */
+    traced?: { span: Span; context: Context }
+  }
+}
+
+/** What the contract says of an operation, as its span carries it: read from the contract
+ * model, once per operation. */
+function operationAttributes(operation: Operation, contract: Contract): { route: string; attributes: Attributes } {
+  const route = `${contract.basePath}${operation.path}`
+  return {
+    route,
+    attributes: {
+      'http.route': route,
+      'openapi.operation_id': operation.id,
+      'api.version': contract.version[0],
+      'openapi.stability': operation.lifecycle.level,
+      'openapi.deprecated': operation.lifecycle.deprecation !== undefined,
+    },
+  }
+}
+
+/**
+ * A server span for each request, made in Fastify's hooks rather than by @fastify/otel: its
+ * releases depend on an older major of the OpenTelemetry SDK's packages than sdk-node's, and a
+ * span named by the contract's route template needs the contract's operation, which only the
+ * routes made from it (operations.ts, route config) know. The span joins the caller's W3C
+ * `traceparent`, is named `{METHOD} {route template}` and carries the HTTP semantic conventions'
+ * attributes and the operation's (operationAttributes); an Error answer's `code` is its
+ * `error.type`; the request's log lines carry its trace_id and span_id. Its context is made active again after the body is read (Node's stream events
+ * run outside it), so that the store's statements are its children (statement-spans.ts).
+ * Registered only when tracing is on: otherwise no hook of it runs.
+ */
+async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
+  const described = new WeakMap<Operation, { route: string; attributes: Attributes }>()
+  const describe = (request: FastifyRequest) => {
+    const { operation, contract } = request.routeOptions.config
+    if (operation === undefined) {
+      // a route outside the contract (documentation, probes), or none at all (404)
+      const route = request.routeOptions.url
+      return { route, attributes: route === undefined ? {} : { 'http.route': route } }
+    }
+    let found = described.get(operation)
+    if (found === undefined) described.set(operation, (found = operationAttributes(operation, contract!)))
+    return found
+  }
+  app.addHook('onRequest', (request, reply, done) => {
+    const parent = api.extract(request.headers)
+    const { route, attributes } = describe(request)
+    const span = api.tracer.startSpan(
+      route === undefined ? request.method : `${request.method} ${route}`,
+      { kind: api.kinds.server, attributes: { ...attributes, 'http.request.method': request.method, 'url.path': request.url.split('?')[0] } },
+      parent,
+    )
+    const context = api.withSpan(parent, span)
+    request.traced = { span, context }
+    // every line the request logs (its access-log line too) names its trace and span
+    const { traceId, spanId } = span.spanContext()
+    reply.log = request.log = request.log.child({ trace_id: traceId, span_id: spanId })
+    api.within(context, done)
+  })
+  const reenter = (request: FastifyRequest, _reply: unknown, done: () => void) => api.within(request.traced!.context, done)
+  app.addHook('preValidation', reenter)
+  app.addHook('preHandler', reenter)
+  app.addHook('onResponse', (request, reply, done) => {
+    const span = request.traced!.span
+    span.setAttribute('http.response.status_code', reply.statusCode)
+    if (request.errorCode !== undefined) span.setAttribute('error.type', request.errorCode)
+    if (reply.statusCode >= 500) span.setStatus({ code: api.errorStatus })
+    span.end()
+    done()
+  })
+}
+
+export default fp(requestSpans, { name: 'request-spans', fastify: '5.x' })

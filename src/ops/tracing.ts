@@ -1,0 +1,66 @@
+import type { Context, Span, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+import { tracingWanted } from '../core/config.js'
+
+/** What of `@opentelemetry/api` the spans are made with: imported with the SDK, never before. */
+export interface TraceApi {
+  tracer: Tracer
+  /** the caller's context, read from its `traceparent` (and `tracestate`, `baggage`) */
+  extract(headers: Record<string, unknown>): Context
+  /** the context of the code running now */
+  active(): Context
+  /** `context` with `span` as its current span */
+  withSpan(context: Context, span: Span): Context
+  /** the current span of `context`, if any */
+  spanOf(context: Context): Span | undefined
+  /** runs `work` with `context` as the active one (and what it starts, promises included) */
+  within<R>(context: Context, work: () => R): R
+  kinds: { server: SpanKind; client: SpanKind }
+  errorStatus: SpanStatusCode
+}
+
+export interface Tracing extends TraceApi {
+  /** exports the spans still queued, then stops the SDK; resolves after `withinMs` at the
+   * latest (a collector that does not answer holds up no exit: what is unsent is lost) */
+  shutdown(withinMs: number): Promise<void>
+}
+
+/** The service's name in its spans when OTEL_SERVICE_NAME does not give one (the SDK's own
+ * default, `unknown_service:node`, names no service). */
+const defaultServiceName = 'petstore'
+
+/**
+ * Starts OpenTelemetry's Node SDK when traces are wanted, else does nothing: the SDK and the API
+ * are imported here, dynamically, so a server without an endpoint loads none of them. The SDK
+ * is configured by the OTEL_* environment alone (exporter, protocol, sampler, batch processor);
+ * traces only (its metrics and logs exporters are not started: Prometheus and the JSON log
+ * serve those), and no auto-instrumentation (the spans are the service's own: request-spans.ts,
+ * statement-spans.ts).
+ */
+export async function startTracing(): Promise<Tracing | undefined> {
+  // (process.env: the SDK reads it too)
+  const env = process.env
+  if (!tracingWanted(env)) return undefined
+  const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')])
+  const serviceNamed = (env.OTEL_SERVICE_NAME ?? '').trim() !== ''
+  const sdk = new NodeSDK({ metricReaders: [], logRecordProcessors: [], instrumentations: [], ...(!serviceNamed && { serviceName: defaultServiceName }) })
+  sdk.start()
+  const { context, propagation, trace, SpanKind, SpanStatusCode } = api
+  return {
+    tracer: trace.getTracer('petstore'),
+    extract: (headers) => propagation.extract(api.ROOT_CONTEXT, headers),
+    active: () => context.active(),
+    withSpan: (parent, span) => trace.setSpan(parent, span),
+    spanOf: (of) => trace.getSpan(of),
+    within: (of, work) => context.with(of, work),
+    kinds: { server: SpanKind.SERVER, client: SpanKind.CLIENT },
+    errorStatus: SpanStatusCode.ERROR,
+    shutdown: (withinMs) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, withinMs)
+        void sdk.shutdown().finally(() => {
+          clearTimeout(timer)
+          resolve()
+        })
+      }),
+  }
+}

@@ -1,0 +1,249 @@
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { type AddressInfo, createServer as createNetServer } from 'node:net'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
+import t, { type Test } from 'tap'
+import type { Contract, Operation } from '../src/contract/model.js'
+import { describeStatement } from '../src/ops/statement-spans.js'
+import { tracingWanted } from '../src/core/config.js'
+import { newest, servedContracts, testKey } from './helpers/app.js'
+import { otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
+import { freshRole, postgresMissing } from './helpers/postgres.js'
+import { startServer, type ServerProcess } from './helpers/processes.js'
+
+const serverKind = 2
+const clientKind = 3
+const errorStatus = 2
+
+t.test('traces are on only with an OTLP endpoint, and OTEL_SDK_DISABLED turns them off', async (t) => {
+  t.equal(tracingWanted({}), false, 'no endpoint: off')
+  t.equal(tracingWanted({ OTEL_SERVICE_NAME: 'petstore', OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }), false, 'a blank endpoint: off')
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }), true)
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' }), true, "the traces' own endpoint")
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'TRUE' }), false, 'disabled')
+  t.equal(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'false' }), true)
+})
+
+t.test("a statement's span is named by its verb and first table, from its text alone", async (t) => {
+  t.same(describeStatement('sqlite', '\n  select id, name from pets where id = $1'), {
+    name: 'SELECT pets',
+    attributes: { 'db.system.name': 'sqlite', 'db.operation.name': 'SELECT', 'db.collection.name': 'pets' },
+  })
+  t.same(describeStatement('postgres', 'insert into orders (pet_id) values ($1) returning id').name, 'INSERT orders')
+  t.same(describeStatement('postgres', 'update api_keys set roles = $1 where id = $2').attributes, {
+    'db.system.name': 'postgresql',
+    'db.operation.name': 'UPDATE',
+    'db.collection.name': 'api_keys',
+  })
+  t.same(describeStatement('sqlite', 'delete from webhook_deliveries where finished_at < $1').name, 'DELETE webhook_deliveries')
+  t.same(
+    describeStatement('sqlite', 'select 1'),
+    { name: 'SELECT', attributes: { 'db.system.name': 'sqlite', 'db.operation.name': 'SELECT' } },
+    'no table: none named',
+  )
+  t.same(describeStatement('postgres', 'with gone as (delete from pets returning id) select count(*) from gone').name, 'WITH', 'a WITH names no table')
+})
+
+/** A caller's span, as a `traceparent` header carries it (W3C Trace Context). */
+function callerSpan() {
+  const traceId = randomBytes(16).toString('hex')
+  const spanId = randomBytes(8).toString('hex')
+  return { traceId, spanId, traceparent: `00-${traceId}-${spanId}-01` }
+}
+
+/** The URL of a GET of `operation` for an object that does not exist (each path parameter an id none has). */
+const missing = (contract: Contract, operation: Operation) => `${contract.basePath}${operation.path.replace(/\{[^}]+\}/g, '987654321')}`
+
+interface Sent {
+  contract: Contract
+  operation: Operation
+  caller: ReturnType<typeof callerSpan>
+  status: number
+  code: string
+}
+
+/** GETs `operation`'s URL of a missing object, with a traceparent; the answer's status and Error code. */
+async function send(server: ServerProcess, contract: Contract, operationId: string): Promise<Sent> {
+  const operation = contract.operations.get(operationId)!
+  const caller = callerSpan()
+  const response = await fetch(`${server.url}${missing(contract, operation)}`, {
+    headers: { authorization: `Bearer ${testKey}`, traceparent: caller.traceparent },
+  })
+  const { code } = (await response.json()) as { code: string }
+  return { contract, operation, caller, status: response.status, code }
+}
+
+const serverSpanOf = (spans: ReceivedSpan[], { caller }: Sent) => spans.find((span) => span.traceId === caller.traceId && span.kind === serverKind)
+const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) =>
+  spans.filter((span) => span.parentSpanId === parent.spanId && span.traceId === parent.traceId)
+
+/** What the server span of `sent` and its statements' spans must say, and its access-log line. */
+async function checkTrace(t: Test, spans: ReceivedSpan[], sent: Sent, server: ServerProcess, dbSystem: string, table: string) {
+  const { contract, operation, caller, status, code } = sent
+  const span = serverSpanOf(spans, sent)!
+  t.ok(span, `the server span of ${operation.id} (version ${contract.version[0]})`)
+  const route = `${contract.basePath}${operation.path}`
+  t.equal(span.name, `GET ${route}`, 'named {METHOD} {route template}')
+  t.equal(span.parentSpanId, caller.spanId, "its parent is the caller's span (traceparent)")
+  t.equal(span.service, 'petstore-under-test', 'OTEL_SERVICE_NAME names the service')
+  t.match(span.attributes, {
+    'http.route': route,
+    'http.request.method': 'GET',
+    'http.response.status_code': status,
+    'openapi.operation_id': operation.id,
+    'api.version': contract.version[0],
+    'openapi.stability': operation.lifecycle.level,
+    'openapi.deprecated': operation.lifecycle.deprecation !== undefined,
+    'error.type': code,
+  })
+  t.equal(status, 404, 'the missing object is answered 404')
+  const statements = childrenOf(spans, span)
+  t.ok(statements.length > 0, "the store's statements are the server span's children")
+  for (const statement of statements) {
+    t.equal(statement.kind, clientKind)
+    t.equal(statement.attributes['db.system.name'], dbSystem)
+    t.match(statement.attributes['db.operation.name'], /^[A-Z]+$/)
+    t.notMatch(JSON.stringify(statement.attributes), '987654321', 'no parameter value in a statement span')
+  }
+  t.ok(
+    statements.some(({ name, attributes }) => name === `SELECT ${table}` && attributes['db.collection.name'] === table),
+    `a SELECT of ${table}, its table named`,
+  )
+  // (the log is written in the background: its line may come after the span)
+  const accessLine = () =>
+    server
+      .stdout()
+      .split('\n')
+      .filter((line) => line.includes('"request completed"'))
+      .map((line) => JSON.parse(line) as { trace_id?: string; span_id?: string; res: { url: string } })
+      .find(({ res }) => res.url === missing(contract, operation))
+  for (let waited = 0; accessLine() === undefined && waited < 10_000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20))
+  const logged = accessLine()
+  t.match(logged, { trace_id: caller.traceId, span_id: span.spanId }, "the access-log line names the request's trace and span")
+}
+
+/** The operations a trace is looked at for: a read of one object of the newest version (stable), an
+ * experimental one's, and the oldest version's read of a pet (its lifecycle, whatever it is, read from its model). */
+const categoryRead = 'getCategory'
+const orderRead = 'getOrder'
+const oldest = servedContracts[0]!
+
+t.test('http/json, SQLite: spans named by the contract, joined to the caller, with their statements; the log names the trace', async (t) => {
+  const collector = await otlpCollector(t)
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-tracing-'))
+  const server = await startServer(t, {
+    DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`,
+    API_KEYS: testKey,
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'petstore-under-test',
+    OTEL_BSP_SCHEDULE_DELAY: '50',
+  })
+  const sent = [await send(server, newest, categoryRead), await send(server, newest, orderRead), await send(server, oldest, 'getPet')]
+  const untraced = await fetch(`${server.url}${newest.basePath}/categories`, { headers: { authorization: `Bearer ${testKey}` } })
+  t.equal(untraced.status, 200)
+  // outside the contract: a probe's route, and a path no route serves
+  const probe = callerSpan()
+  t.equal((await fetch(`${server.url}${newest.service.paths.live}`, { headers: { traceparent: probe.traceparent } })).status, 200)
+  // a URL the router cannot read (Fastify's frameworkErrors, before any hook): answered, untraced
+  t.equal((await fetch(`${server.url}${newest.basePath}/categories/%E0%A4%A`, { headers: { authorization: `Bearer ${testKey}` } })).status, 400)
+  const nowhere = callerSpan()
+  t.equal((await fetch(`${server.url}/nowhere`, { headers: { traceparent: nowhere.traceparent } })).status, 404)
+  const traceOf = (spans: ReceivedSpan[], { traceId }: { traceId: string }) => spans.find((span) => span.traceId === traceId)
+  const spans = await collector.until(
+    (spans) =>
+      sent.every((one) => serverSpanOf(spans, one) !== undefined) &&
+      traceOf(spans, probe) !== undefined &&
+      traceOf(spans, nowhere) !== undefined &&
+      spans.some(({ name, parentSpanId }) => name === `GET ${newest.basePath}/categories` && parentSpanId === ''),
+  )
+  t.ok(
+    spans.some(({ name, parentSpanId, kind }) => name === `GET ${newest.basePath}/categories` && parentSpanId === '' && kind === serverKind),
+    'a request without traceparent begins a trace of its own (a root span)',
+  )
+  t.match(traceOf(spans, probe), {
+    name: `GET ${newest.service.paths.live}`,
+    attributes: { 'http.route': newest.service.paths.live, 'http.response.status_code': 200 },
+  })
+  t.notOk('openapi.operation_id' in traceOf(spans, probe)!.attributes, 'a route outside the contract has no operation')
+  t.match(traceOf(spans, nowhere), { name: 'GET', attributes: { 'http.request.method': 'GET', 'http.response.status_code': 404, 'error.type': 'not_found' } })
+  t.notOk('http.route' in traceOf(spans, nowhere)!.attributes, 'no route, no http.route')
+  t.same([...collector.contentTypes], ['application/json'], 'exported as OTLP/JSON')
+  await checkTrace(t, spans, sent[0]!, server, 'sqlite', 'categories')
+  await checkTrace(t, spans, sent[1]!, server, 'sqlite', 'orders')
+  await checkTrace(t, spans, sent[2]!, server, 'sqlite', 'pets')
+  t.equal(serverSpanOf(spans, sent[1]!)!.attributes['openapi.stability'], 'experimental', 'an experimental operation says so')
+  // a statement SQLite refuses as it runs (its table renamed under the server)
+  const file = new SQLite(join(dir, 'pets.db'))
+  file.exec('alter table categories rename to categories_elsewhere')
+  file.close()
+  const failed = await send(server, newest, categoryRead)
+  t.equal(failed.status, 500)
+  await collector.until((spans) => serverSpanOf(spans, failed) !== undefined)
+  const failedSpan = serverSpanOf(spans, failed)!
+  const failedStatement = childrenOf(spans, failedSpan).find(({ statusCode }) => statusCode === errorStatus)
+  t.match(failedStatement, { name: 'SELECT categories', attributes: { 'error.type': 'SQLITE_ERROR' } }, "the statement's span: an error, with SQLite's code")
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+})
+
+t.test('http/protobuf, PostgreSQL: spans sent at shutdown; a failed statement is an error span', { skip: postgresMissing }, async (t) => {
+  const collector = await otlpCollector(t)
+  const role = await freshRole(t)
+  const server = await startServer(t, {
+    DATABASE_URL: role.url,
+    API_KEYS: testKey,
+    OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+    OTEL_SERVICE_NAME: 'petstore-under-test',
+    // no export before the shutdown: what arrives, arrives because SIGTERM flushed it
+    OTEL_BSP_SCHEDULE_DELAY: '600000',
+  })
+  const read = await send(server, newest, categoryRead)
+  await role.asAdmin('alter table categories rename to categories_elsewhere', { inDatabase: true })
+  const failed = await send(server, newest, categoryRead)
+  t.equal(failed.status, 500, 'a statement on a table gone fails the request')
+  await role.asAdmin(`revoke select on orders from ${role.name}`, { inDatabase: true })
+  const refused = await send(server, newest, orderRead)
+  t.equal(refused.status, 503, 'a privilege taken away: the store is unavailable')
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+  const spans = await collector.until((spans) => [read, failed, refused].every((one) => serverSpanOf(spans, one) !== undefined), 10_000)
+  t.same([...collector.contentTypes], ['application/x-protobuf'], 'exported as OTLP/protobuf')
+  await checkTrace(t, spans, read, server, 'postgresql', 'categories')
+  const failedSpan = serverSpanOf(spans, failed)!
+  t.match(failedSpan.attributes, { 'http.response.status_code': 500, 'error.type': failed.code })
+  t.equal(failedSpan.statusCode, errorStatus, 'a 5xx answer is an error span')
+  const failedStatement = childrenOf(spans, failedSpan).find(({ attributes }) => attributes['db.collection.name'] === 'categories')!
+  t.match(failedStatement, { statusCode: errorStatus, attributes: { 'error.type': '42P01' } }, "the statement's span: an error, with its SQLSTATE")
+  const refusedStatement = childrenOf(spans, serverSpanOf(spans, refused)!).find(({ attributes }) => attributes['db.collection.name'] === 'orders')!
+  t.match(refusedStatement, { statusCode: errorStatus, attributes: { 'error.type': 'StorageUnavailable' } }, 'a store unavailable: its class')
+})
+
+t.test('a collector that never answers: requests are answered all the same, and SIGTERM still exits 0 within the grace', async (t) => {
+  // accepts connections, reads, and never answers
+  const silent = createNetServer((socket) => socket.resume())
+  silent.listen(0, '127.0.0.1')
+  await once(silent, 'listening')
+  t.teardown(() => {
+    silent.close()
+  })
+  const server = await startServer(t, {
+    DATABASE_URL: 'sqlite::memory:',
+    API_KEYS: testKey,
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+    OTEL_BSP_SCHEDULE_DELAY: '10',
+    SHUTDOWN_GRACE_MS: '3000',
+  })
+  for (let i = 0; i < 20; i++) {
+    const response = await fetch(`${server.url}${newest.basePath}/categories`, { headers: { authorization: `Bearer ${testKey}` } })
+    t.equal(response.status, 200)
+  }
+  server.child.kill('SIGTERM')
+  const { code } = await server.exited
+  t.equal(code, 0, 'the spans it could not send are given up at the end of the grace, not the exit')
+  t.notMatch(server.stdout(), /grace period/i)
+})
