@@ -88,7 +88,7 @@ export async function buildApp(options: AppOptions) {
     timeoutMs: options.DATABASE_TIMEOUT_MS,
     webhookRetryPeriodMs: options.WEBHOOK_RETRY_PERIOD_S * 1000,
     idempotencyWindowMs: contract.service.limits.idempotencyKeyHours * 3_600_000,
-    ...(options.tracing && { watch: statementSpans(options.tracing) }),
+    ...(options.tracing && { watch: statementSpans(options.tracing), trace: { now: options.tracing.traceparent, keep: options.tracing.bind } }),
   })
   try {
     return await assemble(contracts, versions, storage, options, apiKeys)

@@ -10,12 +10,13 @@ import fp from 'fastify-plugin'
 import { type KeyRepository, keyRepository } from './auth/keys.js'
 import { type CategoryRepository, categoryColumns, categoryRepository } from './categories/repository.js'
 import { configSchema } from './core/config.js'
-import { openOutbox } from './events/outbox.js'
+import { openOutbox, type TraceNow } from './events/outbox.js'
 import { type UsageRepository, usageRepository } from './ops/usage.js'
 import { idempotencyWindowMs } from './orders/idempotency.js'
 import { type OrderRepository, orderColumns, orderRepository } from './orders/repository.js'
 import { type PetRepository, petColumns, petRepository } from './pets/repository.js'
 import type { DatabaseOptions } from './storage/database.js'
+import type { KeepContext } from './storage/group-commit.js'
 import { openMigrated, type StorageStats } from './storage/index.js'
 import { registerStorageMetrics } from './storage/metrics.js'
 import { foldEndedWriters, type PartRevisions, partRevisions, tagSecret } from './storage/revision.js'
@@ -74,6 +75,9 @@ export interface StorageOptions extends DatabaseOptions {
   idempotencyWindowMs?: number
   /** told of each statement the repositories make (tracing on: ops/statement-spans.ts) */
   watch?: StatementWatcher
+  /** tracing on: the trace an event recorded now keeps, and what keeps a write queued for a
+   * shared commit in its request's context (so that its events keep its own trace) */
+  trace?: { now: TraceNow; keep: KeepContext }
 }
 
 const defaultRetryPeriodMs = configSchema.properties.WEBHOOK_RETRY_PERIOD_S.default * 1000
@@ -87,9 +91,9 @@ export async function openStorage(url: string, options: StorageOptions): Promise
   const keyChanges = database.watchKeyChanges()
   const keys = keyRepository(sql, dialect, keyChanges)
   const retryPeriodMs = options.webhookRetryPeriodMs ?? defaultRetryPeriodMs
-  const outbox = await openOutbox(sql, dialect, retryPeriodMs)
-  const pets = petRepository(sql, dialect, outbox)
-  const orders = orderRepository(sql, dialect, outbox, options.idempotencyWindowMs ?? idempotencyWindowMs)
+  const outbox = await openOutbox(sql, dialect, retryPeriodMs, options.trace?.now)
+  const pets = petRepository(sql, dialect, outbox, options.trace?.keep)
+  const orders = orderRepository(sql, dialect, outbox, options.idempotencyWindowMs ?? idempotencyWindowMs, options.trace?.keep)
   const usage = usageRepository(sql, dialect)
   if (dialect === 'postgres') {
     // (the revisions' rows of the connections that ended, before this instance's: folded now,

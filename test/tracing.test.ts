@@ -9,10 +9,11 @@ import t, { type Test } from 'tap'
 import type { Contract, Operation } from '../src/contract/model.js'
 import { describeStatement } from '../src/ops/statement-spans.js'
 import { tracingWanted } from '../src/core/config.js'
-import { newest, servedContracts, testKey } from './helpers/app.js'
-import { otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
+import { curatingTestKey, newest, servedContracts, testKey } from './helpers/app.js'
+import { type Collector, otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
 import { freshRole, postgresMissing } from './helpers/postgres.js'
 import { startServer, type ServerProcess } from './helpers/processes.js'
+import { type Receiver, startReceiver } from './helpers/receiver.js'
 
 const serverKind = 2
 const clientKind = 3
@@ -246,4 +247,162 @@ t.test('a collector that never answers: requests are answered all the same, and 
   const { code } = await server.exited
   t.equal(code, 0, 'the spans it could not send are given up at the end of the grace, not the exit')
   t.notMatch(server.stdout(), /grace period/i)
+})
+
+/** What the server and receiver need for deliveries to 127.0.0.1, attempted at once. */
+const deliveringNow = { WEBHOOK_ALLOW_HTTP: 'true', WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_POLL_MS: '20', WEBHOOK_RETRY_BASE_MS: '50' }
+const tracedTo = (collector: Collector) => ({
+  OTEL_EXPORTER_OTLP_ENDPOINT: collector.url,
+  OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+  OTEL_SERVICE_NAME: 'petstore-under-test',
+  OTEL_BSP_SCHEDULE_DELAY: '50',
+})
+const asKey = (caller?: { traceparent: string }) => ({
+  authorization: `Bearer ${testKey}`,
+  'content-type': 'application/json',
+  ...(caller && { traceparent: caller.traceparent }),
+})
+
+/** Subscribes `url` to pet.created through the newest version: the subscription's id. */
+async function subscribe(t: Test, server: ServerProcess, url: string): Promise<number> {
+  const response = await fetch(`${server.url}${newest.basePath}/webhooks`, {
+    method: 'POST',
+    headers: asKey(),
+    body: JSON.stringify({ url, events: ['pet.created'] }),
+  })
+  t.equal(response.status, 201, 'subscribed')
+  return ((await response.json()) as { id: number }).id
+}
+
+/** Adds the category the pets are of (id 1). */
+async function addCategory(t: Test, server: ServerProcess) {
+  const category = await fetch(`${server.url}${newest.basePath}/categories`, { method: 'POST', headers: asKey(), body: JSON.stringify({ name: 'Traced' }) })
+  t.equal(category.status, 201, 'a category for the pets')
+}
+
+/** Creates a pet through the newest version, with the caller's traceparent if given: its id. */
+async function createPet(server: ServerProcess, name: string, caller?: { traceparent: string }): Promise<number> {
+  const response = await fetch(`${server.url}${newest.basePath}/pets`, {
+    method: 'POST',
+    headers: asKey(caller),
+    body: JSON.stringify({ name, categoryId: 1 }),
+  })
+  if (response.status !== 201) throw new Error(`createPet answered ${response.status}: ${await response.text()}`)
+  return ((await response.json()) as { id: number }).id
+}
+
+const traceparentPattern = /^00-([0-9a-f]{32})-([0-9a-f]{16})-01$/
+const petOf = (body: string) => (JSON.parse(body) as { data: { id: number; name: string } }).data
+
+/** A receiver that answers 503 to the first attempt of each pet named "… fails once", 204 to the rest. */
+async function failingOnce(t: Test): Promise<Receiver> {
+  const failed = new Set<number>()
+  return startReceiver(t, (_n, { body }) => {
+    const { id, name } = petOf(body)
+    if (!name.endsWith('fails once') || failed.has(id)) return 204
+    failed.add(id)
+    return 503
+  })
+}
+
+const attemptsIn = (spans: ReceivedSpan[], traceId: string) =>
+  spans
+    .filter((span) => span.traceId === traceId && span.name === 'deliver pet.created')
+    .sort((a, b) => Number(a.attributes['webhook.attempt']) - Number(b.attributes['webhook.attempt']))
+
+/**
+ * Pets created together (on SQLite, in one shared commit), each by a caller of its own trace: the
+ * delivery of each one's event carries a traceparent of that caller's trace, naming the span of
+ * the attempt, a child of the createPet request's server span; a failed attempt and its retry are
+ * two spans of the same trace.
+ */
+async function deliveriesContinueTheirTrace(t: Test, server: ServerProcess, collector: Collector, receiver: Receiver, store: string) {
+  const callers = Array.from({ length: 4 }, callerSpan)
+  const before = receiver.deliveries.length
+  const ids = await Promise.all(callers.map((caller, i) => createPet(server, `Traced ${store} ${i}${i === 0 ? ' fails once' : ''}`, caller)))
+  const arrived = (await receiver.waitFor(before + callers.length + 1)).slice(before)
+  const spans = await collector.until((spans) => callers.every(({ traceId }, i) => attemptsIn(spans, traceId).length === (i === 0 ? 2 : 1)))
+  for (const [i, caller] of callers.entries()) {
+    const request = spans.find((span) => span.traceId === caller.traceId && span.kind === serverKind)!
+    t.match(request, { name: `POST ${newest.basePath}/pets`, parentSpanId: caller.spanId }, `createPet ${i}: its server span joins its caller`)
+    const attempts = attemptsIn(spans, caller.traceId)
+    const deliveries = arrived.filter(({ body }) => petOf(body).id === ids[i])
+    t.equal(deliveries.length, attempts.length, `createPet ${i}: an attempt's span for each request the receiver got`)
+    for (const [n, attempt] of attempts.entries()) {
+      t.match(
+        attempt,
+        {
+          kind: clientKind,
+          parentSpanId: request.spanId,
+          attributes: { 'webhook.event.type': 'pet.created', 'webhook.attempt': n + 1, 'server.address': '127.0.0.1', 'http.request.method': 'POST' },
+        },
+        `createPet ${i}, attempt ${n + 1}: a child of the request that recorded its event`,
+      )
+      const [, traceId, spanId] = traceparentPattern.exec(String(deliveries[n]!.headers.traceparent)) ?? []
+      t.same(
+        { traceId, spanId },
+        { traceId: caller.traceId, spanId: attempt.spanId },
+        `createPet ${i}, attempt ${n + 1}: the receiver is sent the attempt's traceparent`,
+      )
+      t.notMatch(JSON.stringify(attempt.attributes), 'token=', "no part of the receiver's URL beyond its host")
+    }
+  }
+  const [failed, retried] = attemptsIn(spans, callers[0]!.traceId)
+  t.match(failed, { statusCode: errorStatus, attributes: { 'http.response.status_code': 503, 'error.type': '503' } }, 'a failed attempt is an error span')
+  t.match(retried, { attributes: { 'http.response.status_code': 204 } }, 'its retry succeeded')
+  t.notOk('error.type' in retried!.attributes)
+}
+
+t.test('SQLite: each delivery attempt continues the trace of the request that recorded its event', async (t) => {
+  const collector = await otlpCollector(t)
+  const receiver = await failingOnce(t)
+  const file = `sqlite:${join(mkdtempSync(join(tmpdir(), 'petstore-tracing-')), 'pets.db')}`
+  // an event recorded while tracing was off, sent again (redeliverWebhook) by a server that traces
+  const untraced = await startServer(t, { DATABASE_URL: file, API_KEYS: curatingTestKey, ...deliveringNow })
+  const webhookId = await subscribe(t, untraced, receiver.url)
+  await addCategory(t, untraced)
+  const recorded = await createPet(untraced, 'Untraced')
+  await receiver.waitFor(1)
+  t.equal(receiver.deliveries[0]!.headers.traceparent, undefined, 'tracing off: no traceparent is sent')
+  untraced.child.kill('SIGTERM')
+  t.equal((await untraced.exited).code, 0)
+  const server = await startServer(t, { DATABASE_URL: file, API_KEYS: curatingTestKey, ...deliveringNow, ...tracedTo(collector) })
+  const deliveries = (await (await fetch(`${server.url}${newest.urlOf('listWebhookDeliveries', { webhookId })}`, { headers: asKey() })).json()) as {
+    id: number
+  }[]
+  const again = await fetch(`${server.url}${newest.urlOf('redeliverWebhook', { webhookId, deliveryId: deliveries[0]!.id })}`, {
+    method: 'POST',
+    headers: asKey(),
+  })
+  t.equal(again.status, 202, 'sent again')
+  await receiver.waitFor(2)
+  t.equal(petOf(receiver.deliveries[1]!.body).id, recorded, 'the event recorded untraced')
+  const [, traceId, spanId] = traceparentPattern.exec(String(receiver.deliveries[1]!.headers.traceparent)) ?? []
+  const spans = await collector.until((spans) => attemptsIn(spans, traceId!).length > 0)
+  t.match(attemptsIn(spans, traceId!), [{ spanId, parentSpanId: '' }], 'an event recorded untraced: its attempt begins a trace of its own')
+  await deliveriesContinueTheirTrace(t, server, collector, receiver, 'sqlite')
+  // an endpoint that cannot be reached (nothing serves HTTPS on this address): an error span, with why
+  await subscribe(t, server, 'https://127.0.0.1/hooks/petstore')
+  const caller = callerSpan()
+  await createPet(server, 'Unreachable', caller)
+  const toHttps = (spans: ReceivedSpan[]) => attemptsIn(spans, caller.traceId).find(({ attributes }) => attributes['url.scheme'] === 'https')
+  t.match(
+    toHttps(await collector.until((spans) => toHttps(spans) !== undefined)),
+    { statusCode: errorStatus, attributes: { 'server.port': 443, 'error.type': /^(unreachable|timeout)$/ } },
+    'no answer: an error span that says why',
+  )
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+})
+
+t.test('PostgreSQL: each delivery attempt continues the trace of the request that recorded its event', { skip: postgresMissing }, async (t) => {
+  const collector = await otlpCollector(t)
+  const receiver = await failingOnce(t)
+  const role = await freshRole(t)
+  const server = await startServer(t, { DATABASE_URL: role.url, API_KEYS: curatingTestKey, ...deliveringNow, ...tracedTo(collector) })
+  await subscribe(t, server, receiver.url)
+  await addCategory(t, server)
+  await deliveriesContinueTheirTrace(t, server, collector, receiver, 'postgres')
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
 })

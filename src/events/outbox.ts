@@ -45,6 +45,10 @@ export interface Outbox {
   refresh(): MaybePromise<void>
 }
 
+/** Tracing on: the W3C traceparent of the request whose change records events now (an event
+ * keeps it, and each delivery of it continues that trace); undefined otherwise. */
+export type TraceNow = () => string | undefined
+
 const takers = 'select subscription_id from webhook_subscription_events where type = $1'
 /** the same, of one principal's subscriptions ($5), and whether there is one ($2) */
 const ownTakers = `select taker.subscription_id from webhook_subscription_events taker
@@ -64,7 +68,7 @@ const anyOwnTaker = `select 1 from webhook_subscription_events taker
  *   (PostgreSQL takes a statement's locks before the snapshot it reads with). So a change
  *   committed after a subscription's commit records its events for it.
  */
-export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: number): Promise<Outbox> {
+export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: number, traceNow: TraceNow = () => undefined): Promise<Outbox> {
   const noneTakes = (type: EventType) => `not exists (select 1 from webhook_subscription_events where type = '${type}')`
   if (dialect === 'postgres') {
     return {
@@ -73,8 +77,8 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
         const seen = events.filter(({ audience }) => audience !== null)
         await tx.run(
           `with event as (
-             insert into webhook_events (type, occurred_at, fields, audience)
-             select given.type, $3, given.fields, given.audience
+             insert into webhook_events (type, occurred_at, fields, audience, trace_parent)
+             select given.type, $3, given.fields, given.audience, $6
              from unnest($1::text[], $2::text[], $5::text[]) with ordinality as given (type, fields, audience, n)
              where exists (select 1 from webhook_subscription_events taker join webhook_subscriptions s on s.id = taker.subscription_id
                            where taker.type = given.type and (given.audience is null or s.owner = given.audience))
@@ -85,7 +89,7 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
            from event join webhook_subscription_events taker on taker.type = event.type
            join webhook_subscriptions s on s.id = taker.subscription_id
            where event.audience is null or s.owner = event.audience`,
-          [seen.map(({ type }) => type), seen.map(fieldsOf), now, now + retryPeriodMs, seen.map(({ audience }) => audience ?? null)],
+          [seen.map(({ type }) => type), seen.map(fieldsOf), now, now + retryPeriodMs, seen.map(({ audience }) => audience ?? null), traceNow() ?? null],
         )
       },
       noneTakes,
@@ -103,12 +107,10 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
       if (audience === null) continue
       // (an event no subscription of its audience takes is not written)
       if (audience !== undefined && (await tx.row(anyOwnTaker, [event.type, audience])) === undefined) continue
-      const { id } = (await tx.row<{ id: number }>('insert into webhook_events (type, occurred_at, fields, audience) values ($1, $2, $3, $4) returning id', [
-        event.type,
-        now,
-        fieldsOf(event),
-        audience ?? null,
-      ]))!
+      const { id } = (await tx.row<{ id: number }>(
+        'insert into webhook_events (type, occurred_at, fields, audience, trace_parent) values ($1, $2, $3, $4, $5) returning id',
+        [event.type, now, fieldsOf(event), audience ?? null, traceNow() ?? null],
+      ))!
       await tx.run(
         `insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)
          select subscription_id, $2, 'pending', 0, $3, $4, $3 from (${audience === undefined ? takers : ownTakers}) taker`,

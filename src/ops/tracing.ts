@@ -1,4 +1,4 @@
-import type { Context, Span, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+import type { Context, Span, SpanContext, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
 import { tracingWanted } from '../core/config.js'
 
 /** What of `@opentelemetry/api` the spans are made with: imported with the SDK, never before. */
@@ -6,6 +6,16 @@ export interface TraceApi {
   tracer: Tracer
   /** the caller's context, read from its `traceparent` (and `tracestate`, `baggage`) */
   extract(headers: Record<string, unknown>): Context
+  /** the headers that carry `context` on (`traceparent`, and `tracestate` when it has one) */
+  inject(context: Context): Record<string, string>
+  /** the W3C traceparent of the span active now, or undefined outside any */
+  traceparent: () => string | undefined
+  /** the context whose span a traceparent (as `traceparent()` wrote it) names; the root
+   * context when it names none */
+  continued(traceparent: string | null): Context
+  /** `work`, to run in the context active now wherever it is called from (a write queued for a
+   * commit shared with others: each its own request's) */
+  bind: <Work extends (...args: never[]) => unknown>(work: Work) => Work
   /** the context of the code running now */
   active(): Context
   /** `context` with `span` as its current span */
@@ -48,6 +58,21 @@ export async function startTracing(): Promise<Tracing | undefined> {
   return {
     tracer: trace.getTracer('petstore'),
     extract: (headers) => propagation.extract(api.ROOT_CONTEXT, headers),
+    inject(of) {
+      const headers: Record<string, string> = {}
+      propagation.inject(of, headers)
+      return headers
+    },
+    traceparent() {
+      const span = trace.getSpan(context.active())
+      return span === undefined ? undefined : traceparentOf(span.spanContext())
+    },
+    continued(traceparent) {
+      const [, traceId, spanId, flags] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent ?? '') ?? []
+      if (traceId === undefined) return api.ROOT_CONTEXT
+      return trace.setSpanContext(api.ROOT_CONTEXT, { traceId, spanId: spanId!, traceFlags: parseInt(flags!, 16), isRemote: true })
+    },
+    bind: (work) => context.bind(context.active(), work),
     active: () => context.active(),
     withSpan: (parent, span) => trace.setSpan(parent, span),
     spanOf: (of) => trace.getSpan(of),
@@ -57,10 +82,17 @@ export async function startTracing(): Promise<Tracing | undefined> {
     shutdown: (withinMs) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, withinMs)
-        void sdk.shutdown().finally(() => {
+        const done = () => {
           clearTimeout(timer)
           resolve()
-        })
+        }
+        // (a collector that refuses the last export fails the shutdown: what is unsent is lost)
+        sdk.shutdown().then(done, done)
       }),
   }
+}
+
+/** W3C Trace Context's traceparent of a span (version 00): what an event keeps of its trace. */
+export function traceparentOf({ traceId, spanId, traceFlags }: SpanContext): string {
+  return `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, '0')}`
 }

@@ -5,7 +5,7 @@ import type { Outbox } from '../events/outbox.js'
 import { type PetStatus, petColumns } from '../pets/repository.js'
 import { mapping } from '../storage/columns.js'
 import type { Dialect } from '../storage/database.js'
-import { transactions } from '../storage/group-commit.js'
+import { type KeepContext, transactions } from '../storage/group-commit.js'
 import { type Sql, type Statements, select } from '../storage/sql.js'
 import { type IdempotencyKey, idempotencyKeys } from './idempotency.js'
 
@@ -107,10 +107,11 @@ const setPetStatus = select(`update pets set status = $2 where id = $1 returning
 /** The pet's status once its order has moved. */
 const petStatusAfter: Record<OrderTarget, PetStatus> = { delivered: 'sold', cancelled: 'available' }
 
-/** `windowMs`: how long an Idempotency-Key is remembered. */
-export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, windowMs: number): OrderRepository {
+/** `windowMs`: how long an Idempotency-Key is remembered; `keepContext`: what keeps each write in its
+ * own request's context in a shared commit (tracing on). */
+export function orderRepository(sql: Sql, dialect: Dialect, outbox: Outbox, windowMs: number, keepContext?: KeepContext): OrderRepository {
   // SQLite pays an fsync per commit: writes that arrive together share one (see storage/group-commit.ts).
-  const write = transactions(sql, dialect === 'sqlite')
+  const write = transactions(sql, dialect === 'sqlite', keepContext)
   const keys = idempotencyKeys<Placement>(sql, windowMs)
   const locked = lockedFor(dialect)
 

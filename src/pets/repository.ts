@@ -4,7 +4,7 @@ import { andThen, type MaybePromise } from '../core/maybe-async.js'
 import type { Outbox } from '../events/outbox.js'
 import { mapping } from '../storage/columns.js'
 import type { Dialect } from '../storage/database.js'
-import { type GroupCommitStats, groupCommit } from '../storage/group-commit.js'
+import { type GroupCommitStats, type KeepContext, transactions } from '../storage/group-commit.js'
 import { type Select, type Sql, type Statements, select } from '../storage/sql.js'
 
 type Schemas = components['schemas']
@@ -92,7 +92,8 @@ function listing(query: PetQuery) {
 }
 const insertOne = petColumns.insert()
 
-export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRepository {
+/** `keepContext`: what keeps each create in its own request's context in a shared commit (tracing on). */
+export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox, keepContext?: KeepContext): PetRepository {
   // (with its event, and the category id it names kept, in the same transaction)
   const insertIn = async (tx: Statements, pet: NewPet): Promise<Pet> => {
     await tx.run(keepCategoryId('$1', '$2'), [pet.categoryId, Date.now()])
@@ -127,12 +128,6 @@ export function petRepository(sql: Sql, dialect: Dialect, outbox: Outbox): PetRe
     return { ...reads, create }
   }
   // SQLite has one writer and pays an fsync per commit: concurrent creates share a commit.
-  const create = groupCommit((batch: NewPet[]) =>
-    sql.transaction(async (tx) => {
-      const created: Pet[] = []
-      for (const pet of batch) created.push(await insertIn(tx, pet))
-      return created
-    }),
-  )
-  return { ...reads, create, commitStats: create.stats }
+  const write = transactions(sql, true, keepContext)
+  return { ...reads, create: (pet) => write((tx) => insertIn(tx, pet)), commitStats: write.stats }
 }

@@ -59,14 +59,22 @@ export function groupCommit<T, R>(writeAll: (items: T[]) => Promise<R[]>): Group
 /** What one transaction does, with the statements it is given. */
 export type Work<T> = (tx: Statements) => Promise<T>
 
+/** A unit of work made to run in the async context it was handed over in, wherever the shared
+ * transaction runs it (tracing on: the context of its own request, whose trace its statements and
+ * events join, not the one of the first write of the batch). */
+export type KeepContext = <T>(work: Work<T>) => Work<T>
+
+/** Runs units of work in transactions; `stats` when they share commits (grouped). */
+export type Transactions = (<T>(work: Work<T>) => Promise<T>) & { stats: (() => GroupCommitStats) | undefined }
+
 /**
  * Runs each unit of work in a transaction. With `grouped` (SQLite), units that arrive together
  * share one, through groupCommit: they run one after the other inside it, each seeing what the
  * ones before it wrote, and each resolves only once that transaction has committed (after its
  * fsync). Otherwise (PostgreSQL) each has a transaction of its own, and they run side by side.
  */
-export function transactions(sql: Sql, grouped: boolean): <T>(work: Work<T>) => Promise<T> {
-  if (!grouped) return (work) => sql.transaction(work)
+export function transactions(sql: Sql, grouped: boolean, keep: KeepContext = (work) => work): Transactions {
+  if (!grouped) return Object.assign(<T>(work: Work<T>) => sql.transaction(work), { stats: undefined })
   const run = groupCommit((works: Work<unknown>[]) =>
     sql.transaction(async (tx) => {
       const results: unknown[] = []
@@ -74,5 +82,5 @@ export function transactions(sql: Sql, grouped: boolean): <T>(work: Work<T>) => 
       return results
     }),
   )
-  return <T>(work: Work<T>) => run(work) as Promise<T>
+  return Object.assign(<T>(work: Work<T>) => run(keep(work)) as Promise<T>, { stats: run.stats })
 }

@@ -500,6 +500,13 @@ export function migrations(dialect: Dialect): Record<string, Migration> {
         else await sqlitePartTriggers(db)
       },
     },
+    '0018_event_trace': {
+      // An event keeps the trace of the request that made it (W3C traceparent, tracing on;
+      // null otherwise): each attempt to deliver it continues that trace (webhooks/dispatcher.ts).
+      async up(db) {
+        await db.schema.alterTable('webhook_events').addColumn('trace_parent', 'text').execute()
+      },
+    },
   }
 }
 

@@ -19,7 +19,9 @@ export interface Claimed {
   apiVersion: number
   /** the secrets that sign it: the current one first, then the previous one while it overlaps */
   secrets: string[]
-  event: { id: number; type: EventType; occurredAt: number; fields: string }
+  /** the event; `traceParent`: the trace of the request that recorded it (W3C traceparent;
+   * null when tracing was off) */
+  event: { id: number; type: EventType; occurredAt: number; fields: string; traceParent: string | null }
 }
 
 /** What an attempt says of the subscription's endpoint. */
@@ -133,7 +135,24 @@ const claimedOf = ([
   type,
   occurredAt,
   fields,
-]: [number, number, number, number, string, string, number, string, string | null, number | null, number, EventType, number, string]): Claimed => ({
+  traceParent,
+]: [
+  number,
+  number,
+  number,
+  number,
+  string,
+  string,
+  number,
+  string,
+  string | null,
+  number | null,
+  number,
+  EventType,
+  number,
+  string,
+  string | null,
+]): Claimed => ({
   deliveryId,
   subscriptionId,
   attempts,
@@ -142,10 +161,10 @@ const claimedOf = ([
   owner,
   apiVersion,
   secrets: previous !== null && previousExpiresAt! > Date.now() ? [secret, previous] : [secret],
-  event: { id: eventId, type, occurredAt, fields },
+  event: { id: eventId, type, occurredAt, fields, traceParent },
 })
 const claimedColumns = `d.id, d.subscription_id, d.attempts, d.give_up_at, s.url, s.owner, s.api_version, s.secret, s.previous_secret, s.previous_secret_expires_at,
-  e.id, e.type, e.occurred_at, e.fields`
+  e.id, e.type, e.occurred_at, e.fields, e.trace_parent`
 const claimedJoin = 'join webhook_subscriptions s on s.id = d.subscription_id join webhook_events e on e.id = d.event_id'
 
 /** A subscription's endpoint may be sent to: active, and neither paused nor waiting out an

@@ -4,7 +4,8 @@ import type { EventFields, EventType } from '../events/outbox.js'
 import { redactUrl } from '../http/redact.js'
 import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from './deliveries.js'
 import { type AttemptResult, heldPastRetryPeriod, outcomeOf, type Retries } from './outcome.js'
-import { type Answer, Connections, post } from './send.js'
+import type { AttemptAnswer, AttemptTracer } from './attempt-spans.js'
+import { Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
 
@@ -48,11 +49,13 @@ export interface DispatcherOptions extends Retries {
   withheld: (owner: string, type: EventType) => Promise<string | undefined>
   /** disables a subscription, saying why (repository.ts); false when it was not active */
   disable: (subscriptionId: number, reason: string) => Promise<boolean>
+  /** tracing on: each attempt's span, and the traceparent it sends (attempt-spans.ts) */
+  traceAttempt?: AttemptTracer
 }
 
 /** The body of an event, as the `webhooks` of the subscription's version declare it: its
  * envelope, then its fields as that version shows them. */
-export function eventBody({ id, type, occurredAt }: Omit<Claimed['event'], 'fields'>, idPrefix: string, shown: EventFields): string {
+export function eventBody({ id, type, occurredAt }: Pick<Claimed['event'], 'id' | 'type' | 'occurredAt'>, idPrefix: string, shown: EventFields): string {
   return JSON.stringify({ id: `${idPrefix}${id}`, sequence: id, type, occurredAt: new Date(occurredAt).toISOString(), ...shown })
 }
 
@@ -90,6 +93,7 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     show,
     resolve = systemResolve,
     withheld,
+    traceAttempt,
   } = options
   // a name for this instance's leases; each claim adds a number of its own
   const instance = `${process.pid}-${randomBytes(6).toString('hex')}`
@@ -147,13 +151,21 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
     return { outcome, gone }
   }
 
-  async function send(claimed: Claimed): Promise<Answer | { error: 'refused'; detail: string }> {
+  async function send(claimed: Claimed): Promise<AttemptAnswer> {
     const id = `${eventIdPrefix}${claimed.event.id}`
+    const span = traceAttempt?.(claimed, id)
+    const answer = await sendTraced(claimed, id, span?.headers)
+    span?.end(answer)
+    return answer
+  }
+
+  async function sendTraced(claimed: Claimed, id: string, traceHeaders: Record<string, string> | undefined): Promise<AttemptAnswer> {
     const { event } = claimed
     const body = eventBody(event, eventIdPrefix, show(event.type, JSON.parse(event.fields) as EventFields, claimed.apiVersion))
     try {
       const target = await resolveTarget(claimed.url, policy, resolve)
-      return await post(target, signedHeaders(id, body, claimed.secrets), body, timeoutMs, abort.signal, connections)
+      const headers = signedHeaders(id, body, claimed.secrets)
+      return await post(target, traceHeaders === undefined ? headers : { ...traceHeaders, ...headers }, body, timeoutMs, abort.signal, connections)
     } catch (error) {
       if (error instanceof TargetRefused) return { error: 'refused', detail: error.message }
       return { error: 'unreachable', detail: (error as Error).message }

@@ -3,6 +3,8 @@ import fp from 'fastify-plugin'
 import { eventWithheld } from '../auth/access.js'
 import type { Config } from '../core/config.js'
 import type { HandlersOf } from '../http/handlers.js'
+import type { TraceApi } from '../ops/tracing.js'
+import { attemptSpans } from './attempt-spans.js'
 import { type DispatcherOptions, startDispatcher } from './dispatcher.js'
 import { type WebhookOperation, webhookHandlers } from './handlers.js'
 import { webhookMetrics } from './metrics.js'
@@ -41,7 +43,7 @@ export type WebhookSettings = Pick<
  * dispatcher stops before the storage it writes to closes (onClose hooks run last registered
  * first).
  */
-async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings & Pick<DispatcherOptions, 'show'>) {
+async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings & Pick<DispatcherOptions, 'show'> & { tracing?: TraceApi | undefined }) {
   const { contract, storage, access } = app
   const { limits } = contract.service
   const policy = { allowHttp: settings.WEBHOOK_ALLOW_HTTP, allowPrivate: settings.WEBHOOK_ALLOW_PRIVATE }
@@ -69,6 +71,7 @@ async function webhooksPlugin(app: FastifyInstance, settings: WebhookSettings & 
       withheld: (owner, type) => eventWithheld(owner, type, access.rolesNow, contract.rolesOfEvent(type), limits.lastErrorLength),
       disable: (subscriptionId, reason) =>
         storage.webhooks.disable(subscriptionId, reason, `not sent: the subscription was disabled (${reason})`.slice(0, limits.lastErrorLength)),
+      ...(settings.tracing && { traceAttempt: attemptSpans(settings.tracing) }),
     },
     app.log,
     webhookMetrics(app.metrics.registry),
