@@ -1256,6 +1256,12 @@ export interface components {
          *     delivery is genuine when any of them checks out.
          */
         WebhookSignature: string;
+        /**
+         * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+         *     Context of this attempt, in the trace of the request whose change the event records.
+         *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+         */
+        WebhookTraceparent: string;
         /** @description Identifier of the order, in decimal digits. */
         OrderId: components["schemas"]["OrderId"];
         /** @description Keep only orders with this status. */
@@ -2820,6 +2826,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -2873,6 +2885,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -2926,6 +2944,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -2993,6 +3017,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;

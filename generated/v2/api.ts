@@ -1424,6 +1424,12 @@ export interface components {
          *     delivery is genuine when any of them checks out.
          */
         WebhookSignature: string;
+        /**
+         * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+         *     Context of this attempt, in the trace of the request whose change the event records.
+         *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+         */
+        WebhookTraceparent: string;
         /** @description Identifier of the order, in decimal digits. */
         OrderId: components["schemas"]["OrderId"];
         /** @description Keep only orders with this status. */
@@ -2916,6 +2922,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -2969,6 +2981,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -3022,6 +3040,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
@@ -3089,6 +3113,12 @@ export interface operations {
                  *     delivery is genuine when any of them checks out.
                  */
                 "webhook-signature": components["parameters"]["WebhookSignature"];
+                /**
+                 * @description Sent when the service traces (OpenTelemetry; the operator's choice): the W3C Trace
+                 *     Context of this attempt, in the trace of the request whose change the event records.
+                 *     A receiver that traces continues it; one that does not ignores it. It is not signed.
+                 */
+                traceparent?: components["parameters"]["WebhookTraceparent"];
             };
             path?: never;
             cookie?: never;
