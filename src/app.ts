@@ -28,6 +28,7 @@ import { lifecycleCalls } from './ops/lifecycle-calls.js'
 import metrics from './ops/metrics.js'
 import requestSpans from './ops/request-spans.js'
 import { statementSpans } from './ops/statement-spans.js'
+import { registerTraceMetrics } from './ops/trace-metrics.js'
 import type { TraceApi } from './ops/tracing.js'
 import { orderEvents } from './orders/events.js'
 import orders from './orders/plugin.js'
@@ -108,6 +109,7 @@ async function assemble(contracts: readonly Contract[], versions: Versions, stor
   if (options.tracing !== undefined) await app.register(requestSpans, { api: options.tracing })
   // operating it first: each route counts its own requests
   await app.register(metrics)
+  if (options.tracing !== undefined) registerTraceMetrics(app.metrics.registry, options.tracing)
   await app.register(storagePlugin, { storage })
   await app.register(http, { ...options, bodyIdleTimeoutMs: options.BODY_IDLE_TIMEOUT_MS })
   await app.register(rateLimits, options)

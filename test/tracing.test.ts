@@ -237,12 +237,21 @@ t.test('a collector that never answers: requests are answered all the same, and 
     API_KEYS: testKey,
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`,
     OTEL_BSP_SCHEDULE_DELAY: '10',
+    // a queue of 4 spans: the spans of 20 requests overflow it while the first export hangs
+    OTEL_BSP_MAX_QUEUE_SIZE: '4',
+    OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2',
     SHUTDOWN_GRACE_MS: '3000',
+    METRICS_PORT: '0',
   })
   for (let i = 0; i < 20; i++) {
     const response = await fetch(`${server.url}${newest.basePath}/categories`, { headers: { authorization: `Bearer ${testKey}` } })
     t.equal(response.status, 200)
   }
+  const metricsUrl = /metrics at (http:\/\/\S+?\/metrics)/.exec(server.stdout())![1]!
+  const exposition = await (await fetch(metricsUrl)).text()
+  const dropped = Number(/^petstore_trace_dropped_spans_total (\d+)$/m.exec(exposition)?.[1])
+  // (a server span for each request at least: 20, of which 4 wait and 2 at most are being sent)
+  t.ok(dropped >= 20 - 6, `the spans dropped are counted in the metrics (${dropped})`)
   server.child.kill('SIGTERM')
   const { code } = await server.exited
   t.equal(code, 0, 'the spans it could not send are given up at the end of the grace, not the exit')

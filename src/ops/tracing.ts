@@ -1,4 +1,4 @@
-import type { Context, Span, SpanContext, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+import type { Attributes, Context, Span, SpanContext, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
 import { tracingWanted } from '../core/config.js'
 
 /** What of `@opentelemetry/api` the spans are made with: imported with the SDK, never before. */
@@ -26,6 +26,8 @@ export interface TraceApi {
   within<R>(context: Context, work: () => R): R
   kinds: { server: SpanKind; client: SpanKind }
   errorStatus: SpanStatusCode
+  /** spans dropped so far because the export queue was full (the collector down or slow) */
+  droppedSpans: () => Promise<number>
 }
 
 export interface Tracing extends TraceApi {
@@ -33,6 +35,10 @@ export interface Tracing extends TraceApi {
    * latest (a collector that does not answer holds up no exit: what is unsent is lost) */
   shutdown(withinMs: number): Promise<void>
 }
+
+/** The SDK's count of the spans its processor is done with, `error.type` `queue_full` for
+ * those dropped (OpenTelemetry's semantic conventions of the SDK's own metrics). */
+const processedSpans = 'otel.sdk.processor.span.processed'
 
 /** The service's name in its spans when OTEL_SERVICE_NAME does not give one (the SDK's own
  * default, `unknown_service:node`, names no service). */
@@ -50,9 +56,26 @@ export async function startTracing(): Promise<Tracing | undefined> {
   // (process.env: the SDK reads it too)
   const env = process.env
   if (!tracingWanted(env)) return undefined
-  const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')])
+  const [{ NodeSDK }, api, { MetricReader }] = await Promise.all([
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-metrics'),
+  ])
   const serviceNamed = (env.OTEL_SERVICE_NAME ?? '').trim() !== ''
-  const sdk = new NodeSDK({ metricReaders: [], logRecordProcessors: [], instrumentations: [], ...(!serviceNamed && { serviceName: defaultServiceName }) })
+  // The batch span processor counts the spans it drops only in the SDK's own metrics: read by a
+  // reader that exports nothing, asked when Prometheus scrapes (droppedSpans). (The SDK records
+  // its own metrics only when this variable is true, and only with a reader.)
+  env.OTEL_NODE_EXPERIMENTAL_SDK_METRICS = 'true'
+  const sdkMetrics = new (class extends MetricReader {
+    protected onShutdown = () => Promise.resolve()
+    protected onForceFlush = () => Promise.resolve()
+  })()
+  const sdk = new NodeSDK({
+    metricReaders: [sdkMetrics],
+    logRecordProcessors: [],
+    instrumentations: [],
+    ...(!serviceNamed && { serviceName: defaultServiceName }),
+  })
   sdk.start()
   const { context, propagation, trace, SpanKind, SpanStatusCode } = api
   return {
@@ -79,6 +102,14 @@ export async function startTracing(): Promise<Tracing | undefined> {
     within: (of, work) => context.with(of, work),
     kinds: { server: SpanKind.SERVER, client: SpanKind.CLIENT },
     errorStatus: SpanStatusCode.ERROR,
+    async droppedSpans() {
+      const { resourceMetrics } = await sdkMetrics.collect()
+      const processed = resourceMetrics.scopeMetrics.flatMap(({ metrics }) => metrics).filter(({ descriptor }) => descriptor.name === processedSpans)
+      const dropped = processed
+        .flatMap(({ dataPoints }) => dataPoints as { attributes: Attributes; value: unknown }[])
+        .filter(({ attributes }) => attributes['error.type'] === 'queue_full')
+      return dropped.reduce((sum, { value }) => sum + (value as number), 0)
+    },
     shutdown: (withinMs) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, withinMs)
