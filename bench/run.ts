@@ -48,7 +48,7 @@
  *   --profile-scenario NAME  the scenario profiled instead: listPets, listPets@v2, listPets-304
  *                       (the page revalidated, 304) or createPet
  *   --profile-logs on   profile with the access log written (off by default)
- *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
+ *   --skip LIST         phases not to run, comma-separated: main, tracing, checks, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up (unless --warm-up)
  *   --keep              keep the work directory (databases, logs, profiles)
  *   --shared-cores      do not pin the load generator to core 0, PostgreSQL (when on this
@@ -73,6 +73,7 @@ import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
 import { fmt, mainTable, readsBelowPeer, revalidationsAboveHalf, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
+import { tracingCosts, type TracingRow, tracingTable } from './tracing.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { keyKinds, type Logs, logSettings, type Servers, servers, stop, type Target } from './servers.js'
 import { coldStarts, residentMemory } from './start-memory.js'
@@ -194,6 +195,12 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     if (reads !== '') console.log(`\n${reads}`)
     const revalidation = revalidationTable(rows, await plainRevalidation(options, driver, running, rows))
     if (revalidation !== undefined) console.log(`\n${revalidation}\n\n${revalidationsAboveHalf(rows)}`)
+  }
+
+  if (!options.skipped.has('tracing')) {
+    const traced: TracingRow[] = []
+    for (const store of storeList) traced.push(...(await tracingCosts(running, store, { ...options, driver }, (name) => options.wantedScenario(name))))
+    if (traced.length > 0) console.log(`\n${tracingTable(traced, options)}`)
   }
 
   if (!options.skipped.has('checks')) {
