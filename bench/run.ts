@@ -17,7 +17,12 @@
  * page revalidated (304) is measured, the same requests answered by plain Fastify with one route
  * that checks and reads nothing (bench/plain-304.mjs) too. Then the checks of
  * roles and of order ownership, each timed alone in this process (the same read or call without
- * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
+ * the check and with it), as a share of a request's CPU. Then (bench/tracing.ts) what tracing costs:
+ * the service (stored key, logs off) with tracing off (no OTEL_* variable), at
+ * parentbased_traceidratio 0.1 and at always_on (and, on Node 22, at 0.1 with
+ * --experimental-async-context-frame), each exporting over OTLP/HTTP to a sink in this process
+ * (bench/otlp-sink.ts): getPet, listPets and createPet, req/s, p99 and CPU per request against
+ * tracing off, and the spans received per request. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
  * of the service on a fresh SQLite file (spawn to first
  * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
