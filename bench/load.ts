@@ -70,6 +70,9 @@ export interface Processes {
    * the same server 7-34% apart in CPU per request on SQLite's reads, in two runs), which
    * rounds on one process cannot average out */
   freshEachRound: boolean
+  /** called before each measurement of a target; what it returns, after it, with the figures
+   * (the tracing phase counts the spans a measurement sent) */
+  observe?: (target: Target, scenario: string) => (measured: Measurement) => void
 }
 
 /** Progress goes to stderr; the report to stdout. */
@@ -234,7 +237,7 @@ export async function compareRounds(
   targets: Target[],
   scenariosOf: ScenariosOf,
   plan: LoadPlan,
-  { freshEachRound }: Processes = { freshEachRound: false },
+  { freshEachRound, observe }: Processes = { freshEachRound: false },
 ): Promise<Rounds> {
   const names = scenariosOf(targets[0]!).map((scenario) => scenario!.name)
   const runs: Rounds = new Map(names.map((name) => [name, new Map<string, Measurement[]>()]))
@@ -262,7 +265,9 @@ export async function compareRounds(
       for (const target of order) {
         const scenario = scenariosOf(target)[s]
         if (scenario === undefined) continue
+        const observed = observe?.(target, name)
         const measured = await load(target, [scenario], plan.duration, plan.connections, plan.driver)
+        observed?.(measured)
         const byTarget = runs.get(name)!
         byTarget.set(target.name, [...(byTarget.get(target.name) ?? []), measured])
         progress(

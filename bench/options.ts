@@ -12,7 +12,7 @@ const shortName = (name: string) => name.split(/[ ,]/)[0]!
 export const profileName = (name: string) => name.replace(/^listPets 304 /, 'listPets-304 ').split(/[ ,]/)[0]!
 
 /** Phases that --skip can leave out. */
-const phases = ['main', 'checks', 'webhooks', 'start', 'rss'] as const
+const phases = ['main', 'tracing', 'checks', 'webhooks', 'start', 'rss'] as const
 
 export interface BenchOptions {
   /** seconds per measurement */

@@ -17,7 +17,12 @@
  * page revalidated (304) is measured, the same requests answered by plain Fastify with one route
  * that checks and reads nothing (bench/plain-304.mjs) too. Then the checks of
  * roles and of order ownership, each timed alone in this process (the same read or call without
- * the check and with it), as a share of a request's CPU. Then createPet on the service without a subscription and with one (its
+ * the check and with it), as a share of a request's CPU. Then (bench/tracing.ts) what tracing costs:
+ * the service (stored key, logs off) with tracing off (no OTEL_* variable), at
+ * parentbased_traceidratio 0.1 and at always_on (and, on Node 22, at 0.1 with
+ * --experimental-async-context-frame), each exporting over OTLP/HTTP to a sink in this process
+ * (bench/otlp-sink.ts): getPet, listPets and createPet, req/s, p99 and CPU per request against
+ * tracing off, and the spans received per request. Then createPet on the service without a subscription and with one (its
  * receiver in this process), on each store, with SQLite's creates per commit. Then the cold start
  * of the service on a fresh SQLite file (spawn to first
  * answered request) and its RSS after a sustained load at 200 connections. Optionally (--scale)
@@ -48,7 +53,7 @@
  *   --profile-scenario NAME  the scenario profiled instead: listPets, listPets@v2, listPets-304
  *                       (the page revalidated, 304) or createPet
  *   --profile-logs on   profile with the access log written (off by default)
- *   --skip LIST         phases not to run, comma-separated: main, checks, webhooks, start, rss (e.g. with --scale)
+ *   --skip LIST         phases not to run, comma-separated: main, tracing, checks, webhooks, start, rss (e.g. with --scale)
  *   --smoke             a short run for CI: half a second per measurement, 1 round, no warm-up (unless --warm-up)
  *   --keep              keep the work directory (databases, logs, profiles)
  *   --shared-cores      do not pin the load generator to core 0, PostgreSQL (when on this
@@ -73,6 +78,7 @@ import { pinCores, pinDatabase } from './cores.js'
 import { profiles } from './profile.js'
 import { fmt, mainTable, readsBelowPeer, revalidationsAboveHalf, revalidationTable, type Row, type ScaleRow, scaleTable } from './report.js'
 import { scale } from './scale.js'
+import { tracingCosts, type TracingRow, tracingTable } from './tracing.js'
 import { orderScenarios, petScenarios, sameAnswers } from './scenarios.js'
 import { keyKinds, type Logs, logSettings, type Servers, servers, stop, type Target } from './servers.js'
 import { coldStarts, residentMemory } from './start-memory.js'
@@ -194,6 +200,12 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
     if (reads !== '') console.log(`\n${reads}`)
     const revalidation = revalidationTable(rows, await plainRevalidation(options, driver, running, rows))
     if (revalidation !== undefined) console.log(`\n${revalidation}\n\n${revalidationsAboveHalf(rows)}`)
+  }
+
+  if (!options.skipped.has('tracing')) {
+    const traced: TracingRow[] = []
+    for (const store of storeList) traced.push(...(await tracingCosts(running, store, { ...options, driver }, (name) => options.wantedScenario(name))))
+    if (traced.length > 0) console.log(`\n${tracingTable(traced, options)}`)
   }
 
   if (!options.skipped.has('checks')) {

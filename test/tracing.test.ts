@@ -4,12 +4,14 @@ import { type AddressInfo, createServer as createNetServer } from 'node:net'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { type Attributes, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import type { Contract, Operation } from '../src/contract/model.js'
 import { describeStatement } from '../src/ops/statement-spans.js'
+import type { TraceApi } from '../src/ops/tracing.js'
 import { tracingWanted } from '../src/core/config.js'
-import { curatingTestKey, newest, servedContracts, testKey } from './helpers/app.js'
+import { build, curatingTestKey, newest, servedContracts, testKey } from './helpers/app.js'
 import { type Collector, otlpCollector, type ReceivedSpan } from './helpers/otlp-collector.js'
 import { freshRole, postgresMissing } from './helpers/postgres.js'
 import { startServer, type ServerProcess } from './helpers/processes.js'
@@ -414,4 +416,46 @@ t.test('PostgreSQL: each delivery attempt continues the trace of the request tha
   await deliveriesContinueTheirTrace(t, server, collector, receiver, 'postgres')
   server.child.kill('SIGTERM')
   t.equal((await server.exited).code, 0)
+})
+
+t.test("a request whose span is not kept: its operation's attributes are not given, and its statements start no span", async (t) => {
+  const started: { name: string; attributes: Attributes }[] = []
+  // no SDK in this process: the API's own tracer, whose spans record nothing (a sampler's "no")
+  const noop = trace.getTracer('test')
+  const tracer = {
+    startSpan(name, options, parent) {
+      started.push({ name, attributes: options?.attributes ?? {} })
+      return noop.startSpan(name, options, parent)
+    },
+  } as Tracer
+  // (nor a context manager: the context active is the last one a hook entered)
+  let current = ROOT_CONTEXT
+  const api: TraceApi = {
+    tracer,
+    extract: () => ROOT_CONTEXT,
+    active: () => current,
+    withSpan: (parent, span) => trace.setSpan(parent, span),
+    spanOf: (of) => trace.getSpan(of),
+    within: (of, work) => {
+      current = of
+      return work()
+    },
+    kinds: { server: SpanKind.SERVER, client: SpanKind.CLIENT },
+    errorStatus: SpanStatusCode.ERROR,
+    inject: () => ({}),
+    traceparent: () => undefined,
+    continued: () => ROOT_CONTEXT,
+    bind: (work) => work,
+    droppedSpans: () => Promise.resolve(0),
+  }
+  const app = await build(t, { tracing: api })
+  const getPet = oldest.operations.get('getPet')!
+  const response = await app.inject({ url: missing(oldest, getPet), headers: { authorization: `Bearer ${testKey}` } })
+  t.equal(response.statusCode, 404)
+  t.same(
+    started.map(({ name }) => name),
+    [`GET ${oldest.basePath}${getPet.path}`],
+    "the request's span alone: none for the statements it made",
+  )
+  t.same(Object.keys(started[0]!.attributes).sort(), ['http.request.method', 'url.path'], 'only what a sampler may read')
 })

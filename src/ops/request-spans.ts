@@ -56,9 +56,12 @@ async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
     const { route, attributes } = describe(request)
     const span = api.tracer.startSpan(
       route === undefined ? request.method : `${request.method} ${route}`,
-      { kind: api.kinds.server, attributes: { ...attributes, 'http.request.method': request.method, 'url.path': request.url.split('?')[0] } },
+      { kind: api.kinds.server, attributes: { 'http.request.method': request.method, 'url.path': request.url.split('?')[0] } },
       parent,
     )
+    // the route's and operation's attributes on a span kept only: the SDK copies and checks
+    // every attribute given at the start, kept or not, and most requests are not (a sampler)
+    if (span.isRecording()) span.setAttributes(attributes)
     const context = api.withSpan(parent, span)
     request.traced = { span, context }
     // every line the request logs (its access-log line too) names its trace and span

@@ -30,7 +30,7 @@ export function describeStatement(dialect: Dialect, text: string): Described {
 }
 
 /**
- * A client span for each statement made while a request's span is active: a child of it. A
+ * A client span for each statement made while a request's span, kept, is active: a child of it. A
  * statement outside a request (the webhook dispatcher's, a start's) starts no trace of its own.
  * Each distinct text is described once: the service has a few dozen.
  */
@@ -38,7 +38,8 @@ export function statementSpans(api: TraceApi): StatementWatcher {
   const described = new Map<string, Described>()
   return (dialect, text) => {
     const parent = api.active()
-    if (api.spanOf(parent) === undefined) return undefined
+    // (a request's span not kept has no child kept either: the sampler follows the parent)
+    if (api.spanOf(parent)?.isRecording() !== true) return undefined
     const key = `${dialect} ${text}`
     let found = described.get(key)
     if (found === undefined) described.set(key, (found = describeStatement(dialect, text)))
