@@ -1,4 +1,4 @@
-import type { Attributes, Context, Span, SpanContext, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+import type { Context, DiagLogger, DiagLoggerOptions, Span, SpanContext, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
 import { tracingWanted } from '../core/config.js'
 
 /** What of `@opentelemetry/api` the spans are made with: imported with the SDK, never before. */
@@ -26,8 +26,9 @@ export interface TraceApi {
   within<R>(context: Context, work: () => R): R
   kinds: { server: SpanKind; client: SpanKind }
   errorStatus: SpanStatusCode
-  /** spans dropped so far because the export queue was full (the collector down or slow) */
-  droppedSpans: () => Promise<number>
+  /** spans dropped so far because the export queue was full (the collector down or slow), as
+   * the SDK has reported them */
+  droppedSpans: () => number
 }
 
 export interface Tracing extends TraceApi {
@@ -36,9 +37,38 @@ export interface Tracing extends TraceApi {
   shutdown(withinMs: number): Promise<void>
 }
 
-/** The SDK's count of the spans its processor is done with, `error.type` `queue_full` for
- * those dropped (OpenTelemetry's semantic conventions of the SDK's own metrics). */
-const processedSpans = 'otel.sdk.processor.span.processed'
+/** What the batch span processor says when spans were dropped, once the queue has room again. */
+const droppedReport = /^Dropped (\d+) spans because maxQueueSize reached$/
+
+/**
+ * The SDK's diagnostic logger, which counts the spans the batch processor reports dropped: the
+ * only report of them it makes through its API (its own metrics would cost every span a
+ * counter's work). With OTEL_LOG_LEVEL, the SDK's messages at that level are printed as the SDK
+ * prints them (DiagConsoleLogger, on stderr), as without this logger.
+ */
+function dropCounter(api: typeof import('@opentelemetry/api'), env: NodeJS.ProcessEnv, counted: (count: number) => void): [DiagLogger, DiagLoggerOptions] {
+  const levels = api.DiagLogLevel
+  const wanted = levels[(env.OTEL_LOG_LEVEL ?? '').trim().toUpperCase() as keyof typeof levels] as number | undefined
+  const printer = wanted === undefined ? undefined : new api.DiagConsoleLogger()
+  const printed =
+    (level: number, name: keyof DiagLogger) =>
+    (message: string, ...args: unknown[]) => {
+      if (printer !== undefined && level <= wanted!) printer[name](message, ...args)
+    }
+  const warned = printed(levels.WARN, 'warn')
+  const logger: DiagLogger = {
+    error: printed(levels.ERROR, 'error'),
+    warn(message, ...args) {
+      const report = droppedReport.exec(message)
+      if (report !== null) counted(Number(report[1]))
+      warned(message, ...args)
+    },
+    info: printed(levels.INFO, 'info'),
+    debug: printed(levels.DEBUG, 'debug'),
+    verbose: printed(levels.VERBOSE, 'verbose'),
+  }
+  return [logger, { logLevel: Math.max(levels.WARN, wanted ?? levels.NONE), suppressOverrideMessage: true }]
+}
 
 /** The service's name in its spans when OTEL_SERVICE_NAME does not give one (the SDK's own
  * default, `unknown_service:node`, names no service). */
@@ -56,26 +86,11 @@ export async function startTracing(): Promise<Tracing | undefined> {
   // (process.env: the SDK reads it too)
   const env = process.env
   if (!tracingWanted(env)) return undefined
-  const [{ NodeSDK }, api, { MetricReader }] = await Promise.all([
-    import('@opentelemetry/sdk-node'),
-    import('@opentelemetry/api'),
-    import('@opentelemetry/sdk-metrics'),
-  ])
+  const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')])
   const serviceNamed = (env.OTEL_SERVICE_NAME ?? '').trim() !== ''
-  // The batch span processor counts the spans it drops only in the SDK's own metrics: read by a
-  // reader that exports nothing, asked when Prometheus scrapes (droppedSpans). (The SDK records
-  // its own metrics only when this variable is true, and only with a reader.)
-  env.OTEL_NODE_EXPERIMENTAL_SDK_METRICS = 'true'
-  const sdkMetrics = new (class extends MetricReader {
-    protected onShutdown = () => Promise.resolve()
-    protected onForceFlush = () => Promise.resolve()
-  })()
-  const sdk = new NodeSDK({
-    metricReaders: [sdkMetrics],
-    logRecordProcessors: [],
-    instrumentations: [],
-    ...(!serviceNamed && { serviceName: defaultServiceName }),
-  })
+  const sdk = new NodeSDK({ metricReaders: [], logRecordProcessors: [], instrumentations: [], ...(!serviceNamed && { serviceName: defaultServiceName }) })
+  let dropped = 0
+  api.diag.setLogger(...dropCounter(api, env, (count) => (dropped += count)))
   sdk.start()
   const { context, propagation, trace, SpanKind, SpanStatusCode } = api
   return {
@@ -102,14 +117,7 @@ export async function startTracing(): Promise<Tracing | undefined> {
     within: (of, work) => context.with(of, work),
     kinds: { server: SpanKind.SERVER, client: SpanKind.CLIENT },
     errorStatus: SpanStatusCode.ERROR,
-    async droppedSpans() {
-      const { resourceMetrics } = await sdkMetrics.collect()
-      const processed = resourceMetrics.scopeMetrics.flatMap(({ metrics }) => metrics).filter(({ descriptor }) => descriptor.name === processedSpans)
-      const dropped = processed
-        .flatMap(({ dataPoints }) => dataPoints as { attributes: Attributes; value: unknown }[])
-        .filter(({ attributes }) => attributes['error.type'] === 'queue_full')
-      return dropped.reduce((sum, { value }) => sum + (value as number), 0)
-    },
+    droppedSpans: () => dropped,
     shutdown: (withinMs) =>
       new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, withinMs)
