@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import type { Logs } from './servers.js'
+import type { Logs, LogTo } from './servers.js'
 
 /** The main scenarios, in the order of the table; --scenarios names them by their first word. */
 export const petScenarioNames = ['getPet', 'listPets limit=20, status', 'listPets@v2 limit=20, status', 'listPets 304 limit=20, status', 'createPet']
@@ -41,6 +41,9 @@ export interface BenchOptions {
   only: 'sqlite' | 'postgres' | undefined
   /** LOG_LEVEL of the "logs on" measurements: unset is the service's default (info) */
   logLevel: string | undefined
+  /** where each server's stdout (its access log) goes: a pipe this process drains into a file,
+   * as a log collector reads it (--log-to pipe, the default), or the file itself */
+  logTo: LogTo
   skipped: Set<string>
   /** whether a main scenario was asked for (--scenarios) */
   wantedScenario(name: string): boolean
@@ -79,6 +82,7 @@ const flagOptions = {
   only: { type: 'string' },
   scenarios: { type: 'string' },
   'log-level': { type: 'string' },
+  'log-to': { type: 'string', default: 'pipe' },
   'cold-starts': { type: 'string' },
   'rss-duration': { type: 'string' },
   'rss-connections': { type: 'string', default: '200' },
@@ -118,6 +122,7 @@ export function readOptions(args: string[]): BenchOptions {
   for (const name of chosen) {
     if (!scenarioNames.some((full) => shortName(full) === name)) usage(`--scenarios takes ${scenarioNames.map(shortName).join(', ')}, not ${name}`)
   }
+  if (flags['log-to'] !== 'pipe' && flags['log-to'] !== 'file') usage(`--log-to takes pipe or file, not ${flags['log-to']}`)
   if (flags['profile-logs'] !== 'on' && flags['profile-logs'] !== 'off') usage(`--profile-logs takes on or off, not ${flags['profile-logs']}`)
   if (!petScenarioNames.some((name) => profileName(name) === flags['profile-scenario']))
     usage(`--profile-scenario takes ${petScenarioNames.map(profileName).join(', ')}, not ${flags['profile-scenario']}`)
@@ -144,6 +149,7 @@ export function readOptions(args: string[]): BenchOptions {
     sharedCores: flags['shared-cores'],
     only: flags.only,
     logLevel: flags['log-level'],
+    logTo: flags['log-to'],
     skipped,
     wantedScenario,
     ordersWanted: orderScenarioNames.some(wantedScenario),

@@ -45,6 +45,10 @@
  *                       createPet, getOrder, listOrders, placeOrder, updateOrder
  *   --log-level LEVEL   LOG_LEVEL of service and peers when logs are on (default: unset, the
  *                       service's default, info); logs off is always LOG_LEVEL=silent
+ *   --log-to WHERE      pipe (default): each server's stdout, its access log, is a pipe that
+ *                       a cat of its own drains into a file, as a deployment's log collector reads
+ *                       it, on another core; file: the server writes the file itself, its writes
+ *                       on its own core (docs/benchmarks.md, "The tail as a deployment sees it")
  *   --cold-starts N     cold starts measured, median shown (5; --smoke: 1)
  *   --rss-duration S    seconds of load at --rss-connections before RSS is read (60; --smoke: 1)
  *   --rss-connections N (200)
@@ -150,7 +154,7 @@ async function plainRevalidation(options: BenchOptions, driver: Driver, running:
 
 async function main(options: BenchOptions, workDir: string, made: ReturnType<typeof stores>) {
   const envKey = `bench-env-${randomBytes(12).toString('hex')}`
-  const running = servers({ workDir, envKey, logLevel: options.logLevel })
+  const running = servers({ workDir, envKey, logLevel: options.logLevel, logTo: options.logTo })
   const cpus = os.cpus()
   const wanted = (store: 'sqlite' | 'postgres') => options.only === undefined || options.only === store
   const postgres = wanted('postgres') ? await postgresVersion() : { problem: 'not asked for (--only sqlite)' }
@@ -173,7 +177,7 @@ async function main(options: BenchOptions, workDir: string, made: ReturnType<typ
       : `the reads (GET) sent by ${wrk} (one thread), the writes by autocannon in this process`
   console.log(
     `- logs on: LOG_LEVEL ${options.logLevel ?? 'unset (the service default, info: one access-log line per request)'} for service and peers, ` +
-      'their logs going to files; logs off: LOG_LEVEL=silent for both; ' +
+      `their stdout ${options.logTo === 'pipe' ? 'a pipe that a process of its own (cat) drains into a file, as a log collector reads it (--log-to pipe)' : 'written to a file by the server itself (--log-to file)'}; logs off: LOG_LEVEL=silent for both; ` +
       `load: ${drivers}, on the same machine; ${cores}${options.smoke ? '; SMOKE RUN: figures are not meaningful' : ''}`,
   )
 

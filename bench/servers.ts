@@ -1,6 +1,6 @@
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { openSync, readFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync } from 'node:fs'
 import { request as httpRequest } from 'node:http'
 import { type AddressInfo, createServer } from 'node:net'
 import { join } from 'node:path'
@@ -23,6 +23,16 @@ export interface Target {
 
 /** Whether a server writes its access log: at the level the bench was given, or not at all. */
 export type Logs = 'on' | 'off'
+
+/**
+ * Where a server's stdout goes. `pipe`: a pipe that a process of its own (`cat`, on the load
+ * generator's core) drains into the log file, as a deployment's log collector (journald, a
+ * container runtime) reads it, on a core other than the server's. `file`: the file itself, written by the server:
+ * its writes (the service's are asynchronous, on libuv's threads, pinned with it) and the
+ * kernel's copying of them are then on the server's own core, which no deployment that ships
+ * its logs elsewhere pays.
+ */
+export type LogTo = 'pipe' | 'file'
 
 /** Every server measured with its access log and without. */
 export const logSettings: Logs[] = ['on', 'off']
@@ -94,11 +104,30 @@ export async function stop({ child }: { child: ChildProcess }) {
 }
 
 /** `node ...args` from the project's folder, with `env` over ours; a child of the bench. */
-export function spawnNode(args: string[], env: NodeJS.ProcessEnv, stdio: 'ignore' | number): ChildProcess {
-  const child = spawn(...onServerCores(process.execPath, args), { cwd: projectRoot, env: { ...process.env, ...env }, stdio: ['ignore', stdio, stdio] })
+export function spawnNode(args: string[], env: NodeJS.ProcessEnv, stdio: 'ignore' | number, stdout?: number): ChildProcess {
+  const child = spawn(...onServerCores(process.execPath, args), {
+    cwd: projectRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', stdout ?? stdio, stdio],
+  })
   children.add(child)
   child.on('exit', () => children.delete(child))
   return child
+}
+
+/**
+ * A pipe (a FIFO beside `log`) that a process of its own, `cat`, drains into `log`, appending:
+ * the write end, for a server's stdout. The reader runs where this process may (on the load
+ * generator's core, once pinCores has pinned), as a log collector runs beside the server.
+ */
+function drainedPipe(log: string): number {
+  const fifo = `${log}.fifo`
+  execFileSync('mkfifo', [fifo])
+  const reader = spawn('sh', ['-c', 'exec cat "$0" >> "$1"', fifo, log], { stdio: 'ignore' })
+  children.add(reader)
+  reader.on('exit', () => children.delete(reader))
+  // (opening a FIFO to write waits for its reader: cat opens it at once)
+  return openSync(fifo, 'w')
 }
 
 /** LOG_LEVEL for a server: silent without logs, else the bench's level (unset: the default). */
@@ -113,12 +142,15 @@ export const logLevelOf = (logs: Logs, logLevel: string | undefined): NodeJS.Pro
 /** Every role of openapi.yaml, staff's included, joined as API_KEYS writes them. */
 const staffRoles = [...loadContract(newestSpecPath).roles.roles.keys()].join('+')
 
-export function servers({ workDir, envKey, logLevel }: { workDir: string; envKey: string; logLevel: string | undefined }) {
+export function servers({ workDir, envKey, logLevel, logTo = 'pipe' }: { workDir: string; envKey: string; logLevel: string | undefined; logTo?: LogTo }) {
   async function start(name: string, kind: Target['kind'], args: string[], env: NodeJS.ProcessEnv, key: string): Promise<Target> {
     const launch = async () => {
       const port = await freePort()
       const log = join(workDir, `${name.replace(/[^\w.-]+/g, '_')}.${port}.log`)
-      const child = spawnNode(args, { PORT: String(port), HOST: '127.0.0.1', ...env }, openSync(log, 'w'))
+      // (stderr to the file itself, appended to as the pipe's reader appends stdout)
+      const stdout = logTo === 'pipe' ? drainedPipe(log) : undefined
+      const child = spawnNode(args, { PORT: String(port), HOST: '127.0.0.1', ...env }, openSync(log, 'a'), stdout)
+      if (stdout !== undefined) closeSync(stdout) // (the server's copy is the only writer: its exit ends the reader)
       const url = `http://127.0.0.1:${port}`
       try {
         await answering(`${url}/v1/pets?limit=1`, key, child)
