@@ -132,6 +132,6 @@ export async function startTracing(): Promise<Tracing | undefined> {
 }
 
 /** W3C Trace Context's traceparent of a span (version 00): what an event keeps of its trace. */
-export function traceparentOf({ traceId, spanId, traceFlags }: SpanContext): string {
+function traceparentOf({ traceId, spanId, traceFlags }: SpanContext): string {
   return `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, '0')}`
 }
