@@ -15,7 +15,7 @@
  * one by one (kysely, typebox, ajv, fastify, pg...) was most of a cold start; as one file, with
  * the code cache, it is read at once and not compiled again. Left outside, loaded from
  * node_modules as usual: better-sqlite3, whose native addon finds its own files at run time, and
- * pg's optional native driver, which is not installed; OpenTelemetry's SDK, imported
+ * pg's optional native driver, which is not installed; OpenTelemetry's SDK (and its core), imported
  * dynamically only when tracing is on (src/ops/tracing.ts), so that a server without it neither
  * loads nor compiles it (its API, which prom-client requires anyway, is bundled: one copy of
  * it, whose global the SDK registers its tracer in). @fastify/swagger-ui is bundled, its page
@@ -41,7 +41,7 @@ import { projectRoot } from '../src/core/paths.js'
 
 const require = createRequire(import.meta.url)
 
-const external = ['better-sqlite3', 'pg-native', '@opentelemetry/sdk-node']
+const external = ['better-sqlite3', 'pg-native', '@opentelemetry/sdk-node', '@opentelemetry/core']
 
 /** @fastify/swagger-ui serves its page from its own folder, found from `__dirname`: in the
  * bundle, its files that ask get the folder they have in node_modules (found at run time, from

@@ -102,6 +102,7 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
   let taken = await takenTypes()
   const write = async (tx: Statements, events: NewEvent[]) => {
     const now = Date.now()
+    const trace = traceNow() ?? null
     for (const event of events) {
       const { audience } = event
       if (audience === null) continue
@@ -109,7 +110,7 @@ export async function openOutbox(sql: Sql, dialect: Dialect, retryPeriodMs: numb
       if (audience !== undefined && (await tx.row(anyOwnTaker, [event.type, audience])) === undefined) continue
       const { id } = (await tx.row<{ id: number }>(
         'insert into webhook_events (type, occurred_at, fields, audience, trace_parent) values ($1, $2, $3, $4, $5) returning id',
-        [event.type, now, fieldsOf(event), audience ?? null, traceNow() ?? null],
+        [event.type, now, fieldsOf(event), audience ?? null, trace],
       ))!
       await tx.run(
         `insert into webhook_deliveries (subscription_id, event_id, status, attempts, next_attempt_at, give_up_at, created_at)

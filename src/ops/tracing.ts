@@ -1,4 +1,4 @@
-import type { Context, DiagLogger, DiagLoggerOptions, Span, SpanContext, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
+import type { Context, DiagLogger, DiagLoggerOptions, Span, SpanKind, SpanStatusCode, Tracer } from '@opentelemetry/api'
 import { tracingWanted } from '../core/config.js'
 
 /** What of `@opentelemetry/api` the spans are made with: imported with the SDK, never before. */
@@ -10,7 +10,7 @@ export interface TraceApi {
   inject(context: Context): Record<string, string>
   /** the W3C traceparent of the span active now, or undefined outside any */
   traceparent: () => string | undefined
-  /** the context whose span a traceparent (as `traceparent()` wrote it) names; the root
+  /** the context whose span a W3C traceparent (as `traceparent()` wrote it) names; the root
    * context when it names none */
   continued(traceparent: string | null): Context
   /** `work`, to run in the context active now wherever it is called from (a write queued for a
@@ -43,12 +43,11 @@ const droppedReport = /^Dropped (\d+) spans because maxQueueSize reached$/
 /**
  * The SDK's diagnostic logger, which counts the spans the batch processor reports dropped: the
  * only report of them it makes through its API (its own metrics would cost every span a
- * counter's work). With OTEL_LOG_LEVEL, the SDK's messages at that level are printed as the SDK
- * prints them (DiagConsoleLogger, on stderr), as without this logger.
+ * counter's work). With OTEL_LOG_LEVEL (`wanted`, as the SDK reads it), the SDK's messages at that
+ * level are printed as the SDK prints them (DiagConsoleLogger, on stderr), as without this logger.
  */
-function dropCounter(api: typeof import('@opentelemetry/api'), env: NodeJS.ProcessEnv, counted: (count: number) => void): [DiagLogger, DiagLoggerOptions] {
+function dropCounter(api: typeof import('@opentelemetry/api'), wanted: number | undefined, counted: (count: number) => void): [DiagLogger, DiagLoggerOptions] {
   const levels = api.DiagLogLevel
-  const wanted = levels[(env.OTEL_LOG_LEVEL ?? '').trim().toUpperCase() as keyof typeof levels] as number | undefined
   const printer = wanted === undefined ? undefined : new api.DiagConsoleLogger()
   const printed =
     (level: number, name: keyof DiagLogger) =>
@@ -86,13 +85,15 @@ export async function startTracing(): Promise<Tracing | undefined> {
   // (process.env: the SDK reads it too)
   const env = process.env
   if (!tracingWanted(env)) return undefined
-  const [{ NodeSDK }, api] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api')])
+  const [{ NodeSDK }, api, core] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/api'), import('@opentelemetry/core')])
   const serviceNamed = (env.OTEL_SERVICE_NAME ?? '').trim() !== ''
   const sdk = new NodeSDK({ metricReaders: [], logRecordProcessors: [], instrumentations: [], ...(!serviceNamed && { serviceName: defaultServiceName }) })
   let dropped = 0
-  api.diag.setLogger(...dropCounter(api, env, (count) => (dropped += count)))
+  api.diag.setLogger(...dropCounter(api, core.diagLogLevelFromString(env.OTEL_LOG_LEVEL), (count) => (dropped += count)))
   sdk.start()
   const { context, propagation, trace, SpanKind, SpanStatusCode } = api
+  // what an event keeps of its trace is W3C's traceparent, whatever OTEL_PROPAGATORS says
+  const w3c = new core.W3CTraceContextPropagator()
   return {
     tracer: trace.getTracer('petstore'),
     extract: (headers) => propagation.extract(api.ROOT_CONTEXT, headers),
@@ -102,14 +103,11 @@ export async function startTracing(): Promise<Tracing | undefined> {
       return headers
     },
     traceparent() {
-      const span = trace.getSpan(context.active())
-      return span === undefined ? undefined : traceparentOf(span.spanContext())
+      const carrier: Record<string, string> = {}
+      w3c.inject(context.active(), carrier, api.defaultTextMapSetter)
+      return carrier[core.TRACE_PARENT_HEADER]
     },
-    continued(traceparent) {
-      const [, traceId, spanId, flags] = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/.exec(traceparent ?? '') ?? []
-      if (traceId === undefined) return api.ROOT_CONTEXT
-      return trace.setSpanContext(api.ROOT_CONTEXT, { traceId, spanId: spanId!, traceFlags: parseInt(flags!, 16), isRemote: true })
-    },
+    continued: (traceparent) => w3c.extract(api.ROOT_CONTEXT, { [core.TRACE_PARENT_HEADER]: traceparent ?? undefined }, api.defaultTextMapGetter),
     bind: (work) => context.bind(context.active(), work),
     active: () => context.active(),
     withSpan: (parent, span) => trace.setSpan(parent, span),
@@ -129,9 +127,4 @@ export async function startTracing(): Promise<Tracing | undefined> {
         sdk.shutdown().then(done, done)
       }),
   }
-}
-
-/** W3C Trace Context's traceparent of a span (version 00): what an event keeps of its trace. */
-function traceparentOf({ traceId, spanId, traceFlags }: SpanContext): string {
-  return `00-${traceId}-${spanId}-${traceFlags.toString(16).padStart(2, '0')}`
 }

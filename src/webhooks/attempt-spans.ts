@@ -1,9 +1,6 @@
 import type { TraceApi } from '../ops/tracing.js'
 import type { Claimed } from './deliveries.js'
-import type { Answer } from './send.js'
-
-/** What an attempt came to: the receiver's answer, or an address the policy refused. */
-export type AttemptAnswer = Answer | { error: 'refused'; detail: string }
+import type { AttemptAnswer } from './outcome.js'
 
 /** An attempt's span, begun: the headers that carry its trace to the receiver, and its end. */
 export interface AttemptSpan {

@@ -3,8 +3,8 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { EventFields, EventType } from '../events/outbox.js'
 import { redactUrl } from '../http/redact.js'
 import type { Backlog, CircuitPolicy, Claimed, DeliveryQueue, Outcome, Settlement } from './deliveries.js'
-import { type AttemptResult, heldPastRetryPeriod, outcomeOf, type Retries } from './outcome.js'
-import type { AttemptAnswer, AttemptTracer } from './attempt-spans.js'
+import { type AttemptAnswer, type AttemptResult, heldPastRetryPeriod, outcomeOf, type Retries } from './outcome.js'
+import type { AttemptTracer } from './attempt-spans.js'
 import { Connections, post } from './send.js'
 import { signedHeaders } from './signing.js'
 import { type Resolve, resolveTarget, systemResolve, type TargetPolicy, TargetRefused } from './target.js'
@@ -154,12 +154,13 @@ export function startDispatcher(queue: DeliveryQueue, options: DispatcherOptions
   async function send(claimed: Claimed): Promise<AttemptAnswer> {
     const id = `${eventIdPrefix}${claimed.event.id}`
     const span = traceAttempt?.(claimed, id)
-    const answer = await sendTraced(claimed, id, span?.headers)
+    const answer = await sendWith(claimed, id, span?.headers)
     span?.end(answer)
     return answer
   }
 
-  async function sendTraced(claimed: Claimed, id: string, traceHeaders: Record<string, string> | undefined): Promise<AttemptAnswer> {
+  /** One attempt, with the headers that carry its trace when tracing is on. */
+  async function sendWith(claimed: Claimed, id: string, traceHeaders: Record<string, string> | undefined): Promise<AttemptAnswer> {
     const { event } = claimed
     const body = eventBody(event, eventIdPrefix, show(event.type, JSON.parse(event.fields) as EventFields, claimed.apiVersion))
     try {

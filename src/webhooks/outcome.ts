@@ -7,6 +7,9 @@ import type { Answer } from './send.js'
 export type AttemptResult = 'succeeded' | 'rejected' | 'timeout' | 'unreachable' | 'refused'
 export const attemptResults: readonly AttemptResult[] = ['succeeded', 'rejected', 'timeout', 'unreachable', 'refused']
 
+/** What an attempt came to: the receiver's answer, or an address the policy refused. */
+export type AttemptAnswer = Answer | { error: 'refused'; detail: string }
+
 /** The longest wait between two attempts. */
 export const maxRetryDelayMs = 60 * 60 * 1000
 
@@ -49,7 +52,7 @@ export interface Retries {
  * tried again after retryDelay. No retry is made past the delivery's retry period.
  */
 export function outcomeOf(
-  answer: Answer | { error: 'refused'; detail: string },
+  answer: AttemptAnswer,
   { attempts, giveUpAt }: Pick<Claimed, 'attempts' | 'giveUpAt'>,
   { retryBaseMs, retryAfterMaxMs, lastErrorLength }: Retries,
   now = Date.now(),
