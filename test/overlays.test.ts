@@ -54,6 +54,13 @@ t.test("the next major as served, with the oldest's overlay applied, is the olde
   t.strictSame(keyOrderDifferences(nextReleased, nextServed), [], 'in its order')
 })
 
+t.test('written once: openapi.yaml and the overlays are at most 1.15 times the lines of the largest document served', async (t) => {
+  const lines = (file: string) => readFileSync(file, 'utf8').split('\n').length - 1
+  const sources = specPaths.reduce((sum, file) => sum + lines(file), 0)
+  const largest = Math.max(...loadContracts().map(({ version }) => lines(join(generatedDir, `v${version[0]}`, 'openapi.yaml'))))
+  t.ok(sources <= 1.15 * largest, `${sources} lines written, ${(sources / largest).toFixed(3)} times the ${largest} of the largest document served`)
+})
+
 t.test('the loader refuses an overlay that is none, one whose action selects nothing, one whose name says another major', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'petstore-overlay-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
