@@ -217,7 +217,8 @@ export type Rounds = Map<string, Map<string, Measurement[]>>
 
 /**
  * Each scenario against each target, `plan.rounds` times, interleaved (round by round, scenario
- * by scenario, the targets in an order that turns each round); every target has a warm-up first.
+ * by scenario, the targets in an order that turns each round), each measurement right after its
+ * target's warm-up on its scenario.
  * `scenariosOf` gives a target its scenarios: the same names for all, in the same order (their
  * paths may differ), or none at a place where a target has nothing to measure. Returns the
  * medians, by scenario name and target name.
@@ -241,30 +242,26 @@ export async function compareRounds(
 ): Promise<Rounds> {
   const names = scenariosOf(targets[0]!).map((scenario) => scenario!.name)
   const runs: Rounds = new Map(names.map((name) => [name, new Map<string, Measurement[]>()]))
-  // (every process measured is warmed up alike, by the same rule: warmedUp's)
-  const warmUp = async (target: Target) => {
+  // (every process measured is warmed up alike, by the same rule: warmedUp's, right before each
+  // measurement: a process left idle while the others are warmed up and measured, minutes on
+  // end, has had V8 give back its memory and its compiled code, and answers its next seconds as
+  // a new process would: a p99 of 114 ms against 5-8 ms warm, docs/benchmarks.md, "The tail as
+  // a deployment sees it")
+  const warmUp = async (target: Target, scenario: Scenario) => {
     if (plan.warmUp === 0) return
-    for (const scenario of scenariosOf(target)) {
-      if (scenario === undefined) continue
-      const costs = await warmedUp(target, scenario, plan)
-      progress(
-        `  ${label} warm-up ${scenario.name} ${target.name}: ${costs.length} × ${plan.warmUp} s, CPU ${costs.map((cost) => cost.toFixed(1)).join(', ')} µs/req`,
-      )
-    }
+    const costs = await warmedUp(target, scenario, plan)
+    progress(
+      `  ${label} warm-up ${scenario.name} ${target.name}: ${costs.length} × ${plan.warmUp} s, CPU ${costs.map((cost) => cost.toFixed(1)).join(', ')} µs/req`,
+    )
   }
-  for (const target of targets) await warmUp(target)
   for (let round = 0; round < plan.rounds; round++) {
-    if (freshEachRound && round > 0) {
-      for (const target of targets) {
-        await target.restart()
-        await warmUp(target)
-      }
-    }
+    if (freshEachRound && round > 0) for (const target of targets) await target.restart()
     for (const [s, name] of names.entries()) {
       const order = targets.map((_, i) => targets[(i + round) % targets.length]!)
       for (const target of order) {
         const scenario = scenariosOf(target)[s]
         if (scenario === undefined) continue
+        await warmUp(target, scenario)
         const observed = observe?.(target, name)
         const measured = await load(target, [scenario], plan.duration, plan.connections, plan.driver)
         observed?.(measured)
