@@ -5,7 +5,8 @@
  *
  * In openapi.yaml, as written (its comments and layout kept): `info.version` becomes N+1.0.0, and
  * the version segment `/vN` becomes `/vN+1` wherever the text says it (its servers, the URLs its
- * headers document, its descriptions). The overlay sets back each value that changed: one action
+ * headers document, its operations' descriptions) but in the API's description, which every
+ * version shares. The overlay sets back each value that changed: one action
  * per object that holds one. The command checks that the overlay, applied to the new openapi.yaml,
  * gives version N's document value for value, and writes nothing otherwise.
  *
@@ -20,7 +21,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { isDeepStrictEqual, parseArgs } from 'node:util'
-import { parse } from 'yaml'
+import { isScalar, parse, parseDocument } from 'yaml'
 import { applyOverlay, type OverlayAction } from '../src/contract/overlay.js'
 import { bundleText, overlaysDirOf } from '../src/contract/load.js'
 import { parseVersion, withVersion } from '../src/contract/version.js'
@@ -56,9 +57,15 @@ export function overlayActions(older: Json, newer: Json, path: Path = []): Overl
 }
 
 /** openapi.yaml's text as major version N+1: its info.version (as a release sets it), and `/vN`
- * (a whole segment) as `/vN+1`. */
-export const nextMajorText = (text: string, major: number): string =>
-  withVersion(text, `${major + 1}.0.0`).replaceAll(new RegExp(`/v${major}(?![0-9A-Za-z_])`, 'g'), `/v${major + 1}`)
+ * (a whole segment) as `/vN+1`, but in the API's description, which every version served shares
+ * (docs/changing-the-api.md): the server team says there what the new major changes. */
+export function nextMajorText(text: string, major: number): string {
+  const versioned = withVersion(text, `${major + 1}.0.0`)
+  const moved = (part: string) => part.replaceAll(new RegExp(`/v${major}(?![0-9A-Za-z_])`, 'g'), `/v${major + 1}`)
+  const description = parseDocument(versioned).getIn(['info', 'description'], true)
+  const [start, , end] = isScalar(description) && description.range ? description.range : [versioned.length, 0, versioned.length]
+  return moved(versioned.slice(0, start)) + versioned.slice(start, end) + moved(versioned.slice(end))
+}
 
 export interface NewMajor {
   ok: boolean

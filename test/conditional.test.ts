@@ -542,7 +542,11 @@ if (!postgresMissing) {
           for (const { writer } of (await query(url, 'select distinct writer from page_revisions where writer <> 0')).rows) writersSeen.add(writer as number)
           most = Math.max(most, await rows())
           // (the pool's connections ended by the server, as an idle timeout or a failover would: the next writes open new ones)
-          await query(url, 'select pg_terminate_backend(pid) from pg_stat_activity where pid in (select writer from page_revisions)')
+          const open = app.storage.stats().pool!.open
+          const ended = (await query(url, 'select pg_terminate_backend(pid) from pg_stat_activity where pid in (select writer from page_revisions)')).rowCount!
+          // (once the pool has read their end: a connection lent before would fail its statement,
+          // answered 503 as a client is told to try again, which is not what this test is about)
+          for (let waited = 0; app.storage.stats().pool!.open > open - ended && waited < 300; waited++) await setTimeout(10)
         }
         await aPet(t, app)
         lastTag = String((await read(t, app, `${api}/store/orders`)).headers.etag)

@@ -69,7 +69,10 @@ t.test('the next major: openapi.yaml at /vN+1, every older major served as it wa
   t.equal(text, nextMajorText(source, major), 'openapi.yaml as written, its comments kept')
   t.ok(text.endsWith(`# This is version ${major}.\n`), 'its prose left to the server team')
   t.match(text, /^# The pet store service's contract/, 'its comments')
-  t.notMatch(text, new RegExp(`/v${major}(?![0-9])`), `no /v${major} left`)
+  // (the API's description is every version's: the command leaves it to the server team)
+  const { description, ...info } = (parse(text) as { info: { description: string } }).info
+  t.equal(description, (parse(source) as { info: { description: string } }).info.description, "the API's description, as it was")
+  t.notMatch(JSON.stringify({ ...(parse(text) as object), info }), new RegExp(`/v${major}(?![0-9])`), `no /v${major} left elsewhere`)
   // (the documents load and are served together: versions, roles and limits agree)
   t.equal(servedTogether(specs.map((spec) => loadContractsOf(spec))).length, specs.length)
 
@@ -121,6 +124,11 @@ t.test('the actions: each object that holds a changed value, updated; a list of 
   t.equal(
     nextMajorText('info:\n  title: t\n  version: 2.3.4\nservers:\n  - url: https://x/v2\nx: /v20 /v2/a /v2\n', 2),
     'info:\n  title: t\n  version: 3.0.0\nservers:\n  - url: https://x/v3\nx: /v20 /v3/a /v3\n',
+  )
+  t.equal(
+    nextMajorText('info:\n  description: |\n    At /v2.\n  version: 2.0.0\nx: /v2\n', 2),
+    'info:\n  description: |\n    At /v2.\n  version: 3.0.0\nx: /v3\n',
+    "the API's description kept",
   )
 })
 
