@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { OpenAPIV3 } from 'openapi-types'
@@ -20,9 +20,15 @@ export const oldestSpecPath = specPaths[0]!
 export function editedContract(edit: (document: OpenAPIV3.Document) => void, spec: string = oldestSpecPath): Contract {
   const document = structuredClone(loadContract(spec).document)
   edit(document)
-  const path = join(mkdtempSync(join(tmpdir(), 'petstore-spec-')), 'openapi.yaml')
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-spec-'))
+  const path = join(dir, 'openapi.yaml')
   writeFileSync(path, stringify(document))
-  return loadContract(path)
+  try {
+    return loadContract(path)
+  } finally {
+    // (the contract is read whole at its load: nothing reads the file again)
+    rmSync(dir, { recursive: true, force: true })
+  }
 }
 
 /** The request body examples of an operation, in the document's order, by name (its
