@@ -245,8 +245,8 @@ export async function compareRounds(
   // (every process measured is warmed up alike, by the same rule: warmedUp's, right before each
   // measurement: a process left idle while the others are warmed up and measured, minutes on
   // end, has had V8 give back its memory and its compiled code, and answers its next seconds as
-  // a new process would: a p99 of 114 ms against 5-8 ms warm, docs/benchmarks.md, "The tail as
-  // a deployment sees it")
+  // a new process would: a p99 of 114 ms for its next 3 s against 3-5 ms warm,
+  // docs/benchmarks.md, "The tail as a deployment sees it")
   const warmUp = async (target: Target, scenario: Scenario) => {
     if (plan.warmUp === 0) return
     const costs = await warmedUp(target, scenario, plan)

@@ -546,7 +546,8 @@ if (!postgresMissing) {
           const ended = (await query(url, 'select pg_terminate_backend(pid) from pg_stat_activity where pid in (select writer from page_revisions)')).rowCount!
           // (once the pool has read their end: a connection lent before would fail its statement,
           // answered 503 as a client is told to try again, which is not what this test is about)
-          for (let waited = 0; app.storage.stats().pool!.open > open - ended && waited < 300; waited++) await setTimeout(10)
+          // (bounded at 30 s, far past what a pool takes to read an end on a slow machine)
+          for (let waited = 0; app.storage.stats().pool!.open > open - ended && waited < 3000; waited++) await setTimeout(10)
         }
         await aPet(t, app)
         lastTag = String((await read(t, app, `${api}/store/orders`)).headers.etag)
