@@ -26,7 +26,7 @@ import rateLimits from './limits/plugin.js'
 import health from './ops/health.js'
 import { lifecycleCalls } from './ops/lifecycle-calls.js'
 import metrics from './ops/metrics.js'
-import requestSpans from './ops/request-spans.js'
+import requestSpans, { traceFields } from './ops/request-spans.js'
 import { statementSpans } from './ops/statement-spans.js'
 import { registerTraceMetrics } from './ops/trace-metrics.js'
 import type { TraceApi } from './ops/tracing.js'
@@ -177,6 +177,8 @@ function fastifyOptions(contracts: readonly Contract[], options: AppOptions, api
           ...lifecycleField(reply as FastifyReply),
         }),
       },
+      // tracing on: a request's lines name its trace and span
+      ...(options.tracing && { mixin: traceFields }),
       ...options.logger,
     },
     logController: new AccessLog(),

@@ -425,7 +425,7 @@ t.test('PostgreSQL: each delivery attempt continues the trace of the request tha
   t.equal((await server.exited).code, 0)
 })
 
-t.test("a request whose span is not kept: its operation's attributes are not given, and its statements start no span", async (t) => {
+t.test('a request whose span is not kept: no attribute is given, and its statements start no span', async (t) => {
   const started: { name: string; attributes: Attributes }[] = []
   // no SDK in this process: the API's own tracer, whose spans record nothing (a sampler's "no")
   const noop = trace.getTracer('test')
@@ -464,5 +464,5 @@ t.test("a request whose span is not kept: its operation's attributes are not giv
     [`GET ${oldest.basePath}${getPet.path}`],
     "the request's span alone: none for the statements it made",
   )
-  t.same(Object.keys(started[0]!.attributes).sort(), ['http.request.method', 'url.path'], 'only what a sampler may read')
+  t.same(started[0]!.attributes, {}, 'no attribute: the samplers OTEL_TRACES_SAMPLER names read none')
 })

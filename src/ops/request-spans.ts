@@ -27,6 +27,25 @@ function operationAttributes(operation: Operation, contract: Contract): { route:
   }
 }
 
+/** Where a request's logger keeps its span, for traceFields. */
+const spanOfLogger = Symbol('span')
+interface SpanLogger {
+  [spanOfLogger]?: Span
+}
+
+/**
+ * Pino's `mixin` with tracing on: each line a request's logger writes names the request's
+ * `trace_id` and `span_id`. Read when a line is written, not when the request starts: a child
+ * logger made for each request with them as bindings cost every request its making, written
+ * or not (logs off, sampled or not).
+ */
+export function traceFields(_fields: object, _level: number, logger: object): Record<string, string> {
+  const span = (logger as SpanLogger)[spanOfLogger]
+  if (span === undefined) return {}
+  const { traceId, spanId } = span.spanContext()
+  return { trace_id: traceId, span_id: spanId }
+}
+
 /**
  * A server span for each request, made in Fastify's hooks rather than by @fastify/otel: its
  * releases depend on an older major of the OpenTelemetry SDK's packages than sdk-node's, and a
@@ -34,7 +53,7 @@ function operationAttributes(operation: Operation, contract: Contract): { route:
  * routes made from it (operations.ts, route config) know. The span joins the caller's W3C
  * `traceparent`, is named `{METHOD} {route template}` and carries the HTTP semantic conventions'
  * attributes and the operation's (operationAttributes); an Error answer's `code` is its
- * `error.type`; the request's log lines carry its trace_id and span_id. Its context is made active again after the body is read (Node's stream events
+ * `error.type`; the request's log lines carry its trace_id and span_id (traceFields). Its context is made active again after the body is read (Node's stream events
  * run outside it), so that the store's statements are its children (statement-spans.ts).
  * Registered only when tracing is on: otherwise no hook of it runs.
  */
@@ -51,25 +70,31 @@ async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
     if (found === undefined) described.set(operation, (found = operationAttributes(operation, contract!)))
     return found
   }
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', (request, _reply, done) => {
     const parent = api.extract(request.headers)
     const { route, attributes } = describe(request)
-    const span = api.tracer.startSpan(
-      route === undefined ? request.method : `${request.method} ${route}`,
-      { kind: api.kinds.server, attributes: { 'http.request.method': request.method, 'url.path': request.url.split('?')[0] } },
-      parent,
-    )
-    // the route's and operation's attributes on a span kept only: the SDK copies and checks
-    // every attribute given at the start, kept or not, and most requests are not (a sampler)
-    if (span.isRecording()) span.setAttributes(attributes)
+    const span = api.tracer.startSpan(route === undefined ? request.method : `${request.method} ${route}`, { kind: api.kinds.server }, parent)
+    // the attributes on a span kept only: the SDK copies and checks every attribute given at the
+    // start, kept or not, and most requests are not (a sampler; those OTEL_TRACES_SAMPLER names
+    // decide by the trace alone)
+    if (span.isRecording()) {
+      span.setAttributes(attributes)
+      span.setAttributes({ 'http.request.method': request.method, 'url.path': request.url.split('?')[0] })
+    }
     const context = api.withSpan(parent, span)
     request.traced = { span, context }
-    // every line the request logs (its access-log line too) names its trace and span
-    const { traceId, spanId } = span.spanContext()
-    reply.log = request.log = request.log.child({ trace_id: traceId, span_id: spanId })
+    // every line the request logs (its access-log line too) names its trace and span (traceFields);
+    // logs off, its logger is the server's own, and writes nothing
+    if (request.log !== app.log) (request.log as SpanLogger)[spanOfLogger] = span
     api.within(context, done)
   })
-  const reenter = (request: FastifyRequest, _reply: unknown, done: () => void) => api.within(request.traced!.context, done)
+  // (a GET's hooks and handler run on from onRequest's, in its context; Node's stream events,
+  // which read a body, do not)
+  const reenter = (request: FastifyRequest, _reply: unknown, done: () => void) => {
+    const { context } = request.traced!
+    if (api.active() === context) done()
+    else api.within(context, done)
+  }
   app.addHook('preValidation', reenter)
   app.addHook('preHandler', reenter)
   app.addHook('onResponse', (request, reply, done) => {
