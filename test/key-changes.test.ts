@@ -5,8 +5,11 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
 import { sqliteKeyChanges } from '../src/storage/key-changes.js'
-import { postgresKeyChanges } from '../src/storage/postgres-key-changes.js'
+import pg from 'pg'
+import { keysChannel } from '../src/storage/key-changes.js'
+import { acknowledged, listenerName, postgresKeyChanges } from '../src/storage/postgres-key-changes.js'
 import { sleep } from './helpers/concurrency.js'
+import { freshPostgres, postgresMissing, query } from './helpers/postgres.js'
 
 t.test('SQLite: data_version is asked at most once a window, and a change waits out the window before it is done', async (t) => {
   const file = join(mkdtempSync(join(tmpdir(), 'petstore-key-changes-')), 'keys.db')
@@ -61,3 +64,80 @@ t.test('PostgreSQL: a server that takes the connection and never answers holds n
   await sleep(1_500)
   t.equal(connections.size, 2, 'closed: no connection tried again')
 })
+
+/** Waits (up to a generous bound) until `count` connections of `url` listen for key changes. */
+async function listening(url: string, count: number) {
+  const listeners = async () =>
+    Number(
+      (
+        await query(
+          url,
+          "select count(*) from pg_stat_activity where application_name = $1 and datname = current_database() and state = 'idle' and query like 'listen %'",
+          [listenerName],
+        )
+      ).rows[0].count,
+    )
+  for (let waited = 0; (await listeners()) < count && waited < 30_000; waited += 50) await sleep(50)
+  return listeners()
+}
+
+t.test('PostgreSQL: a change is done once every listener has acknowledged it: each sees it at its next call', { skip: postgresMissing }, async (t) => {
+  // (each instance named in its URL, as test/instances.test.ts tells them apart)
+  const url = await freshPostgres(t)
+  const named = (name: string) => ({ connectionString: `${url}?application_name=${name}` })
+  const listeners = [postgresKeyChanges(named('petstore-a'), 30_000), postgresKeyChanges(named('petstore-b'), 30_000)]
+  t.teardown(() => Promise.all(listeners.map((changes) => changes.close())))
+  t.equal(await listening(url, 2), 2, 'both listen')
+  // (listening begins with a change: whatever was cached before may have been revoked)
+  for (const changes of listeners) changes.changed()
+  t.strictSame(
+    listeners.map((changes) => changes.changed()),
+    [false, false],
+    'nothing changed since',
+  )
+  // a change committed (as the trigger on api_keys says it), then acknowledged; two at once, as
+  // two revocations may be: each waits for its own acknowledgements
+  await query(url, 'select pg_notify($1, $2)', [keysChannel, ''])
+  await Promise.all([listeners[0]!.propagated(), acknowledged({ connectionString: url }, 30_000)])
+  t.strictSame(
+    listeners.map((changes) => changes.changed()),
+    [true, true],
+    'each sees the change at its next call, once acknowledged',
+  )
+  t.strictSame(
+    listeners.map((changes) => changes.changed()),
+    [false, false],
+    'and once',
+  )
+})
+
+t.test(
+  'PostgreSQL: no listener, done at once; one that never acknowledges, waited for until the bound; no database, not waited for',
+  { skip: postgresMissing },
+  async (t) => {
+    const url = await freshPostgres(t)
+    const boundMs = 60_000
+    let started = performance.now()
+    await acknowledged({ connectionString: url }, boundMs)
+    t.ok(performance.now() - started < boundMs, 'no listener: nothing to wait for')
+
+    // a connection named as a listener, that has run a statement but listens to nothing
+    const mute = new pg.Client({ connectionString: url, application_name: listenerName })
+    await mute.connect()
+    t.teardown(() => mute.end())
+    await mute.query('select 1')
+    const shortMs = 500
+    started = performance.now()
+    await acknowledged({ connectionString: url }, shortMs)
+    t.ok(performance.now() - started >= shortMs - 1, 'a listener that does not answer: waited for until the bound')
+
+    // (a port nothing listens on: the connection refused)
+    const closed = createServer()
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve))
+    const { port } = closed.address() as AddressInfo
+    await new Promise((resolve) => closed.close(resolve))
+    started = performance.now()
+    await acknowledged({ connectionString: `postgres://postgres@127.0.0.1:${port}/none` }, boundMs)
+    t.ok(performance.now() - started < boundMs, 'no database: the change is committed, nothing to wait for')
+  },
+)
