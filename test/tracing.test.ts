@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { request } from 'node:http'
 import { type AddressInfo, createServer as createNetServer } from 'node:net'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -370,6 +371,32 @@ async function deliveriesContinueTheirTrace(t: Test, server: ServerProcess, coll
   t.match(retried, { attributes: { 'http.response.status_code': 204 } }, 'its retry succeeded')
   t.notOk('error.type' in retried!.attributes)
 }
+
+t.test("a body that comes after its headers: the request's statements are still its span's children", async (t) => {
+  const collector = await otlpCollector(t)
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-tracing-'))
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${join(dir, 'pets.db')}`, API_KEYS: curatingTestKey, ...tracedTo(collector) })
+  await addCategory(t, server)
+  // Expect: 100-continue: the body is sent only once the server has read the headers, and so
+  // reaches it in a read of its own, which Node runs outside the context the request's hooks
+  // entered
+  const caller = callerSpan()
+  const status = await new Promise<number>((resolve, reject) => {
+    const sent = request(`${server.url}${newest.basePath}/pets`, { method: 'POST', headers: { ...asKey(caller), expect: '100-continue' } })
+    sent.on('continue', () => sent.end(JSON.stringify({ name: 'Late', categoryId: 1 })))
+    sent.on('response', (response) => resolve(response.resume().statusCode!)).on('error', reject)
+    sent.flushHeaders()
+  })
+  t.equal(status, 201)
+  const serverSpan = (spans: ReceivedSpan[]) => spans.find((span) => span.traceId === caller.traceId && span.kind === serverKind)
+  const spans = await collector.until((spans) => serverSpan(spans) !== undefined)
+  t.ok(
+    childrenOf(spans, serverSpan(spans)!).some(({ name }) => name === 'INSERT pets'),
+    "the pet's INSERT is a child of the request's span",
+  )
+  server.child.kill('SIGTERM')
+  t.equal((await server.exited).code, 0)
+})
 
 t.test('SQLite: each delivery attempt continues the trace of the request that recorded its event', async (t) => {
   const collector = await otlpCollector(t)

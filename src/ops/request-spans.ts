@@ -88,13 +88,7 @@ async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
     if (request.log !== app.log) (request.log as SpanLogger)[spanOfLogger] = span
     api.within(context, done)
   })
-  // (a GET's hooks and handler run on from onRequest's, in its context; Node's stream events,
-  // which read a body, do not)
-  const reenter = (request: FastifyRequest, _reply: unknown, done: () => void) => {
-    const { context } = request.traced!
-    if (api.active() === context) done()
-    else api.within(context, done)
-  }
+  const reenter = (request: FastifyRequest, _reply: unknown, done: () => void) => api.within(request.traced!.context, done)
   app.addHook('preValidation', reenter)
   app.addHook('preHandler', reenter)
   app.addHook('onResponse', (request, reply, done) => {
