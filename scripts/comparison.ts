@@ -13,7 +13,8 @@
  * breaking: a request that version took may now be refused.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createHash, randomBytes } from 'node:crypto'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -51,9 +52,30 @@ export function whereOf(pointer: string): string {
   return method === undefined ? path! : `${method.toUpperCase()} ${path}`
 }
 
-/** The changes redocly diff finds from the document in file `base` to the one in `revision`, every one rated. */
+/** Where redocly's reports are kept, named by what made them (see `diff`). */
+const reportCache = join(projectRoot, 'node_modules', '.cache', 'petstore', 'redocly-diff')
+const cliPackage = createRequire(import.meta.url).resolve('@redocly/cli/package.json')
+
+/** The file redocly's report from `base` to `revision` is kept in: a hash of both documents, the
+ * rules and redocly's version. */
+export function keptReport(base: string, revision: string): string {
+  const hash = createHash('sha256')
+  for (const file of [cliPackage, diffConfig, base, revision]) hash.update(readFileSync(file)).update('\0')
+  return join(reportCache, `${hash.digest('hex')}.json`)
+}
+
+/**
+ * The changes redocly diff finds from the document in file `base` to the one in `revision`, every
+ * one rated. Both are whole documents (bundled, every `$ref` local), so their text, the rules and
+ * redocly's version are all a report depends on: a report is kept under their hash and read back
+ * for the same inputs. The gate, the changelog and `npm run generate` compare the same pairs again
+ * and again (every release, every generate of an unchanged contract, the tests), and each
+ * comparison is a redocly process of half a second or more.
+ */
 export async function diff(base: string, revision: string): Promise<Change[]> {
-  const cli = join(dirname(createRequire(import.meta.url).resolve('@redocly/cli/package.json')), 'bin', 'cli.js')
+  const kept = keptReport(base, revision)
+  if (existsSync(kept)) return (JSON.parse(readFileSync(kept, 'utf8')) as { changes: Change[] }).changes
+  const cli = join(dirname(cliPackage), 'bin', 'cli.js')
   const dir = mkdtempSync(join(tmpdir(), 'petstore-diff-'))
   try {
     const report = join(dir, 'diff.json')
@@ -70,7 +92,20 @@ export async function diff(base: string, revision: string): Promise<Change[]> {
         timeout: 60_000,
       },
     )
-    return (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes
+    // (what a Change holds: the report also names the files compared, which another pair of the
+    // same documents would not share)
+    const changes = (JSON.parse(readFileSync(report, 'utf8')) as { changes: Change[] }).changes.map(({ path, kind, impact, verdicts }) => ({
+      path,
+      kind,
+      impact,
+      verdicts: verdicts.map(({ ruleId, impact, message, location }) => ({ ruleId, impact, message, location: { pointer: location.pointer } })),
+    }))
+    // (whole or not at all: runs side by side may keep the same report at once)
+    mkdirSync(reportCache, { recursive: true })
+    const written = `${kept}.${process.pid}.${randomBytes(4).toString('hex')}`
+    writeFileSync(written, JSON.stringify({ changes }))
+    renameSync(written, kept)
+    return changes
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

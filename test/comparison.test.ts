@@ -4,12 +4,14 @@
  * client meets it (each answer per status, each event's payload), parameters are named by name,
  * and a 4xx an operation gained is breaking; the new major's entry lists them all.
  */
-import { readFileSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { parse } from 'yaml'
 import { differencesOf, releasedDir } from '../scripts/check-breaking.js'
-import { compareDocuments, inPlace, partOf, placeOf, writtenAt, writtenIn } from '../scripts/comparison.js'
+import { compareDocuments, diff, inPlace, keptReport, partOf, placeOf, writtenAt, writtenIn } from '../scripts/comparison.js'
 import { compatibleLines, releaseEntry } from '../scripts/release.js'
 
 t.jobs = 2
@@ -187,4 +189,30 @@ t.test('where a place is written, and what it is called', async (t) => {
   t.equal(placeOf('#/paths/~1a/get/responses'), 'GET /a, responses')
   t.equal(placeOf('#/paths/~1a/get'), 'GET /a', 'the operation itself')
   t.equal(partOf('#/servers/0'), undefined, 'outside operations and events: no part')
+})
+
+t.test("redocly's report is kept by what made it: the same two documents are compared once", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-kept-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const older = join(dir, 'older.json')
+  const newer = join(dir, 'newer.json')
+  const spec = released()
+  writeFileSync(older, JSON.stringify(spec))
+  // (a change no other test makes: its report is not kept yet)
+  spec.info.description = `${spec.info.description} ${randomUUID()}`
+  writeFileSync(newer, JSON.stringify(spec))
+  const kept = keptReport(older, newer)
+  t.teardown(() => rmSync(kept, { force: true }))
+  t.notOk(existsSync(kept), 'a new pair has no report kept')
+  const found = await diff(older, newer)
+  t.strictSame(found, [{ path: '#/info', kind: 'modified', impact: 'patch', verdicts: [] }], "redocly's report, of what a Change holds")
+  t.strictSame(JSON.parse(readFileSync(kept, 'utf8')).changes, found, 'kept')
+  // the kept report is what a second comparison answers, without redocly: one written here shows it
+  writeFileSync(kept, JSON.stringify({ changes: [] }))
+  t.strictSame(await diff(older, newer), [], 'read back')
+  writeFileSync(newer, JSON.stringify({ ...spec, info: { ...spec.info, description: 'another' } }))
+  t.not(keptReport(older, newer), kept, 'another document, another report')
+  rmSync(kept)
+  writeFileSync(newer, JSON.stringify(spec))
+  t.strictSame(await diff(older, newer), found, 'a report removed is made again')
 })
