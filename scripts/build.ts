@@ -59,7 +59,8 @@ const swaggerUiFolders: Plugin = {
   },
 }
 
-/** The substitution for glue, and for glue only: the module itself imports the package. */
+/** The substitution for glue, and for glue only: the module itself imports the package. (The
+ * tests' module hook, test/run/compiled-hooks.mjs, makes the same one: keep the two alike.) */
 const precompiledSpecValidator: Plugin = {
   name: 'precompiled-spec-validator',
   setup(builder) {
