@@ -452,7 +452,7 @@ t.test('PostgreSQL: each delivery attempt continues the trace of the request tha
   t.equal((await server.exited).code, 0)
 })
 
-t.test('a request whose span is not kept: no attribute is given, and its statements start no span', async (t) => {
+t.test('a request whose span is not kept: no attribute is given, its statements start no span, and a read enters no context', async (t) => {
   const started: { name: string; attributes: Attributes }[] = []
   // no SDK in this process: the API's own tracer, whose spans record nothing (a sampler's "no")
   const noop = trace.getTracer('test')
@@ -464,6 +464,7 @@ t.test('a request whose span is not kept: no attribute is given, and its stateme
   } as Tracer
   // (nor a context manager: the context active is the last one a hook entered)
   let current = ROOT_CONTEXT
+  let entered = 0
   const api: TraceApi = {
     tracer,
     extract: () => ROOT_CONTEXT,
@@ -471,6 +472,7 @@ t.test('a request whose span is not kept: no attribute is given, and its stateme
     withSpan: (parent, span) => trace.setSpan(parent, span),
     spanOf: (of) => trace.getSpan(of),
     within: (of, work) => {
+      entered++
       current = of
       return work()
     },
@@ -492,4 +494,10 @@ t.test('a request whose span is not kept: no attribute is given, and its stateme
     "the request's span alone: none for the statements it made",
   )
   t.same(started[0]!.attributes, {}, 'no attribute: the samplers OTEL_TRACES_SAMPLER names read none')
+  t.equal(entered, 0, 'a read not kept enters no context')
+  // a write not kept still has its context: the events it records keep its trace
+  const created = await app.inject({ method: 'POST', url: `${oldest.basePath}/pets`, headers: { authorization: `Bearer ${testKey}` }, payload: { name: 7 } })
+  t.equal(created.statusCode, 400)
+  t.equal(started.length, 2)
+  t.ok(entered >= 2, 'a write not kept enters its context, and again once its body is read')
 })

@@ -27,6 +27,9 @@ function operationAttributes(operation: Operation, contract: Contract): { route:
   }
 }
 
+/** The methods whose requests' bodies Fastify never reads, and which record nothing. */
+const readsOnly = (method: string) => method === 'GET' || method === 'HEAD'
+
 /** Where a request's logger keeps its span, for traceFields. */
 const spanOfLogger = Symbol('span')
 interface SpanLogger {
@@ -53,8 +56,10 @@ export function traceFields(_fields: object, _level: number, logger: object): Re
  * routes made from it (operations.ts, route config) know. The span joins the caller's W3C
  * `traceparent`, is named `{METHOD} {route template}` and carries the HTTP semantic conventions'
  * attributes and the operation's (operationAttributes); an Error answer's `code` is its
- * `error.type`; the request's log lines carry its trace_id and span_id (traceFields). Its context is made active again after the body is read (Node's stream events
- * run outside it), so that the store's statements are its children (statement-spans.ts).
+ * `error.type`; the request's log lines carry its trace_id and span_id (traceFields). Its
+ * context is active through the request's hooks and handler, entered again after a body is read
+ * (Node's stream events run outside it), so that the store's statements are its children
+ * (statement-spans.ts) and the events it records keep its trace.
  * Registered only when tracing is on: otherwise no hook of it runs.
  */
 async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
@@ -81,16 +86,28 @@ async function requestSpans(app: FastifyInstance, { api }: { api: TraceApi }) {
       span.setAttributes(attributes)
       span.setAttributes({ 'http.request.method': request.method, 'url.path': request.url.split('?')[0] })
     }
-    const context = api.withSpan(parent, span)
-    request.traced = { span, context }
     // every line the request logs (its access-log line too) names its trace and span (traceFields);
     // logs off, its logger is the server's own, and writes nothing
     if (request.log !== app.log) (request.log as SpanLogger)[spanOfLogger] = span
+    // A read whose span is not kept needs no context: its statements start no span, and it
+    // records no event. (Most reads, at a sampler's ratio: entering one costs a copy of the
+    // context and, on Node 22, AsyncLocalStorage's hooks at every promise and tick after it.)
+    if (!span.isRecording() && readsOnly(request.method)) {
+      request.traced = { span, context: parent }
+      return done()
+    }
+    const context = api.withSpan(parent, span)
+    request.traced = { span, context }
     api.within(context, done)
   })
+  // A body is read in the socket's own events, which Node runs outside the context onRequest
+  // entered: it is entered again once the body is read, on the routes whose requests have one.
+  // (The hooks of a GET or a HEAD, whose body is never read, run on in that context.)
   const reenter = (request: FastifyRequest, _reply: unknown, done: () => void) => api.within(request.traced!.context, done)
-  app.addHook('preValidation', reenter)
-  app.addHook('preHandler', reenter)
+  app.addHook('onRoute', (route) => {
+    if ([route.method].flat().every(readsOnly)) return
+    route.preValidation = [reenter, ...[route.preValidation ?? []].flat()]
+  })
   app.addHook('onResponse', (request, reply, done) => {
     const span = request.traced!.span
     span.setAttribute('http.response.status_code', reply.statusCode)
